@@ -1,0 +1,1 @@
+"""The ``trustscore`` command: thin shells over the services and the pure core."""

@@ -1,0 +1,155 @@
+"""in-toto Statement v1 and the registry of trustscore statement kinds.
+
+A kind is a typed predicate struct plus a check that returns the facts the log needs (who must sign it,
+whom it is about, its nonce). Adding a kind is one struct, one check function and one :func:`register`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+from urllib.parse import urlsplit
+
+import msgspec
+
+from trustscore import canonical
+from trustscore.errors import InvalidInput, UnsupportedKind
+from trustscore.ledger import keys
+
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+PREDICATE_PREFIX = "https://trustscore.dev/predicates/"
+NONCE_MIN, NONCE_MAX = 16, 128
+
+
+class Subject(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    name: str
+    digest: dict[str, str]
+
+
+class Statement(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    type: str = msgspec.field(name="_type")
+    subject: list[Subject] = msgspec.field(default_factory=list)
+    predicateType: str = ""  # noqa: N815 - in-toto field name
+    predicate: msgspec.Raw = msgspec.Raw(b"null")
+
+
+class Predicate(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    """Fields every trustscore predicate carries."""
+
+    nonce: str
+    issued_at: str
+
+
+P = TypeVar("P", bound=Predicate)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the log needs to know about a statement, derived from it by its kind's check."""
+
+    signer: str  # the key id that must have signed it
+    subject: str  # the id the statement is about
+    introduces_key: bytes | None = None  # a public key this statement registers (cards)
+
+
+@dataclass(frozen=True)
+class Kind(Generic[P]):
+    name: str
+    version: int
+    struct: type[P]
+    check: Callable[[Statement, P], Facts]
+
+    @property
+    def predicate_type(self) -> str:
+        return f"{PREDICATE_PREFIX}{self.name}/v{self.version}"
+
+
+_REGISTRY: dict[str, Kind[Any]] = {}
+
+
+def register(kind: Kind[P]) -> Kind[P]:
+    if kind.predicate_type in _REGISTRY:
+        raise ValueError(f"statement kind {kind.predicate_type} registered twice")
+    _REGISTRY[kind.predicate_type] = kind
+    return kind
+
+
+def kinds() -> dict[str, Kind[Any]]:
+    return dict(_REGISTRY)
+
+
+@dataclass(frozen=True)
+class ParsedStatement:
+    statement: Statement
+    kind: Kind[Any]
+    predicate: Predicate
+    facts: Facts
+
+
+_statement_decoder = msgspec.json.Decoder(Statement)
+
+
+def parse_statement(payload: bytes) -> ParsedStatement:
+    """Decode and semantically check a statement's bytes; raise naming what is wrong."""
+    try:
+        stmt = _statement_decoder.decode(payload)
+    except msgspec.DecodeError as exc:
+        raise InvalidInput(f"payload is not an in-toto statement: {exc}") from exc
+    if stmt.type != STATEMENT_TYPE:
+        raise UnsupportedKind(f"statement _type must be {STATEMENT_TYPE!r}, got {stmt.type!r}")
+    kind = _REGISTRY.get(stmt.predicateType)
+    if kind is None:
+        raise UnsupportedKind(f"unknown predicateType {stmt.predicateType!r}")
+    if not stmt.subject:
+        raise InvalidInput("statement has no subject")
+    try:
+        predicate = msgspec.json.decode(stmt.predicate, type=kind.struct)
+    except msgspec.DecodeError as exc:
+        raise InvalidInput(f"invalid {kind.name} predicate: {exc}") from exc
+    _check_common(predicate)
+    return ParsedStatement(stmt, kind, predicate, kind.check(stmt, predicate))
+
+
+def _check_common(p: Predicate) -> None:
+    if not (NONCE_MIN <= len(p.nonce) <= NONCE_MAX) or not p.nonce.isascii() or not p.nonce.isprintable():
+        raise InvalidInput(f"nonce must be {NONCE_MIN}..{NONCE_MAX} printable ASCII characters")
+    parse_time(p.issued_at, what="issued_at")
+
+
+def parse_time(text: str, *, what: str) -> dt.datetime:
+    """An RFC 3339 UTC timestamp ending in Z."""
+    if not text.endswith("Z"):
+        raise InvalidInput(f"{what} must be an RFC 3339 UTC time ending in Z")
+    try:
+        return dt.datetime.fromisoformat(text[:-1] + "+00:00")
+    except ValueError as exc:
+        raise InvalidInput(f"{what} is not an RFC 3339 time") from exc
+
+
+def format_time(t: dt.datetime) -> str:
+    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def make_statement(kind: Kind[P], subject: Subject, predicate: P) -> bytes:
+    """Canonical statement bytes for a new statement of ``kind``."""
+    return canonical.encode(
+        {
+            "_type": STATEMENT_TYPE,
+            "subject": [subject],
+            "predicateType": kind.predicate_type,
+            "predicate": predicate,
+        }
+    )
+
+
+def check_url(url: str, *, what: str) -> None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname or len(url) > 2048:
+        raise InvalidInput(f"{what} must be an http(s) URL")
+
+
+def check_text(text: str, *, what: str, max_len: int = 200) -> None:
+    if not text.strip() or len(text) > max_len or not text.isprintable():
+        raise InvalidInput(f"{what} must be 1..{max_len} printable characters")

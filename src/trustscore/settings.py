@@ -1,0 +1,70 @@
+"""Configuration: one typed object built from the environment (and CLI flags) at start-up, passed in."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from trustscore.errors import ConfigError
+
+ENV_PREFIX = "TRUSTSCORE_"
+
+
+@dataclass(frozen=True)
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    data_dir: Path = Path(".trustscore")
+    database_url: str | None = None  # None: the embedded PostgreSQL in data_dir/pg
+    log_origin: str = "trustscore.local/log"
+    integrate_interval: float = 0.2  # seconds between integrator runs
+    integrate_batch: int = 50_000  # at most this many entries per checkpoint step
+    max_body_bytes: int = 16 * 1024 * 1024
+    max_batch: int = 1000
+    max_page: int = 1000
+    pool_min: int = 2
+    pool_max: int = 10
+
+    @property
+    def log_key_file(self) -> Path:
+        return self.data_dir / "log.key"
+
+    @property
+    def pg_dir(self) -> Path:
+        return self.data_dir / "pg"
+
+    def with_overrides(self, **overrides: Any) -> Settings:
+        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def _int(name: str, raw: str) -> int:
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{ENV_PREFIX}{name} must be an integer, got {raw!r}") from exc
+
+
+def _float(name: str, raw: str) -> float:
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{ENV_PREFIX}{name} must be a number, got {raw!r}") from exc
+
+
+def from_env(env: dict[str, str] | None = None) -> Settings:
+    """Settings from ``TRUSTSCORE_*`` environment variables; unset ones keep their defaults."""
+    env = dict(os.environ) if env is None else env
+    s = Settings()
+    get = lambda name: env.get(ENV_PREFIX + name) or None  # noqa: E731
+    overrides: dict[str, Any] = {
+        "host": get("HOST"),
+        "data_dir": Path(v) if (v := get("DATA_DIR")) else None,
+        "database_url": get("DATABASE_URL"),
+        "log_origin": get("LOG_ORIGIN"),
+        "port": _int("PORT", v) if (v := get("PORT")) else None,
+        "integrate_interval": _float("INTEGRATE_INTERVAL", v) if (v := get("INTEGRATE_INTERVAL")) else None,
+        "max_body_bytes": _int("MAX_BODY_BYTES", v) if (v := get("MAX_BODY_BYTES")) else None,
+    }
+    return s.with_overrides(**overrides)

@@ -1,0 +1,1 @@
+"""PostgreSQL storage: the embedded server, the connection pool, migrations and the log's SQL."""

@@ -1,0 +1,73 @@
+"""Connection pool and numbered SQL migrations applied at start-up."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import asyncpg
+
+from trustscore.errors import StorageError
+
+APP_ROLE = "trustscore_app"
+_MIGRATION_LOCK = 0x7472757374  # advisory lock key: only one process migrates at a time
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    """(version, name, sql) of every migration shipped in the package, in order."""
+    out = []
+    for f in resources.files("trustscore.store.migrations").iterdir():
+        if f.name.endswith(".sql"):
+            version = int(f.name.split("_", 1)[0])
+            out.append((version, f.name, f.read_text(encoding="utf-8")))
+    return sorted(out)
+
+
+async def migrate(dsn: str) -> list[str]:
+    """Apply pending migrations, each in its own transaction; return the names applied."""
+    try:
+        conn = await asyncpg.connect(dsn)
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise StorageError(f"cannot connect to PostgreSQL: {exc}") from exc
+    applied: list[str] = []
+    try:
+        await conn.execute("SELECT pg_advisory_lock($1)", _MIGRATION_LOCK)
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        done = {r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")}
+        for version, name, sql in migrations():
+            if version in done:
+                continue
+            async with conn.transaction():
+                await conn.execute(sql)
+                await conn.execute("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", version, name)
+            applied.append(name)
+        newest = max(done, default=0)
+        known = max((v for v, _, _ in migrations()), default=0)
+        if newest > known:
+            raise StorageError(
+                f"database schema version {newest} is newer than this trustscore ({known}); upgrade trustscore"
+            )
+    finally:
+        await conn.close()
+    return applied
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    # Act with the app role's privileges (read + insert only) wherever the role exists and we may use it.
+    may = await conn.fetchval(
+        "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1) AND pg_has_role(current_user, $1, 'MEMBER')",
+        APP_ROLE,
+    )
+    if may:
+        await conn.execute(f"SET ROLE {APP_ROLE}")
+
+
+async def create_pool(dsn: str, *, min_size: int = 2, max_size: int = 10) -> asyncpg.Pool:
+    try:
+        pool = await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size, init=_init_connection)
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise StorageError(f"cannot connect to PostgreSQL: {exc}") from exc
+    assert pool is not None
+    return pool

