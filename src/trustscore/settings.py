@@ -57,7 +57,10 @@ def from_env(env: dict[str, str] | None = None) -> Settings:
     """Settings from ``TRUSTSCORE_*`` environment variables; unset ones keep their defaults."""
     env = dict(os.environ) if env is None else env
     s = Settings()
-    get = lambda name: env.get(ENV_PREFIX + name) or None  # noqa: E731
+
+    def get(name: str) -> str | None:
+        return env.get(ENV_PREFIX + name) or None
+
     overrides: dict[str, Any] = {
         "host": get("HOST"),
         "data_dir": Path(v) if (v := get("DATA_DIR")) else None,

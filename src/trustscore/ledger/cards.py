@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
+import msgspec
+
 from trustscore import canonical
 from trustscore.errors import InvalidInput
 from trustscore.ledger import keys
@@ -27,7 +29,7 @@ class AgentCard(Predicate, kw_only=True, frozen=True):
     endpoint: str | None = None
     model: str | None = None
     model_version: str | None = None
-    capabilities: list[str] = []
+    capabilities: list[str] = msgspec.field(default_factory=list)
 
 
 def card_subject(public_key: bytes) -> Subject:

@@ -26,7 +26,7 @@ class Signature(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
 
 
 class Envelope(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
-    payloadType: str  # noqa: N815 - DSSE field name
+    payloadType: str
     payload: str
     signatures: list[Signature]
 
@@ -37,7 +37,9 @@ def pae(payload_type: str, payload: bytes) -> bytes:
     return b"DSSEv1 %d %b %d %b" % (len(t), t, len(payload), payload)
 
 
-def sign(payload: bytes, signers: Sequence[keys.SigningKey], payload_type: str = IN_TOTO_PAYLOAD_TYPE) -> Envelope:
+def sign(
+    payload: bytes, signers: Sequence[keys.SigningKey], payload_type: str = IN_TOTO_PAYLOAD_TYPE
+) -> Envelope:
     """An envelope over ``payload`` signed by every key in ``signers``."""
     message = pae(payload_type, payload)
     return Envelope(

@@ -100,7 +100,11 @@ def read_key_file(path: Path) -> SigningKey:
         raise InvalidInput(f"key file {path} does not exist") from exc
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidInput(f"key file {path} is not a trustscore key file") from exc
-    if not isinstance(data, dict) or data.get("type") != KEY_FILE_TYPE or not isinstance(data.get("seed"), str):
+    if (
+        not isinstance(data, dict)
+        or data.get("type") != KEY_FILE_TYPE
+        or not isinstance(data.get("seed"), str)
+    ):
         raise InvalidInput(f"key file {path} is not a trustscore key file")
     key = SigningKey.from_seed(b64decode(data["seed"], what=f"seed in {path}"))
     if data.get("id") not in (None, key.id):

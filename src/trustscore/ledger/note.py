@@ -56,7 +56,7 @@ def verifier_for(name: str, public_key: bytes) -> Verifier:
 
 def parse_verifier_key(text: str) -> Verifier:
     """Parse a verifier key string; raise :class:`InvalidInput` if it is malformed or its hash is wrong."""
-    parts = text.split("+")
+    parts = text.split("+", 2)  # the base64 key may itself contain "+"
     if len(parts) != 3:
         raise InvalidInput("a verifier key is <name>+<hash>+<key>")
     name, hash_hex, key_b64 = parts

@@ -16,7 +16,6 @@ import msgspec
 
 from trustscore import canonical
 from trustscore.errors import InvalidInput, UnsupportedKind
-from trustscore.ledger import keys
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_PREFIX = "https://trustscore.dev/predicates/"
@@ -31,7 +30,7 @@ class Subject(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
 class Statement(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     type: str = msgspec.field(name="_type")
     subject: list[Subject] = msgspec.field(default_factory=list)
-    predicateType: str = ""  # noqa: N815 - in-toto field name
+    predicateType: str = ""
     predicate: msgspec.Raw = msgspec.Raw(b"null")
 
 

@@ -41,7 +41,9 @@ async def migrate(dsn: str) -> list[str]:
                 continue
             async with conn.transaction():
                 await conn.execute(sql)
-                await conn.execute("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", version, name)
+                await conn.execute(
+                    "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", version, name
+                )
             applied.append(name)
         newest = max(done, default=0)
         known = max((v for v, _, _ in migrations()), default=0)

@@ -36,7 +36,7 @@ def start(pg_dir: Path, *, stop_at_exit: bool = True) -> str:
             )
         except Exception as exc:  # the library raises assorted subprocess/OS errors
             raise StorageError(f"could not start the embedded PostgreSQL in {pg_dir}: {exc}") from exc
-    exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE}';")
+    exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE}';")  # noqa: S608 - constant
     if "(1 row)" not in exists:
         server.psql(f"CREATE DATABASE {DATABASE};")
     uri: str = server.get_postmaster_info().get_uri(database=DATABASE)

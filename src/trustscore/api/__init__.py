@@ -1,0 +1,1 @@
+"""The HTTP API: thin Litestar controllers over the services."""

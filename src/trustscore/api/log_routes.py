@@ -1,0 +1,123 @@
+"""HTTP routes of the evidence log (see docs/api.md)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Controller, Request, Response, get, post
+from litestar.params import Parameter
+
+from trustscore.canonical import b64encode
+from trustscore.services.log import LogService
+
+
+class AppendedEntry(msgspec.Struct):
+    index: int
+    leaf_hash: str
+    duplicate: bool
+
+
+class AppendResponse(msgspec.Struct):
+    entries: list[AppendedEntry]
+
+
+class LogEntry(msgspec.Struct):
+    index: int
+    leaf: str
+    leaf_hash: str
+
+
+class EntriesResponse(msgspec.Struct):
+    entries: list[LogEntry]
+    next: int | None
+
+
+class InclusionProofResponse(msgspec.Struct):
+    index: int
+    size: int
+    proof: list[str]
+
+
+class ConsistencyProofResponse(msgspec.Struct):
+    from_size: int = msgspec.field(name="from")
+    to_size: int = msgspec.field(name="to")
+    proof: list[str] = msgspec.field(default_factory=list)
+
+
+class KeyResponse(msgspec.Struct):
+    id: str
+    public_key: str
+    index: int
+
+
+NonNegative = Annotated[int, Parameter(ge=0)]
+TEXT = "text/plain; charset=utf-8"
+
+
+class LogController(Controller):
+    path = "/v1/log"
+    tags = ["log"]  # noqa: RUF012 - Litestar class attribute
+
+    @post("/entries", operation_id="appendEntries", status_code=201)
+    async def append(
+        self, request: Request[Any, Any, Any], log_service: LogService
+    ) -> Response[AppendResponse]:
+        """Append one DSSE envelope, or a JSON array of envelopes, to the log (all or nothing).
+
+        Each envelope's signatures are verified; a statement already in the log returns its first index
+        with ``duplicate: true``. Returns 201 when anything new was written, else 200.
+        """
+        appended = await log_service.submit(await request.body())
+        body = AppendResponse([AppendedEntry(a.index, b64encode(a.leaf_hash), a.duplicate) for a in appended])
+        return Response(body, status_code=200 if all(a.duplicate for a in appended) else 201)
+
+    @get("/checkpoint", operation_id="getCheckpoint", media_type=TEXT, cache_control=None)
+    async def checkpoint(self, log_service: LogService) -> str:
+        """The latest checkpoint: a C2SP tlog-checkpoint signed as a C2SP signed note."""
+        return (await log_service.latest_checkpoint()).signed_note
+
+    @get("/key", operation_id="getLogKey", media_type=TEXT)
+    async def key(self, log_service: LogService) -> str:
+        """The log's verifier key in the Go ``note`` verifier-key text form."""
+        return log_service.verifier_key + "\n"
+
+    @get("/entries", operation_id="getEntries")
+    async def entries(
+        self,
+        log_service: LogService,
+        max_page: int,
+        start: NonNegative = 0,
+        end: NonNegative | None = None,
+    ) -> EntriesResponse:
+        """Entries ``[start, end)`` with their exact leaf bytes (base64), at most one page at a time."""
+        rows = await log_service.entries(start, end, max_page)
+        nxt = rows[-1].index + 1 if rows and (end is None or rows[-1].index + 1 < end) else None
+        return EntriesResponse(
+            [LogEntry(r.index, b64encode(r.leaf), b64encode(r.leaf_hash)) for r in rows], nxt
+        )
+
+    @get("/proof/inclusion", operation_id="getInclusionProof")
+    async def inclusion(
+        self, log_service: LogService, index: NonNegative, size: NonNegative
+    ) -> InclusionProofResponse:
+        """The RFC 6962 inclusion proof of entry ``index`` in the tree of ``size`` entries."""
+        proof = await log_service.inclusion_proof(index, size)
+        return InclusionProofResponse(index, size, [b64encode(h) for h in proof])
+
+    @get("/proof/consistency", operation_id="getConsistencyProof")
+    async def consistency(
+        self,
+        log_service: LogService,
+        from_size: Annotated[int, Parameter(query="from", ge=0)],
+        to_size: Annotated[int, Parameter(query="to", ge=0)],
+    ) -> ConsistencyProofResponse:
+        """The RFC 6962 consistency proof between the trees of sizes ``from`` and ``to``."""
+        proof = await log_service.consistency_proof(from_size, to_size)
+        return ConsistencyProofResponse(from_size, to_size, [b64encode(h) for h in proof])
+
+    @get("/keys/{key_id:str}", operation_id="getKey")
+    async def key_entry(self, log_service: LogService, key_id: str) -> KeyResponse:
+        """A registered signer's public key and the index of the entry that registered it (prove it!)."""
+        public, index = await log_service.key_entry(key_id)
+        return KeyResponse(key_id, b64encode(public), index)

@@ -1,0 +1,71 @@
+"""RFC 9457 problem+json: the one place errors become HTTP responses."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from litestar import Request, Response
+from litestar.exceptions import HTTPException, ValidationException
+
+from trustscore.errors import TrustscoreError
+
+PROBLEM_TYPE_BASE = "https://trustscore.dev/problems/"
+MEDIA_TYPE = "application/problem+json"
+
+log = logging.getLogger(__name__)
+
+
+def problem(status: int, code: str, title: str, detail: str, instance: str, **extra: Any) -> Response[Any]:
+    body = {
+        "type": PROBLEM_TYPE_BASE + code,
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "instance": instance,
+        **extra,
+    }
+    return Response(content=body, status_code=status, media_type=MEDIA_TYPE)
+
+
+def _trustscore_error(request: Request[Any, Any, Any], exc: TrustscoreError) -> Response[Any]:
+    if exc.status >= 500:
+        log.error("%s: %s", exc.code, exc.message)
+    return problem(exc.status, exc.code, exc.title, exc.message, request.url.path)
+
+
+_CODES = {
+    400: "invalid-input",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not-found",
+    405: "method-not-allowed",
+    413: "payload-too-large",
+    415: "unsupported-media-type",
+    429: "rate-limited",
+}
+
+
+def _http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:
+    detail = exc.detail
+    if isinstance(exc, ValidationException) and isinstance(exc.extra, list) and exc.extra:
+        parts = [f"{e.get('key', '?')}: {e.get('message', '')}" for e in exc.extra if isinstance(e, dict)]
+        detail = "; ".join(parts) or detail
+    code = _CODES.get(exc.status_code, "http-error")
+    title = code.replace("-", " ").capitalize()
+    response = problem(exc.status_code, code, title, detail, request.url.path)
+    if exc.headers:
+        response.headers.update(exc.headers)
+    return response
+
+
+def _unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    log.exception("unhandled error on %s", request.url.path, exc_info=exc)
+    return problem(500, "internal", "Internal error", "an unexpected error occurred", request.url.path)
+
+
+EXCEPTION_HANDLERS: dict[int | type[Exception], Any] = {
+    TrustscoreError: _trustscore_error,
+    HTTPException: _http_error,
+    Exception: _unexpected,
+}

@@ -1,0 +1,69 @@
+"""``trustscore agent register``: sign and submit an agent card."""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from trustscore.canonical import b64encode
+from trustscore.client import LogClient
+from trustscore.ledger import cards, dsse, keys, statements
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser("agent", help="agent cards")
+    asub = p.add_subparsers(dest="agent_command", required=True, metavar="SUBCOMMAND")
+    r = asub.add_parser("register", help="sign an agent card with your key and submit it")
+    r.add_argument("--key", type=Path, required=True, help="the agent's key file (trustscore keygen)")
+    r.add_argument("--name", required=True)
+    r.add_argument("--endpoint", help="declared endpoint URL the server may re-verify")
+    r.add_argument("--model")
+    r.add_argument("--model-version")
+    r.add_argument("--capability", action="append", default=[], help="a declared capability (repeatable)")
+    r.add_argument("--server", required=True, help="trustscore server URL")
+    r.set_defaults(func=run_register)
+
+
+def card_envelope(
+    key: keys.SigningKey,
+    name: str,
+    *,
+    endpoint: str | None = None,
+    model: str | None = None,
+    model_version: str | None = None,
+    capabilities: list[str] | None = None,
+) -> dsse.Envelope:
+    """A signed agent card for ``key`` (checked locally with the same rules the server applies)."""
+    card = cards.AgentCard(
+        nonce=secrets.token_hex(16),
+        issued_at=statements.format_time(datetime.now(UTC)),
+        public_key=b64encode(key.public_key),
+        name=name,
+        endpoint=endpoint,
+        model=model,
+        model_version=model_version,
+        capabilities=capabilities or [],
+    )
+    payload = statements.make_statement(cards.AGENT_CARD, cards.card_subject(key.public_key), card)
+    statements.parse_statement(payload)  # same validation as the server: fail here, not there
+    return dsse.sign(payload, [key])
+
+
+def run_register(args: argparse.Namespace) -> int:
+    key = keys.read_key_file(args.key)
+    env = card_envelope(
+        key,
+        args.name,
+        endpoint=args.endpoint,
+        model=args.model,
+        model_version=args.model_version,
+        capabilities=args.capability,
+    )
+    with LogClient(args.server) as client:
+        [entry] = client.submit(env)
+    print(f"agent: {key.id}")
+    print(f"index: {entry['index']}")
+    return 0

@@ -1,0 +1,180 @@
+"""``trustscore log verify`` and ``trustscore log fsck``: check the log trusting only its verifier key."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from trustscore.client import LogClient
+from trustscore.errors import InvalidInput, StorageError, VerificationError
+from trustscore.ledger import audit, checkpoint, merkle, note
+from trustscore.store import embedded
+from trustscore.store.log import dump
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser("log", help="verify the evidence log")
+    lsub = p.add_subparsers(dest="log_command", required=True, metavar="SUBCOMMAND")
+
+    v = lsub.add_parser(
+        "verify",
+        help="verify a checkpoint, entries' signatures and inclusion, and consistency with an older checkpoint",
+    )
+    v.add_argument(
+        "--server", required=True, help="where to fetch material from (nothing it says is trusted)"
+    )
+    v.add_argument("--verifier-key", required=True, help="the log's verifier key, or a file holding it")
+    v.add_argument(
+        "--checkpoint", type=Path, help="a signed checkpoint file to verify against (default: fetch)"
+    )
+    v.add_argument("--index", type=int, action="append", default=[], help="an entry to verify (repeatable)")
+    v.add_argument(
+        "--previous-checkpoint", type=Path, help="an older signed checkpoint that must be consistent"
+    )
+    v.add_argument("--save-checkpoint", type=Path, help="write the verified checkpoint here")
+    v.set_defaults(func=run_verify)
+
+    f = lsub.add_parser("fsck", help="re-derive the whole tree from every entry and compare with checkpoints")
+    src = f.add_mutually_exclusive_group(required=True)
+    src.add_argument("--server", help="audit a server over HTTP (needs --verifier-key)")
+    src.add_argument("--database-url", help="audit a database directly (operator)")
+    src.add_argument("--data-dir", type=Path, help="audit the embedded database in this data directory")
+    f.add_argument("--verifier-key", help="the log's verifier key, or a file holding it")
+    f.set_defaults(func=run_fsck)
+
+
+def _verifier_text(arg: str) -> str:
+    path = Path(arg)
+    if path.is_file():
+        return path.read_text().strip()
+    return arg.strip()
+
+
+def _read(path: Path, what: str) -> str:
+    try:
+        return path.read_text()
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {what} {path}: {exc.strerror}") from exc
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    verifier = note.parse_verifier_key(_verifier_text(args.verifier_key))
+    with LogClient(args.server) as client:
+        signed = _read(args.checkpoint, "checkpoint") if args.checkpoint else client.checkpoint()
+        cp = checkpoint.open_checkpoint(signed, verifier, None)
+        print(f"checkpoint: size {cp.size}, signature by {verifier.name} verified")
+        if args.previous_checkpoint:
+            old = checkpoint.open_checkpoint(
+                _read(args.previous_checkpoint, "checkpoint"), verifier, cp.origin
+            )
+            if old.size > cp.size:
+                raise VerificationError(
+                    f"previous checkpoint ({old.size}) is larger than this one ({cp.size})"
+                )
+            proof = client.consistency_proof(old.size, cp.size) if old.size else []
+            checkpoint.verify_consistent(old, cp, proof)
+            print(f"consistency: size {old.size} -> {cp.size} verified")
+        for index in args.index:
+            _verify_entry(client, cp, index)
+    if args.save_checkpoint:
+        args.save_checkpoint.write_text(signed)
+    return 0
+
+
+def _verify_included(client: LogClient, cp: checkpoint.Checkpoint, index: int) -> bytes:
+    if not 0 <= index < cp.size:
+        raise VerificationError(f"entry {index} is not in the checkpoint (size {cp.size})")
+    got = client.entries(index, index + 1)
+    if not got or got[0][0] != index:
+        raise VerificationError(f"server did not return entry {index}")
+    leaf = got[0][1]
+    proof = client.inclusion_proof(index, cp.size)
+    merkle.verify_inclusion(merkle.leaf_hash(leaf), index, cp.size, proof, cp.root)
+    return leaf
+
+
+def _verify_entry(client: LogClient, cp: checkpoint.Checkpoint, index: int) -> None:
+    leaf = _verify_included(client, cp, index)
+    registered: dict[str, bytes] = {}
+
+    def resolve(kid: str) -> bytes | None:
+        return registered.get(kid)
+
+    prepared = audit.parse_leaf(leaf)
+    for sig in prepared.envelope.signatures:
+        if prepared.statement.facts.introduces_key is not None:
+            break
+        card_index = client.key_index(sig.keyid)
+        card = audit.verify_leaf(_verify_included(client, cp, card_index), lambda _k: None)
+        if card.introduces_key is None or card.subject != sig.keyid:
+            raise VerificationError(f"entry {card_index} does not register {sig.keyid}")
+        registered[sig.keyid] = card.introduces_key
+    entry = audit.verify_leaf(leaf, resolve)
+    print(
+        f"entry {index}: {entry.statement.kind.name} by {entry.signer}, signatures verified, "
+        f"included in checkpoint {cp.size}"
+    )
+
+
+def run_fsck(args: argparse.Namespace) -> int:
+    if args.server:
+        if not args.verifier_key:
+            raise InvalidInput("--server needs --verifier-key")
+        report = _fsck_http(args.server, _verifier_text(args.verifier_key))
+    else:
+        dsn = args.database_url or embedded.start(args.data_dir / "pg", stop_at_exit=False)
+        report = asyncio.run(_fsck_db(dsn, _verifier_text(args.verifier_key) if args.verifier_key else None))
+    for problem in report.problems:
+        print(f"problem: {problem}")
+    status = "clean" if report.clean else f"{len(report.problems)} problem(s)"
+    print(f"fsck: {report.entries} entries, checkpoint size {report.checkpoint_size}: {status}")
+    if not report.clean:
+        raise VerificationError(f"fsck found {len(report.problems)} problem(s)")
+    return 0
+
+
+def _fsck_http(server: str, vkey: str) -> audit.FsckReport:
+    verifier = note.parse_verifier_key(vkey)
+    with LogClient(server) as client:
+        cp = checkpoint.open_checkpoint(client.checkpoint(), verifier, None)
+        leaves = [leaf for _, leaf in client.entries(0, cp.size)]
+    return audit.fsck(leaves, [(cp.size, cp.root)])
+
+
+async def _fsck_db(dsn: str, vkey: str | None) -> audit.FsckReport:
+    try:
+        conn = await asyncpg.connect(dsn)
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise StorageError(f"cannot connect to PostgreSQL: {exc}") from exc
+    try:
+        d = await dump(conn)
+    finally:
+        await conn.close()
+    vkey = vkey or d.verifier_key
+    if vkey is None:
+        raise VerificationError("the database names no log verifier key; pass --verifier-key")
+    verifier = note.parse_verifier_key(vkey)
+    problems: list[str] = []
+    cps: list[tuple[int, bytes]] = []
+    for c in d.checkpoints:
+        try:
+            opened = checkpoint.open_checkpoint(c.signed_note, verifier, None)
+        except VerificationError as exc:
+            problems.append(f"checkpoint {c.size}: {exc.message}")
+            continue
+        if (opened.size, opened.root) != (c.size, c.root):
+            problems.append(f"checkpoint {c.size}: signed note does not match the stored size/root")
+        cps.append((opened.size, opened.root))
+    for want, e in enumerate(d.entries):
+        if e.index != want:
+            problems.append(f"entry indexes are not contiguous at {want}")
+            break
+    report = audit.fsck(
+        [e.leaf for e in d.entries], cps, [e.leaf_hash for e in d.entries], stored_nodes=d.nodes
+    )
+    report.problems[:0] = problems
+    return report

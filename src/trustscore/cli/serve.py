@@ -1,0 +1,58 @@
+"""``trustscore serve``: run the HTTP service on the embedded or an external PostgreSQL."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from trustscore import settings as settings_mod
+from trustscore.ledger import note
+from trustscore.services import logkey
+from trustscore.settings import Settings
+from trustscore.store import embedded
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser("serve", help="start the HTTP service")
+    p.add_argument("--host", help="address to listen on (default 127.0.0.1, env TRUSTSCORE_HOST)")
+    p.add_argument("--port", type=int, help="port (default 8080, env TRUSTSCORE_PORT)")
+    p.add_argument(
+        "--data-dir", type=Path, help="data directory (default ./.trustscore, env TRUSTSCORE_DATA_DIR)"
+    )
+    p.add_argument(
+        "--database-url",
+        help="external PostgreSQL URL (env TRUSTSCORE_DATABASE_URL); default: embedded PostgreSQL in the data dir",
+    )
+    p.set_defaults(func=run)
+
+
+def resolve_settings(args: argparse.Namespace) -> Settings:
+    return settings_mod.from_env().with_overrides(
+        host=args.host, port=args.port, data_dir=args.data_dir, database_url=args.database_url
+    )
+
+
+def database_dsn(s: Settings) -> str:
+    """The DSN to use: the external URL, or the embedded server (started or re-attached to)."""
+    return s.database_url or embedded.start(s.pg_dir)
+
+
+def run(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from trustscore.api.app import create_app
+
+    s = resolve_settings(args)
+    s.data_dir.mkdir(parents=True, exist_ok=True)
+    dsn = database_dsn(s)
+    key = logkey.load_or_create(s.log_key_file)
+    where = "external PostgreSQL" if s.database_url else f"embedded PostgreSQL in {s.pg_dir}"
+    print(f"trustscore listening on http://{s.host}:{s.port} ({where})", flush=True)
+    print(f"log verifier key: {note.make_verifier_key(s.log_origin, key.public_key)}", flush=True)
+    config = uvicorn.Config(
+        create_app(s, dsn), host=s.host, port=s.port, log_level="warning", access_log=False, lifespan="on"
+    )
+    server = uvicorn.Server(config)
+    server.run()
+    return 0 if server.started else 1

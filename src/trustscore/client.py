@@ -1,0 +1,115 @@
+"""A small HTTP client for the trustscore API, used by the CLI and the SDK.
+
+It turns problem+json responses into :class:`~trustscore.errors.TrustscoreError`s carrying the server's
+``detail``, and network failures into one-line errors. Nothing it returns is trusted: callers verify.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import msgspec
+
+from trustscore.canonical import b64decode
+from trustscore.errors import InvalidInput, NotFound, StorageError, TrustscoreError
+
+
+class RemoteError(TrustscoreError):
+    """The server refused a request; ``status`` and ``problem`` are what it said."""
+
+    code = "remote"
+    title = "Server refused the request"
+
+    def __init__(self, message: str, *, status: int, problem: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.http_status = status
+        self.problem = problem or {}
+
+
+class LogClient:
+    def __init__(
+        self, server: str, *, timeout: float = 30.0, transport: httpx.BaseTransport | None = None
+    ) -> None:
+        if not server.startswith(("http://", "https://")):
+            raise InvalidInput(f"server must be an http(s) URL, got {server!r}")
+        self.server = server.rstrip("/")
+        self._http = httpx.Client(base_url=self.server, timeout=timeout, transport=transport)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> LogClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _request(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        try:
+            r = self._http.request(method, path, **kw)
+        except httpx.HTTPError as exc:
+            raise StorageError(f"cannot reach {self.server}: {exc}") from exc
+        if r.status_code >= 400:
+            problem: dict[str, Any] | None = None
+            detail = r.text.strip()[:500]
+            if r.headers.get("content-type", "").startswith("application/problem+json"):
+                try:
+                    problem = r.json()
+                    detail = str(problem.get("detail") or problem.get("title") or detail)
+                except ValueError:
+                    pass
+            if r.status_code == 404:
+                raise NotFound(f"{self.server}{path}: {detail}")
+            raise RemoteError(
+                f"server refused ({r.status_code}): {detail}", status=r.status_code, problem=problem
+            )
+        return r
+
+    def _json(self, method: str, path: str, **kw: Any) -> Any:
+        r = self._request(method, path, **kw)
+        try:
+            return r.json()
+        except ValueError as exc:
+            raise InvalidInput(f"{self.server}{path} did not return JSON") from exc
+
+    def submit(self, envelopes: Any) -> list[dict[str, Any]]:
+        """POST one envelope (a dict/struct) or a list of them; returns the entries' index and leaf hash."""
+        body = msgspec.json.encode(envelopes)
+        data = self._json(
+            "POST", "/v1/log/entries", content=body, headers={"content-type": "application/json"}
+        )
+        entries: list[dict[str, Any]] = data["entries"]
+        return entries
+
+    def checkpoint(self) -> str:
+        return self._request("GET", "/v1/log/checkpoint").text
+
+    def verifier_key(self) -> str:
+        return self._request("GET", "/v1/log/key").text.strip()
+
+    def entries(self, start: int, end: int) -> list[tuple[int, bytes]]:
+        """Entries ``[start, end)`` as (index, leaf bytes), following pages."""
+        out: list[tuple[int, bytes]] = []
+        while start < end:
+            data = self._json("GET", "/v1/log/entries", params={"start": start, "end": end})
+            page = data["entries"]
+            if not page:
+                break
+            for e in page:
+                out.append((int(e["index"]), b64decode(e["leaf"], what="leaf")))
+            start = out[-1][0] + 1
+        return out
+
+    def inclusion_proof(self, index: int, size: int) -> list[bytes]:
+        data = self._json("GET", "/v1/log/proof/inclusion", params={"index": index, "size": size})
+        return [b64decode(h, what="proof hash") for h in data["proof"]]
+
+    def consistency_proof(self, size1: int, size2: int) -> list[bytes]:
+        data = self._json("GET", "/v1/log/proof/consistency", params={"from": size1, "to": size2})
+        return [b64decode(h, what="proof hash") for h in data["proof"]]
+
+    def key_index(self, key_id: str) -> int:
+        """The index of the entry that registered ``key_id`` (to be fetched and verified by the caller)."""
+        data = self._json("GET", f"/v1/log/keys/{key_id}")
+        return int(data["index"])

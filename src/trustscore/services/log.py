@@ -1,0 +1,162 @@
+"""The log service: accept signed submissions, integrate them, serve checkpoints, entries and proofs."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+
+import msgspec
+
+from trustscore.errors import InvalidInput, NotFound, NotYetAvailable, TrustscoreError
+from trustscore.ledger import checkpoint, merkle, note
+from trustscore.ledger.keys import SigningKey
+from trustscore.ledger.submission import CheckedEntry, Prepared, check, prepare
+from trustscore.store.log import Appended, LogStore, StoredCheckpoint, StoredEntry
+
+log = logging.getLogger(__name__)
+
+_VERIFY_IN_THREAD = 32  # batches at least this large verify signatures off the event loop
+
+
+@dataclass(frozen=True)
+class Proof:
+    hashes: list[bytes]
+
+
+def _at(pos: int | None, exc: TrustscoreError) -> TrustscoreError:
+    if pos is None:
+        return exc
+    return type(exc)(f"entries[{pos}]: {exc.message}", **exc.extra)
+
+
+class LogService:
+    def __init__(self, store: LogStore, log_key: SigningKey, origin: str, *, max_batch: int) -> None:
+        self.store = store
+        self.log_key = log_key
+        self.origin = origin
+        self.max_batch = max_batch
+        self.verifier_key = note.make_verifier_key(origin, log_key.public_key)
+
+    # --- writing -------------------------------------------------------------------------------------
+
+    def parse_body(self, body: bytes) -> list[Prepared]:
+        """One envelope or a JSON array of envelopes, structurally checked."""
+        try:
+            raw = msgspec.json.decode(body)
+        except msgspec.DecodeError as exc:
+            raise InvalidInput(f"body is not valid JSON: {exc}") from exc
+        if isinstance(raw, list):
+            if not raw:
+                raise InvalidInput("empty batch")
+            if len(raw) > self.max_batch:
+                raise InvalidInput(f"a batch holds at most {self.max_batch} envelopes, got {len(raw)}")
+            items: list[tuple[int | None, object]] = list(enumerate(raw))
+        else:
+            items = [(None, raw)]
+        out = []
+        for pos, item in items:
+            try:
+                out.append(prepare(item))
+            except TrustscoreError as exc:
+                raise _at(pos, exc) from exc
+        return out
+
+    async def submit(self, body: bytes) -> list[Appended]:
+        prepared = self.parse_body(body)
+        return await self.append(prepared, batch=len(prepared) > 1 or body.lstrip()[:1] == b"[")
+
+    async def append(self, prepared: list[Prepared], *, batch: bool = True) -> list[Appended]:
+        """Verify every envelope, then append them all in one transaction (all or nothing)."""
+        introduced = {
+            p.statement.facts.subject: p.statement.facts.introduces_key
+            for p in prepared
+            if p.statement.facts.introduces_key is not None
+        }
+        wanted = {s.keyid for p in prepared for s in p.envelope.signatures} - introduced.keys()
+        registered = await self.store.resolve_keys(wanted)
+
+        def resolve(kid: str) -> bytes | None:
+            return registered.get(kid) or introduced.get(kid)
+
+        def verify_all() -> list[CheckedEntry]:
+            out = []
+            for pos, p in enumerate(prepared):
+                try:
+                    out.append(check(p, resolve))
+                except TrustscoreError as exc:
+                    raise _at(pos if batch else None, exc) from exc
+            return out
+
+        checked = await asyncio.to_thread(verify_all) if len(prepared) >= _VERIFY_IN_THREAD else verify_all()
+        return await self.store.append(checked)
+
+    # --- integration ---------------------------------------------------------------------------------
+
+    def sign_checkpoint(self, size: int, root: bytes) -> str:
+        return checkpoint.sign_checkpoint(
+            checkpoint.Checkpoint(self.origin, size, root), self.log_key, self.origin
+        )
+
+    async def integrate_once(self, max_batch: int = 50_000) -> StoredCheckpoint | None:
+        return await self.store.integrate(self.sign_checkpoint, max_batch=max_batch)
+
+    async def run_integrator(self, interval: float, stop: asyncio.Event, max_batch: int = 50_000) -> None:
+        """Integrate until ``stop`` is set; errors are logged and retried, never fatal."""
+        while not stop.is_set():
+            try:
+                while await self.integrate_once(max_batch) is not None:
+                    pass
+            except Exception:
+                log.exception("integration failed; will retry")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), interval)
+
+    # --- reading -------------------------------------------------------------------------------------
+
+    async def latest_checkpoint(self) -> StoredCheckpoint:
+        cp = await self.store.latest_checkpoint()
+        if cp is None:
+            raise NotYetAvailable("no checkpoint has been signed yet")
+        return cp
+
+    async def key_entry(self, key_id: str) -> tuple[bytes, int]:
+        found = await self.store.key_entry(key_id)
+        if found is None:
+            raise NotFound(f"no key {key_id} is registered")
+        return found
+
+    async def entries(self, start: int, end: int | None, max_page: int) -> list[StoredEntry]:
+        if start < 0:
+            raise InvalidInput("start must be >= 0")
+        stop = start + max_page if end is None else min(end, start + max_page)
+        if stop <= start:
+            raise InvalidInput("end must be greater than start")
+        return await self.store.entries(start, stop)
+
+    async def _tree_size_ok(self, size: int) -> None:
+        cp = await self.latest_checkpoint()
+        if size > cp.size:
+            raise NotYetAvailable(f"tree size {size} is beyond the latest checkpoint ({cp.size})")
+
+    async def inclusion_proof(self, index: int, size: int) -> list[bytes]:
+        if size < 1 or index < 0 or index >= size:
+            raise InvalidInput("need 0 <= index < size")
+        await self._tree_size_ok(size)
+        ranges = merkle.inclusion_proof_ranges(index, size)
+        return await self._assemble(ranges)
+
+    async def consistency_proof(self, size1: int, size2: int) -> list[bytes]:
+        if size1 < 0 or size2 < size1:
+            raise InvalidInput("need 0 <= from <= to")
+        await self._tree_size_ok(size2)
+        ranges = merkle.consistency_proof_ranges(size1, size2)
+        return await self._assemble(ranges)
+
+    async def _assemble(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        nodes = await self.store.nodes(merkle.required_nodes(ranges))
+        try:
+            return merkle.assemble(ranges, nodes)
+        except KeyError as exc:
+            raise NotFound("proof nodes are not integrated yet") from exc

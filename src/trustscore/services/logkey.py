@@ -1,0 +1,35 @@
+"""The log's Ed25519 key: created once in the data directory, bound to the database on first use."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trustscore.errors import ConfigError
+from trustscore.ledger import keys, note
+from trustscore.store.log import LogStore
+
+VERIFIER_KEY_META = "log_verifier_key"
+
+
+def load_or_create(path: Path) -> keys.SigningKey:
+    """Read the log key at ``path``, creating it (mode 0600) if it does not exist yet."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            keys.write_key_file(path, keys.SigningKey.generate())
+        except Exception:
+            if not path.exists():  # lost a race with another process creating it: fine
+                raise
+    return keys.read_key_file(path)
+
+
+async def bind(store: LogStore, origin: str, key: keys.SigningKey) -> str:
+    """Record the log's verifier key in the database, refusing to sign one log with two keys."""
+    vkey = note.make_verifier_key(origin, key.public_key)
+    stored = await store.put_meta_once(VERIFIER_KEY_META, vkey)
+    if stored != vkey:
+        raise ConfigError(
+            f"this database's log is signed by {stored}, but the configured log key is {vkey}; "
+            "use the original key file (or another database)"
+        )
+    return vkey

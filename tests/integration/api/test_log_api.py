@@ -1,0 +1,164 @@
+"""The log over HTTP: append, checkpoints, entries, proofs, and refusing bad input without writing."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import secrets
+from typing import Any
+
+import msgspec
+from litestar import Litestar
+from litestar.testing import AsyncTestClient
+
+from tests.helpers import new_card
+from trustscore import canonical
+from trustscore.ledger import checkpoint, dsse, merkle, note, statements
+from trustscore.ledger.cards import AGENT_CARD, AgentCard, card_subject
+
+Client = AsyncTestClient[Litestar]
+
+
+def body(env: Any) -> bytes:
+    return msgspec.json.encode(env)
+
+
+async def wait_for_size(client: Client, size: int) -> checkpoint.Checkpoint:
+    vkey = (await client.get("/v1/log/key")).text.strip()
+    verifier = note.parse_verifier_key(vkey)
+    for _ in range(200):
+        r = await client.get("/v1/log/checkpoint")
+        if r.status_code == 200:
+            cp = checkpoint.open_checkpoint(r.text, verifier, None)
+            if cp.size >= size:
+                return cp
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"log never reached size {size}")
+
+
+async def entry_count(client: Client) -> int:
+    r = await client.get("/v1/log/entries", params={"start": 0})
+    return len(r.json()["entries"])
+
+
+async def test_append_one_and_prove_inclusion(client: Client) -> None:
+    key, env = new_card("alpha", endpoint="http://127.0.0.1:9/agent")
+    r = await client.post("/v1/log/entries", content=body(env))
+    assert r.status_code == 201, r.text
+    [entry] = r.json()["entries"]
+    assert entry["index"] == 0 and entry["duplicate"] is False
+    leaf = dsse.leaf_bytes(env)
+    assert base64.b64decode(entry["leaf_hash"]) == merkle.leaf_hash(leaf)
+
+    cp = await wait_for_size(client, 1)
+    got = (await client.get("/v1/log/entries", params={"start": 0, "end": 1})).json()["entries"]
+    assert base64.b64decode(got[0]["leaf"]) == leaf
+    proof = (await client.get("/v1/log/proof/inclusion", params={"index": 0, "size": cp.size})).json()[
+        "proof"
+    ]
+    merkle.verify_inclusion(merkle.leaf_hash(leaf), 0, cp.size, [base64.b64decode(h) for h in proof], cp.root)
+
+    k = (await client.get(f"/v1/log/keys/{key.id}")).json()
+    assert k["index"] == 0 and base64.b64decode(k["public_key"]) == key.public_key
+
+
+async def test_batch_duplicates_and_consistency(client: Client) -> None:
+    envs = [new_card(f"agent-{i}")[1] for i in range(50)]
+    r = await client.post("/v1/log/entries", content=body(envs[:20]))
+    assert [e["index"] for e in r.json()["entries"]] == list(range(20))
+    old = await wait_for_size(client, 20)
+    # The same statements again, mixed with new ones: old ones get their first index back.
+    r = await client.post("/v1/log/entries", content=body(envs[10:50]))
+    got = r.json()["entries"]
+    assert [e["index"] for e in got] == list(range(10, 50))
+    assert [e["duplicate"] for e in got] == [True] * 10 + [False] * 30
+    new = await wait_for_size(client, 50)
+    r = await client.get("/v1/log/proof/consistency", params={"from": old.size, "to": new.size})
+    proof = [base64.b64decode(h) for h in r.json()["proof"]]
+    checkpoint.verify_consistent(old, new, proof)
+    # A resubmission of an old statement alone returns 200 and writes nothing.
+    r = await client.post("/v1/log/entries", content=body(envs[0]))
+    assert r.status_code == 200 and r.json()["entries"][0] == {
+        "index": 0,
+        "leaf_hash": canonical.b64encode(merkle.leaf_hash(dsse.leaf_bytes(envs[0]))),
+        "duplicate": True,
+    }
+
+
+def _resigned(key: Any, mutate: Any) -> dsse.Envelope:
+    card = AgentCard(
+        nonce="n" * 32,
+        issued_at="2026-11-30T00:00:00Z",
+        public_key=canonical.b64encode(key.public_key),
+        name="x",
+    )
+    raw = json.loads(statements.make_statement(AGENT_CARD, card_subject(key.public_key), card))
+    mutate(raw)
+    return dsse.sign(json.dumps(raw).encode(), [key])
+
+
+async def assert_refused(client: Client, content: bytes, status: int, words: str) -> None:
+    before = await entry_count(client)
+    r = await client.post("/v1/log/entries", content=content)
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"].startswith("application/problem+json")
+    problem = r.json()
+    assert problem["status"] == status and words in problem["detail"], problem
+    assert await entry_count(client) == before
+
+
+async def test_bad_input_is_refused_and_writes_nothing(client: Client) -> None:
+    key, good = new_card("good")
+    await client.post("/v1/log/entries", content=body(good))
+    await assert_refused(client, b"{not json", 400, "not valid JSON")
+    await assert_refused(client, b'{"payloadType": 1}', 400, "not a DSSE envelope")
+    wrong_type = msgspec.structs.replace(good, payloadType="text/plain")
+    await assert_refused(client, body(wrong_type), 422, "payloadType")
+    unknown = _resigned(key, lambda s: s.update(predicateType="https://trustscore.dev/predicates/nope/v1"))
+    await assert_refused(client, body(unknown), 422, "unknown predicateType")
+    bad_b64 = msgspec.structs.replace(good, payload="%%%not-base64")
+    await assert_refused(client, body(bad_b64), 400, "not valid base64")
+    sig = good.signatures[0]
+    flipped = bytearray(base64.b64decode(sig.sig))
+    flipped[0] ^= 1
+    bad_sig = msgspec.structs.replace(
+        good, signatures=[dsse.Signature(keyid=sig.keyid, sig=canonical.b64encode(bytes(flipped)))]
+    )
+    await assert_refused(client, body(bad_sig), 422, "does not verify")
+    # Signed by a different key than the card's own: the claimed signer does not match.
+    other, _ = new_card("other")
+    k2, env2 = new_card("victim")
+    forged = dsse.sign(canonical.b64decode(env2.payload), [other])
+    await assert_refused(client, body(forged), 422, "no registered key")
+    mismatched = dsse.Envelope(
+        payloadType=env2.payloadType,
+        payload=env2.payload,
+        signatures=[dsse.Signature(keyid=k2.id, sig=forged.signatures[0].sig)],
+    )
+    await assert_refused(client, body(mismatched), 422, "does not verify")
+    # One bad envelope in a batch refuses the whole batch.
+    await assert_refused(client, body([new_card("a")[1], bad_sig]), 422, "entries[1]")
+    # A new statement reusing a nonce of the same signer is a replay.
+    replay = _resigned(
+        key,
+        lambda s: s["predicate"].update(
+            nonce=json.loads(canonical.b64decode(good.payload))["predicate"]["nonce"], name="renamed"
+        ),
+    )
+    await assert_refused(client, body(replay), 409, "nonce")
+    await assert_refused(client, b"[]", 400, "empty batch")
+    await assert_refused(client, b"x" * (3 * 1024 * 1024), 413, "")
+
+
+async def test_problem_json_for_queries(client: Client) -> None:
+    r = await client.get("/v1/log/proof/inclusion", params={"index": 5, "size": 3})
+    assert r.status_code == 400 and r.headers["content-type"].startswith("application/problem+json")
+    r = await client.get("/v1/log/proof/inclusion", params={"index": "x", "size": 3})
+    assert r.status_code == 400 and r.json()["type"].endswith("invalid-input")
+    r = await client.get("/v1/log/proof/consistency", params={"from": 0, "to": 10**6})
+    assert r.status_code == 404 and "beyond the latest checkpoint" in r.json()["detail"]
+    r = await client.get(f"/v1/log/keys/ts1_{secrets.token_hex(20)}")
+    assert r.status_code == 404
+    r = await client.get("/schema/openapi.json")
+    assert r.status_code == 200 and "appendEntries" in r.text
