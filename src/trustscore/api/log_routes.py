@@ -6,7 +6,8 @@ from typing import Annotated, Any
 
 import msgspec
 from litestar import Controller, Request, Response, get, post
-from litestar.params import Parameter
+from litestar.di import NamedDependency
+from litestar.params import FromPath, QueryParameter
 
 from trustscore.canonical import b64encode
 from trustscore.services.log import LogService
@@ -51,7 +52,9 @@ class KeyResponse(msgspec.Struct):
     index: int
 
 
-NonNegative = Annotated[int, Parameter(ge=0)]
+NonNegative = Annotated[int, QueryParameter(ge=0)]
+Log = NamedDependency[LogService]
+MaxPage = NamedDependency[int]
 TEXT = "text/plain; charset=utf-8"
 
 
@@ -61,7 +64,7 @@ class LogController(Controller):
 
     @post("/entries", operation_id="appendEntries", status_code=201)
     async def append(
-        self, request: Request[Any, Any, Any], log_service: LogService
+        self, request: Request[Any, Any, Any], log_service: Log
     ) -> Response[AppendResponse]:
         """Append one DSSE envelope, or a JSON array of envelopes, to the log (all or nothing).
 
@@ -73,22 +76,22 @@ class LogController(Controller):
         return Response(body, status_code=200 if all(a.duplicate for a in appended) else 201)
 
     @get("/checkpoint", operation_id="getCheckpoint", media_type=TEXT, cache_control=None)
-    async def checkpoint(self, log_service: LogService) -> str:
+    async def checkpoint(self, log_service: Log) -> str:
         """The latest checkpoint: a C2SP tlog-checkpoint signed as a C2SP signed note."""
         return (await log_service.latest_checkpoint()).signed_note
 
     @get("/key", operation_id="getLogKey", media_type=TEXT)
-    async def key(self, log_service: LogService) -> str:
+    async def key(self, log_service: Log) -> str:
         """The log's verifier key in the Go ``note`` verifier-key text form."""
         return log_service.verifier_key + "\n"
 
     @get("/entries", operation_id="getEntries")
     async def entries(
         self,
-        log_service: LogService,
-        max_page: int,
+        log_service: Log,
+        max_page: MaxPage,
         start: NonNegative = 0,
-        end: NonNegative | None = None,
+        end: Annotated[int | None, QueryParameter(ge=0)] = None,
     ) -> EntriesResponse:
         """Entries ``[start, end)`` with their exact leaf bytes (base64), at most one page at a time."""
         rows = await log_service.entries(start, end, max_page)
@@ -99,7 +102,7 @@ class LogController(Controller):
 
     @get("/proof/inclusion", operation_id="getInclusionProof")
     async def inclusion(
-        self, log_service: LogService, index: NonNegative, size: NonNegative
+        self, log_service: Log, index: NonNegative, size: NonNegative
     ) -> InclusionProofResponse:
         """The RFC 6962 inclusion proof of entry ``index`` in the tree of ``size`` entries."""
         proof = await log_service.inclusion_proof(index, size)
@@ -108,16 +111,16 @@ class LogController(Controller):
     @get("/proof/consistency", operation_id="getConsistencyProof")
     async def consistency(
         self,
-        log_service: LogService,
-        from_size: Annotated[int, Parameter(query="from", ge=0)],
-        to_size: Annotated[int, Parameter(query="to", ge=0)],
+        log_service: Log,
+        from_size: Annotated[int, QueryParameter(name="from", ge=0)],
+        to_size: Annotated[int, QueryParameter(name="to", ge=0)],
     ) -> ConsistencyProofResponse:
         """The RFC 6962 consistency proof between the trees of sizes ``from`` and ``to``."""
         proof = await log_service.consistency_proof(from_size, to_size)
         return ConsistencyProofResponse(from_size, to_size, [b64encode(h) for h in proof])
 
     @get("/keys/{key_id:str}", operation_id="getKey")
-    async def key_entry(self, log_service: LogService, key_id: str) -> KeyResponse:
+    async def key_entry(self, log_service: Log, key_id: FromPath[str]) -> KeyResponse:
         """A registered signer's public key and the index of the entry that registered it (prove it!)."""
         public, index = await log_service.key_entry(key_id)
         return KeyResponse(key_id, b64encode(public), index)
