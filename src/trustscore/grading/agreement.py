@@ -1,0 +1,53 @@
+"""``agreement@1``: the same question asked several times; the value is how far the answers agree.
+
+Each reply is parsed by the item's answer spec. The value is the size of the largest group of equal
+parsed answers over the number of asks; an unparseable reply agrees with nothing. Whether the agreed
+answer is right is reported as the ``correct`` facet but does not change the value (capability items
+measure correctness; this measures stability).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from trustscore.grading import answers
+from trustscore.grading.model import MAX_MILLIS, Grade, Item, Response, failure, partial, success
+from trustscore.grading.registry import Grader, no_answer, register, require
+
+
+def check(item: Item) -> None:
+    require(item.ask.kind == "repeat" and item.ask.times >= 2, item, "agreement items repeat (times >= 2)")
+    require(set(item.args) == {"answer"}, item, "arguments must be exactly {'answer': spec}")
+    problem = answers.check_spec(item.args["answer"], need_value=False)
+    require(problem is None, item, problem or "")
+
+
+def grade(item: Item, response: Response) -> Grade:
+    n = item.ask.times
+    if not response.turns:
+        return no_answer(response)
+    if len(response.turns) > n:
+        return failure(f"{len(response.turns)} replies for {n} asks")
+    spec = item.args["answer"]
+    parsed = []
+    for turn in response.turns:
+        try:
+            parsed.append(answers.parse(spec, turn.output))
+        except answers.Unparseable:
+            continue
+    if not parsed:
+        return failure("no reply has a parseable final answer")
+    modal, count = sorted(Counter(parsed).items(), key=lambda kv: (-kv[1], repr(kv[0])))[0]
+    facets = {"agreeing": count, "asks": n}
+    if "value" in spec:
+        facets["correct"] = int(modal in answers.accepted(spec))
+    value = count * MAX_MILLIS // n
+    detail = f"{count} of {n} answers agree on {answers.show(modal)}"
+    if count == n:
+        return success(detail, **facets)
+    if count == 1:
+        return failure(detail, **facets)
+    return partial(value, detail, **facets)
+
+
+AGREEMENT_V1 = register(Grader("agreement", 1, grade, check, family="consistency"))
