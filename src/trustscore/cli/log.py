@@ -126,7 +126,7 @@ def run_fsck(args: argparse.Namespace) -> int:
             raise InvalidInput("--server needs --verifier-key")
         report = _fsck_http(args.server, _verifier_text(args.verifier_key))
     else:
-        dsn = args.database_url or embedded.start(args.data_dir / "pg", stop_at_exit=False)
+        dsn = args.database_url or embedded.start(args.data_dir / "pg")
         report = asyncio.run(_fsck_db(dsn, _verifier_text(args.verifier_key) if args.verifier_key else None))
     for problem in report.problems:
         print(f"problem: {problem}")

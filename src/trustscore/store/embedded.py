@@ -41,3 +41,19 @@ def start(pg_dir: Path, *, stop_at_exit: bool = True) -> str:
         server.psql(f"CREATE DATABASE {DATABASE};")
     uri: str = server.get_postmaster_info().get_uri(database=DATABASE)
     return uri
+
+
+def stop(pg_dir: Path) -> None:
+    """Stop the embedded server in ``pg_dir`` if one runs (fast shutdown); for tests and operators."""
+    import os
+    import signal
+
+    pid_file = pg_dir / "postmaster.pid"
+    try:
+        pid = int(pid_file.read_text().split("\n", 1)[0])
+    except (OSError, ValueError):
+        return
+    try:
+        os.kill(pid, signal.SIGINT)
+    except ProcessLookupError:
+        return

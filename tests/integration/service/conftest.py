@@ -26,9 +26,16 @@ def free_port() -> int:
 @dataclass
 class ServerProcess:
     data_dir: Path
-    dsn: str
+    dsn: str | None
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir.parent / "server.log"
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     @property
     def url(self) -> str:
@@ -36,28 +43,29 @@ class ServerProcess:
 
     def start(self) -> None:
         env = {**os.environ, "TRUSTSCORE_INTEGRATE_INTERVAL": "0.05"}
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "trustscore.cli.main",
-                "serve",
-                "--port",
-                str(self.port),
-                "--data-dir",
-                str(self.data_dir),
-                "--database-url",
-                self.dsn,
-            ],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-        )
+        db = ["--database-url", self.dsn] if self.dsn else []
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "trustscore.cli.main",
+                    "serve",
+                    "--port",
+                    str(self.port),
+                    "--data-dir",
+                    str(self.data_dir),
+                    *db,
+                ],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                out = self.proc.stdout.read().decode() if self.proc.stdout else ""
-                raise AssertionError(f"server exited early:\n{out}")
+                raise AssertionError(f"server exited early:\n{self.output()}")
             try:
                 if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
                     return

@@ -1,0 +1,139 @@
+"""The command line against a real server: one-line errors, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from tests.integration.service.conftest import ServerProcess, free_port
+from trustscore.store import embedded
+
+
+def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "trustscore.cli.main", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def assert_one_line_error(r: subprocess.CompletedProcess[str], words: str) -> None:
+    assert r.returncode != 0
+    assert "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("trustscore: error:"), r.stderr
+    assert words in lines[0], r.stderr
+
+
+def test_keygen_register_verify_fsck(server: ServerProcess, tmp_path: Path) -> None:
+    key = tmp_path / "agent.key"
+    r = cli("keygen", "--out", key)
+    assert r.returncode == 0, r.stderr
+    assert stat.S_IMODE(os.stat(key).st_mode) == 0o600
+    agent_id = r.stdout.split()[1]
+    assert_one_line_error(cli("keygen", "--out", key), "refusing to overwrite")
+
+    r = cli(
+        "agent",
+        "register",
+        "--key",
+        key,
+        "--name",
+        "demo",
+        "--endpoint",
+        "http://127.0.0.1:1/x",
+        "--server",
+        server.url,
+    )
+    assert r.returncode == 0, r.stderr
+    assert f"agent: {agent_id}" in r.stdout
+    index = int(r.stdout.split("index:")[1])
+    assert_one_line_error(
+        cli(
+            "agent",
+            "register",
+            "--key",
+            key,
+            "--name",
+            "x",
+            "--endpoint",
+            "ftp://nope",
+            "--server",
+            server.url,
+        ),
+        "endpoint must be an http(s) URL",
+    )
+    assert_one_line_error(
+        cli("agent", "register", "--key", tmp_path / "missing.key", "--name", "x", "--server", server.url),
+        "does not exist",
+    )
+    dead = f"http://127.0.0.1:{free_port()}"
+    assert_one_line_error(
+        cli("agent", "register", "--key", key, "--name", "x", "--server", dead), "cannot reach"
+    )
+
+    vkey = httpx.get(server.url + "/v1/log/key").text.strip()
+    saved = tmp_path / "cp.txt"
+    r = cli("log", "verify", "--server", server.url, "--verifier-key", vkey, "--save-checkpoint", saved)
+    while "size 0," in r.stdout:  # wait for the integrator to cover the card
+        r = cli("log", "verify", "--server", server.url, "--verifier-key", vkey, "--save-checkpoint", saved)
+    assert r.returncode == 0, r.stderr
+    for i in range(5):
+        k = tmp_path / f"more{i}.key"
+        cli("keygen", "--out", k)
+        assert cli("agent", "register", "--key", k, "--name", f"m{i}", "--server", server.url).returncode == 0
+    r = cli(
+        "log",
+        "verify",
+        "--server",
+        server.url,
+        "--verifier-key",
+        vkey,
+        "--index",
+        str(index),
+        "--previous-checkpoint",
+        saved,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "consistency" in r.stdout and f"entry {index}: agent-card by {agent_id}" in r.stdout
+
+    other = tmp_path / "other.key"
+    cli("keygen", "--out", other)
+    from trustscore.ledger import keys, note
+
+    wrong = note.make_verifier_key("trustscore.local/log", keys.read_key_file(other).public_key)
+    assert_one_line_error(cli("log", "verify", "--server", server.url, "--verifier-key", wrong), "")
+
+    r = cli("log", "fsck", "--server", server.url, "--verifier-key", vkey)
+    assert r.returncode == 0 and "clean" in r.stdout, r.stdout + r.stderr
+    assert server.dsn is not None
+    r = cli("log", "fsck", "--database-url", server.dsn)
+    assert r.returncode == 0 and "clean" in r.stdout, r.stdout + r.stderr
+
+
+def test_embedded_default_survives_kill_9(tmp_path: Path) -> None:
+    s = ServerProcess(tmp_path / "data", None)
+    s.start()
+    try:
+        assert "embedded PostgreSQL" in s.output() and "log verifier key: trustscore.local/log+" in s.output()
+        key = tmp_path / "a.key"
+        cli("keygen", "--out", key)
+        assert cli("agent", "register", "--key", key, "--name", "a", "--server", s.url).returncode == 0
+        vkey = httpx.get(s.url + "/v1/log/key").text
+        s.kill9()
+        s.start()
+        assert httpx.get(s.url + "/v1/log/key").text == vkey
+        assert len(httpx.get(s.url + "/v1/log/entries").json()["entries"]) == 1
+    finally:
+        s.stop()
+    try:
+        r = cli("log", "fsck", "--data-dir", tmp_path / "data")
+        assert r.returncode == 0 and "1 entries" in r.stdout, r.stdout + r.stderr
+    finally:
+        embedded.stop(tmp_path / "data" / "pg")

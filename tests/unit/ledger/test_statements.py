@@ -1,0 +1,113 @@
+"""Statements, envelopes, keys and the canonical encoding: pure checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import msgspec
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from tests.helpers import new_card
+
+from trustscore import canonical
+from trustscore.errors import InvalidInput, SignatureError, UnknownSigner, UnsupportedKind
+from trustscore.ledger import dsse, keys, note
+from trustscore.ledger.statements import parse_statement
+from trustscore.ledger.submission import check, prepare
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(json_values)
+def test_canonical_encoding_round_trips_and_is_stable(value: object) -> None:
+    data = canonical.encode(value)
+    assert canonical.encode(json.loads(data)) == data
+    assert json.loads(data) == value
+
+
+def test_canonical_refuses_floats() -> None:
+    with pytest.raises(InvalidInput, match="floats"):
+        canonical.encode({"a": [1, 0.5]})
+
+
+def test_pae_matches_the_dsse_spec_example() -> None:
+    # From the DSSE protocol document.
+    assert dsse.pae("http://example.com/HelloWorld", b"hello world") == (
+        b"DSSEv1 29 http://example.com/HelloWorld 11 hello world"
+    )
+
+
+def test_key_file_is_private_and_round_trips(tmp_path: Path) -> None:
+    key = keys.SigningKey.generate()
+    path = tmp_path / "k.key"
+    keys.write_key_file(path, key)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert keys.read_key_file(path).public_key == key.public_key
+    with pytest.raises(InvalidInput, match="refusing to overwrite"):
+        keys.write_key_file(path, key)
+    (tmp_path / "junk").write_text("hello")
+    with pytest.raises(InvalidInput, match="not a trustscore key file"):
+        keys.read_key_file(tmp_path / "junk")
+    with pytest.raises(InvalidInput, match="does not exist"):
+        keys.read_key_file(tmp_path / "missing")
+
+
+def test_card_is_self_certifying() -> None:
+    key, env = new_card("me", endpoint="https://agent.example/x", capabilities=["coding"])
+    entry = check(prepare(msgspec.to_builtins(env)), lambda _k: None)
+    assert entry.signer == entry.subject == key.id
+    assert entry.introduces_key == key.public_key
+    assert entry.leaf == dsse.leaf_bytes(env)
+
+
+def test_statement_kind_checks() -> None:
+    _key, env = new_card("me")
+    stmt = json.loads(canonical.b64decode(env.payload))
+    for mutate, exc, words in [
+        (lambda s: s.update(_type="x"), UnsupportedKind, "_type"),
+        (
+            lambda s: s.update(predicateType="https://trustscore.dev/predicates/x/v9"),
+            UnsupportedKind,
+            "unknown",
+        ),
+        (lambda s: s["predicate"].update(nonce="short"), InvalidInput, "nonce"),
+        (lambda s: s["predicate"].update(issued_at="yesterday"), InvalidInput, "issued_at"),
+        (lambda s: s["predicate"].update(endpoint="ftp://x"), InvalidInput, "endpoint"),
+        (lambda s: s["predicate"].update(extra=1), InvalidInput, "extra"),
+        (lambda s: s.update(subject=[]), InvalidInput, "no subject"),
+        (lambda s: s["subject"][0].update(name="ts1_" + "0" * 40), InvalidInput, "subject"),
+    ]:
+        s = json.loads(json.dumps(stmt))
+        mutate(s)
+        with pytest.raises(exc, match=words):
+            parse_statement(json.dumps(s).encode())
+
+
+def test_signatures_must_all_verify_and_come_from_the_right_key() -> None:
+    key, env = new_card("me")
+    other = keys.SigningKey.generate()
+    payload = canonical.b64decode(env.payload)
+    both = dsse.sign(payload, [key, other])
+    with pytest.raises(UnknownSigner):
+        check(prepare(msgspec.to_builtins(both)), lambda _k: None)
+    entry = check(prepare(msgspec.to_builtins(both)), {other.id: other.public_key}.get)
+    assert entry.signer == key.id
+    only_other = dsse.sign(payload, [other])
+    with pytest.raises(SignatureError, match="must be signed by"):
+        check(prepare(msgspec.to_builtins(only_other)), {other.id: other.public_key}.get)
+
+
+def test_regression_verifier_key_with_plus_in_base64_parses() -> None:
+    # Base64 keys contain '+' about half the time; parsing once split on every '+'.
+    for _ in range(64):
+        key = keys.SigningKey.generate()
+        vkey = note.make_verifier_key("trustscore.local/log", key.public_key)
+        assert note.parse_verifier_key(vkey).public_key == key.public_key
