@@ -1,0 +1,194 @@
+"""Shared pieces of the benchmarks: a fresh database, a real ``trustscore serve`` process, signed cards.
+
+Benchmarks are run by hand (see bench/README.md), never by tests or CI.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import secrets
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import httpx
+import msgspec
+
+from trustscore.canonical import b64encode
+from trustscore.ledger import cards, dsse, keys, statements
+from trustscore.store import embedded
+
+
+def machine() -> str:
+    """One line naming the machine the figures were measured on."""
+    return (
+        f"{platform.machine()} {platform.system()} {platform.release()}, "
+        f"{os.cpu_count()} CPUs (usable: {len(os.sched_getaffinity(0))}), "
+        f"Python {platform.python_version()}"
+    )
+
+
+def print_header(title: str) -> None:
+    print(f"# {title}")
+    print(f"command: {shlex.join([sys.executable, *sys.argv])}")
+    print(f"machine: {machine()}")
+    print(f"date:    {datetime.now(UTC).isoformat(timespec='seconds')}")
+    print(flush=True)
+
+
+def percentile(sorted_values: Sequence[float], p: float) -> float:
+    """The ``p``-th percentile (0..100) of already-sorted values, nearest-rank."""
+    if not sorted_values:
+        raise ValueError("no values")
+    k = max(0, min(len(sorted_values) - 1, round(p / 100 * len(sorted_values) + 0.5) - 1))
+    return sorted_values[k]
+
+
+# --- databases ---------------------------------------------------------------------------------------
+
+
+def _with_database(dsn: str, name: str) -> str:
+    parts = urlsplit(dsn)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
+
+
+async def fresh_database(admin_dsn: str, prefix: str) -> str:
+    """Create a new, empty database on the server of ``admin_dsn``; return its DSN."""
+    name = f"{prefix}_{secrets.token_hex(4)}"
+    conn = await asyncpg.connect(admin_dsn)
+    try:
+        await conn.execute(f"CREATE DATABASE {name}")
+    finally:
+        await conn.close()
+    return _with_database(admin_dsn, name)
+
+
+async def drop_database(admin_dsn: str, dsn: str) -> None:
+    name = urlsplit(dsn).path.lstrip("/")
+    conn = await asyncpg.connect(admin_dsn)
+    try:
+        await conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    finally:
+        await conn.close()
+
+
+def embedded_dsn(data_dir: Path) -> str:
+    """Start (or re-attach to) the embedded PostgreSQL in ``data_dir/pg``; stopped when we exit."""
+    return embedded.start(data_dir / "pg")
+
+
+# --- the service -------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@dataclass
+class Server:
+    """``trustscore serve`` in a subprocess, on a real port."""
+
+    data_dir: Path
+    database_url: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def argv(self) -> list[str]:
+        argv = [sys.executable, "-m", "trustscore.cli.main", "serve", "--port", str(self.port)]
+        argv += ["--data-dir", str(self.data_dir)]
+        if self.database_url:
+            argv += ["--database-url", self.database_url]
+        return argv
+
+    def start(self, timeout: float = 120) -> None:
+        self.proc = subprocess.Popen(
+            self.argv,
+            env={**os.environ, **self.env},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                err = self.proc.stderr.read().decode() if self.proc.stderr else ""
+                raise RuntimeError(f"trustscore serve exited early:\n{err}")
+            try:
+                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise RuntimeError(f"trustscore serve did not start within {timeout} s")
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def __enter__(self) -> Server:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# --- signed statements -------------------------------------------------------------------------------
+
+_ISSUED_AT = statements.format_time(datetime(2025, 1, 1, tzinfo=UTC))
+
+
+def signed_cards(seed: int, count: int, *, per_signer: int = 1) -> Iterator[dsse.Envelope]:
+    """``count`` distinct agent cards, each signed by its own agent; ``per_signer`` cards share a key.
+
+    Deterministic in ``seed`` apart from nothing: keys come from seeds and nonces from a counter, so
+    two calls with different ``seed`` never produce the same statement or nonce.
+    """
+    key: keys.SigningKey | None = None
+    for i in range(count):
+        if key is None or i % per_signer == 0:
+            key = keys.SigningKey.from_seed(
+                (seed.to_bytes(8, "big") + i.to_bytes(8, "big")).ljust(32, b"\x5a")
+            )
+            public = b64encode(key.public_key)
+            subject = cards.card_subject(key.public_key)
+        card = cards.AgentCard(
+            nonce=f"bench-{seed:08x}-{i:012d}",
+            issued_at=_ISSUED_AT,
+            public_key=public,
+            name=f"bench agent {seed}-{i}",
+            endpoint="https://agent.example/api",
+            capabilities=["negotiation", "code"],
+        )
+        payload = statements.make_statement(cards.AGENT_CARD, subject, card)
+        yield dsse.sign(payload, [key])
+
+
+def encoded_cards(args: tuple[int, int]) -> list[bytes]:
+    """JSON bytes of ``signed_cards(seed, count)``: a picklable unit of work for a process pool."""
+    seed, count = args
+    enc = msgspec.json.Encoder()
+    return [enc.encode(e) for e in signed_cards(seed, count)]

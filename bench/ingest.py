@@ -1,0 +1,244 @@
+"""End-to-end append throughput of the log over real HTTP, next to the raw Ed25519 verify rate.
+
+Starts ``trustscore serve`` on a fresh database, pre-signs distinct agent cards (signing is not timed),
+POSTs them to /v1/log/entries in batches of 1, 100 and 1000, and prints entries per second for each,
+the pynacl verification rate measured in the same run, their ratio, and how long after the last
+response the integrator's checkpoint covered every entry (integration lag). See bench/README.md.
+
+    python bench/ingest.py                          # embedded PostgreSQL in a temporary directory
+    python bench/ingest.py --database-url postgresql://postgres@127.0.0.1:5432/test
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import msgspec
+import nacl.signing
+
+from _common import (  # run as a script: bench/ is on sys.path
+    Server,
+    drop_database,
+    embedded_dsn,
+    encoded_cards,
+    fresh_database,
+    print_header,
+)
+from trustscore.canonical import b64decode
+from trustscore.ledger import dsse
+
+
+def _pairs(text: str) -> dict[int, int]:
+    out = {}
+    for part in text.split(","):
+        k, _, v = part.partition(":")
+        out[int(k)] = int(v)
+    return out
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument(
+        "--database-url",
+        help="a PostgreSQL server URL on which to CREATE a fresh database (default: embedded PostgreSQL)",
+    )
+    p.add_argument(
+        "--entries",
+        type=_pairs,
+        default=_pairs("1:4000,100:20000,1000:50000"),
+        help="batch size:entries to post, comma separated (default 1:4000,100:20000,1000:50000)",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=_pairs,
+        default=_pairs("1:16,100:4,1000:2"),
+        help="batch size:requests in flight (default 1:16,100:4,1000:2)",
+    )
+    p.add_argument("--verify-sample", type=int, default=5000, help="signatures for the pynacl verify rate")
+    p.add_argument("--keep", action="store_true", help="keep the bench database (external server only)")
+    return p.parse_args(argv)
+
+
+# --- the pieces --------------------------------------------------------------------------------------
+
+
+def presign(total: int) -> list[bytes]:
+    """``total`` distinct signed agent cards as JSON bytes, signed on every CPU (not timed)."""
+    chunk = 2000
+    jobs = [(1 + i // chunk, min(chunk, total - i)) for i in range(0, total, chunk)]
+    with ProcessPoolExecutor(max_workers=os.cpu_count()) as ex:
+        return [e for part in ex.map(encoded_cards, jobs) for e in part]
+
+
+def verify_rate(envelopes: list[bytes]) -> float:
+    """Single-threaded pynacl Ed25519 verifications per second over real card signatures."""
+    work = []
+    for raw in envelopes:
+        env = msgspec.json.decode(raw, type=dsse.Envelope)
+        payload = b64decode(env.payload)
+        card = msgspec.json.decode(payload)["predicate"]
+        work.append(
+            (
+                b64decode(card["public_key"]),
+                dsse.pae(env.payloadType, payload),
+                b64decode(env.signatures[0].sig),
+            )
+        )
+    best = 0.0
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for public, message, sig in work:
+            nacl.signing.VerifyKey(public).verify(message, sig)
+        best = max(best, len(work) / (time.perf_counter() - t0))
+    return best
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Phase:
+    batch: int
+    entries: int
+    in_flight: int
+    seconds: float
+    lag: float
+    server_cpu: float
+
+    @property
+    def rate(self) -> float:
+        return self.entries / self.seconds
+
+
+async def post_all(url: str, bodies: list[bytes], in_flight: int) -> float:
+    """POST every body with ``in_flight`` requests outstanding; return the wall-clock seconds."""
+    queue = list(reversed(bodies))
+    limits = httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight)
+    headers = {"content-type": "application/json"}
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=120) as client:
+
+        async def worker() -> None:
+            while queue:
+                body = queue.pop()
+                r = await client.post("/v1/log/entries", content=body, headers=headers)
+                if r.status_code != 201:
+                    raise RuntimeError(f"append refused ({r.status_code}): {r.text[:300]}")
+
+        await client.get("/healthz")  # open a connection before the clock starts
+        t0 = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(in_flight)))
+        return time.perf_counter() - t0
+
+
+async def checkpoint_size(client: httpx.AsyncClient) -> int:
+    r = await client.get("/v1/log/checkpoint")
+    if r.status_code != 200:
+        return 0
+    return int(r.text.split("\n")[1])
+
+
+async def wait_integrated(url: str, size: int, limit: float = 300) -> float:
+    """Seconds until the latest checkpoint covers ``size`` entries (polled every 10 ms)."""
+    t0 = time.perf_counter()
+    async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+        while await checkpoint_size(client) < size:
+            if time.perf_counter() - t0 > limit:
+                raise RuntimeError(f"checkpoint did not reach {size} within {limit} s")
+            await asyncio.sleep(0.01)
+    return time.perf_counter() - t0
+
+
+def bodies_for(envelopes: list[bytes], batch: int) -> list[bytes]:
+    if batch == 1:
+        return envelopes
+    return [b"[" + b",".join(envelopes[i : i + batch]) + b"]" for i in range(0, len(envelopes), batch)]
+
+
+async def run_phases(
+    server: Server, plan: dict[int, int], envelopes: list[bytes], in_flight: dict[int, int]
+) -> list[Phase]:
+    assert server.proc is not None
+    phases = []
+    done = 0
+    for batch, count in plan.items():
+        bodies = bodies_for(envelopes[done : done + count], batch)
+        n = in_flight.get(batch, 1)
+        cpu0 = cpu_seconds(server.proc.pid)
+        seconds = await post_all(server.url, bodies, n)
+        cpu = cpu_seconds(server.proc.pid) - cpu0
+        done += count
+        lag = await wait_integrated(server.url, done)
+        phases.append(Phase(batch, count, n, seconds, lag, cpu))
+        print(f"  batch {batch}: {count} entries in {seconds:.2f} s", flush=True)
+    return phases
+
+
+# --- main --------------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    print_header("trustscore bench: end-to-end appends over HTTP")
+    plan: dict[int, int] = args.entries
+    total = sum(plan.values())
+
+    t0 = time.perf_counter()
+    envelopes = presign(total + args.verify_sample)
+    sample, envelopes = envelopes[total:], envelopes[:total]
+    print(
+        f"pre-signed {len(envelopes) + len(sample)} distinct agent cards in {time.perf_counter() - t0:.1f} s (not timed)"
+    )
+    verify = verify_rate(sample)
+    print(f"pynacl verify (1 thread, VerifyKey(pk).verify): {verify:,.0f} signatures/s", flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="trustscore-bench-") as tmp:
+        data_dir = Path(tmp) / "data"
+        if args.database_url:
+            dsn = asyncio.run(fresh_database(args.database_url, "bench_ingest"))
+            where = f"external PostgreSQL, fresh database {dsn}"
+        else:
+            dsn = embedded_dsn(data_dir)
+            where = f"embedded PostgreSQL in {data_dir / 'pg'}"
+        print(f"database: {where}")
+        server = Server(data_dir, dsn)
+        print(f"server:   {' '.join(server.argv)}", flush=True)
+        try:
+            with server:
+                phases = asyncio.run(run_phases(server, plan, envelopes, args.concurrency))
+        finally:
+            if args.database_url and not args.keep:
+                asyncio.run(drop_database(args.database_url, dsn))
+
+    print()
+    print(
+        f"{'batch':>6} {'in flight':>9} {'entries':>8} {'seconds':>8} {'entries/s':>10} {'e2e/verify':>10} "
+        f"{'server CPU':>10} {'integration lag':>15}"
+    )
+    for ph in phases:
+        print(
+            f"{ph.batch:>6} {ph.in_flight:>9} {ph.entries:>8} {ph.seconds:>8.2f} {ph.rate:>10,.0f} "
+            f"{ph.rate / verify:>10.2f} {ph.server_cpu / ph.seconds:>9.0%} {ph.lag * 1000:>12.0f} ms"
+        )
+    print()
+    print(f"pynacl verify/s (same run, 1 thread): {verify:,.0f}")
+    best = max(ph.rate for ph in phases if ph.batch == max(plan))
+    print(f"batch {max(plan)}: {best:,.0f} entries/s end to end = {best / verify:.2f} x single-thread verify")
+    print("server CPU = CPU time of the trustscore serve process (PostgreSQL excluded) / wall time.")
+    print("integration lag = time from the last response of a phase until /v1/log/checkpoint covers it.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
