@@ -17,7 +17,8 @@ from tests.integration.service.conftest import ServerProcess
 from trustscore.ledger import checkpoint, dsse, merkle, note
 
 
-def fsck_db(dsn: str) -> str:
+def fsck_db(dsn: str | None) -> str:
+    assert dsn is not None
     r = subprocess.run(
         [sys.executable, "-m", "trustscore.cli.main", "log", "fsck", "--database-url", dsn],
         capture_output=True,

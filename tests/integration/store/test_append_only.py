@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import asyncpg
 import msgspec
 import pytest
@@ -15,7 +17,7 @@ TABLES = ["entries", "keys", "tree_nodes", "checkpoints", "log_meta"]
 
 
 @pytest.fixture
-async def store(dsn: str) -> LogStore:
+async def store(dsn: str) -> AsyncIterator[LogStore]:
     await db.migrate(dsn)
     pool = await db.create_pool(dsn, min_size=1, max_size=2)
     s = LogStore(pool)
