@@ -1,0 +1,69 @@
+"""``trustscore score``: rate agents offline from evidence and snapshot files under a weights file.
+
+Prints one JSON rating per line, sorted by agent id, for every agent in the evidence or the snapshots.
+Only rows with ``at`` <= ``--at`` count. Every bad input line is reported (file and line number) and
+nothing is scored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from trustscore.errors import InvalidInput
+from trustscore.scoring import SnapshotBatch, load_weights
+from trustscore.scoring.engine import score_columns
+from trustscore.scoring.jsonl import LineError, parse_evidence, parse_snapshots
+from trustscore.scoring.ratings import to_ratings
+from trustscore.scoring.times import parse_time
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "score",
+        help="rate agents offline from evidence JSONL under a weights file",
+        description=__doc__,
+    )
+    parser.add_argument(
+        "--weights", required=True, type=Path, help="weights file, e.g. weights/baseline-v0.3.toml"
+    )
+    parser.add_argument("--evidence", required=True, type=Path, help="evidence JSON Lines")
+    parser.add_argument("--snapshots", type=Path, help="score snapshot JSON Lines (for reliability)")
+    parser.add_argument("--at", required=True, help="rating time, RFC 3339 UTC (e.g. 2026-11-30T00:00:00Z)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    weights = load_weights(args.weights)
+    at = parse_time(args.at)
+    evidence, errors = parse_evidence(_read(args.evidence), dimensions=weights.dimension_names)
+    bad = _report(args.evidence, errors)
+    snapshots = SnapshotBatch.empty()
+    if args.snapshots is not None:
+        snapshots, errors = parse_snapshots(_read(args.snapshots))
+        bad += _report(args.snapshots, errors)
+    if bad:
+        raise InvalidInput(f"{bad} bad input line(s); nothing was scored")
+    encoder = msgspec.json.Encoder()
+    out = sys.stdout.buffer
+    for rating in to_ratings(score_columns(evidence, snapshots, weights, at), weights):
+        out.write(encoder.encode(rating) + b"\n")
+    out.flush()
+    return 0
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror}") from exc
+
+
+def _report(path: Path, errors: list[LineError]) -> int:
+    for error in errors:
+        print(f"{path}:{error.line}: {error.message}", file=sys.stderr)
+    return len(errors)

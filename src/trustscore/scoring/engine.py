@@ -1,0 +1,307 @@
+"""The scoring engine: a pure, vectorised function of evidence, snapshots, a weights file and a time.
+
+No I/O and no hidden constants: every number comes from the :class:`~trustscore.scoring.weights.Weights`
+(``docs/methodology.md`` states each formula). Per-agent results depend only on that agent's rows, and
+every float reduction runs in a public order (:mod:`trustscore.scoring.kernels`), so the output is
+bit-identical whatever the order of the input rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from trustscore.errors import InvalidInput
+from trustscore.scoring.inputs import EvidenceBatch, SnapshotBatch
+from trustscore.scoring.issuers import issuer_cap_factors
+from trustscore.scoring.kernels import F64, I64, ascending_sums, round_half_up
+from trustscore.scoring.times import MICROS_PER_DAY
+from trustscore.scoring.weights import Weights
+
+# Reason codes for a null dimension (index into REASONS).
+OK, NO_EVIDENCE, INSUFFICIENT, ZERO_WEIGHT, SNAPSHOT_ONLY = 0, 1, 2, 3, 4
+REASONS = ("", "no_evidence", "insufficient_evidence", "zero_weight", "snapshot_only")
+
+
+@dataclass(frozen=True)
+class RatingColumns:
+    """Every agent's rating as arrays (agents sorted by id); NaN is null. Shapes: (A,) and (A, D)."""
+
+    agents: tuple[str, ...]
+    scores: F64  # (A, D) on 0..100
+    reasons: NDArray[np.int8]  # (A, D) why a score is null (OK where it is not)
+    counts: I64  # (A, D) counted items
+    n_eff: F64  # (A, D) effective sample size (uncertainty models)
+    low: F64  # (A, D) interval, 0..100 (uncertainty models)
+    high: F64
+    interval_reasons: NDArray[np.int8]  # (A, D)
+    coverage: F64
+    total: F64
+    adjusted: F64
+    confidence: F64
+    n: I64
+    total_n_eff: F64
+    total_low: F64
+    total_high: F64
+
+
+def score_columns(
+    evidence: EvidenceBatch,
+    snapshots: SnapshotBatch,
+    weights: Weights,
+    at: int,
+    agents: Collection[str] | None = None,
+) -> RatingColumns:
+    """Rate ``agents`` (default: every agent in either batch) at ``at`` (microseconds since the epoch)."""
+    evidence.check()
+    snapshots.check()
+    spec = weights.spec
+    names = _agent_universe(evidence, snapshots, agents)
+    n_agents, n_dims = len(names), len(weights.dimension_names)
+    cells = n_agents * n_dims
+
+    # Rows that count: requested agents, at <= the rating time, newest per (agent, key).
+    agent = _rank_codes(evidence.agents, names)[evidence.agent]
+    keep = (agent >= 0) & (evidence.at <= at)
+    keep &= _newest_per_key(agent, evidence.key, evidence.at, evidence.seq, keep)
+    rows = np.flatnonzero(keep)
+    agent = agent[rows]
+    dim = _dimension_index(evidence, weights)[evidence.dimension[rows]]
+    source = evidence.source[rows]
+    when = evidence.at[rows]
+
+    # Item value, source weight, item weight.
+    outcome = np.array([spec.outcomes.failure, spec.outcomes.partial, spec.outcomes.success])
+    raw_value = evidence.value[rows]
+    value = np.where(np.isnan(raw_value), outcome[evidence.result[rows]], np.clip(raw_value, 0.0, 1.0))
+    value = np.minimum(value, np.array([weights.value_cap(s) for s in evidence.sources])[source])
+    source_weight = np.array([weights.source_weight(s) for s in evidence.sources])[source]
+    weight = source_weight
+    if spec.decay is not None:
+        age_days = (at - when) / MICROS_PER_DAY
+        weight = weight * np.power(0.5, age_days / spec.decay.half_life_days)
+    weight = weight * evidence.extra_weight[rows]
+    cell = agent * n_dims + dim
+    if spec.issuers is not None:
+        issuer = _capped_issuer_codes(evidence, spec.issuers.exempt)[evidence.issuer[rows]]
+        weight = weight * issuer_cap_factors(cell, issuer, weight, cells, spec.issuers.max_share)
+
+    # Dimension scores.
+    counts = np.bincount(cell, minlength=cells).astype(np.int64)
+    sum_w = ascending_sums(cell, weight, cells)
+    sum_wv = ascending_sums(cell, weight * value, cells)
+    has_weight = sum_w > 0.0
+    mean = np.where(has_weight, sum_wv / np.where(has_weight, sum_w, 1.0), np.nan)
+    scores = 100.0 * mean
+    reasons = np.where(counts == 0, NO_EVIDENCE, np.where(has_weight, OK, ZERO_WEIGHT)).astype(np.int8)
+    n_eff: F64 = np.full(cells, np.nan)
+    low: F64 = np.full(cells, np.nan)
+    high: F64 = np.full(cells, np.nan)
+    if spec.uncertainty is not None:
+        n_eff = sum_w
+        thin = (counts > 0) & (sum_w < spec.uncertainty.min_effective_n)
+        reasons[thin] = INSUFFICIENT
+        low, high = wilson_interval(mean, sum_w, weights.z)
+    scores = np.where(reasons == OK, scores, np.nan).reshape(n_agents, n_dims)
+    reasons = reasons.reshape(n_agents, n_dims)
+    interval_reasons = reasons.copy()
+    n_eff, low, high = (a.reshape(n_agents, n_dims) for a in (n_eff, low, high))
+    low = np.where(reasons == OK, 100.0 * low, np.nan)
+    high = np.where(reasons == OK, 100.0 * high, np.nan)
+
+    _blend_reliability(scores, reasons, low, high, interval_reasons, snapshots, names, weights, at)
+
+    # Agent-level figures.
+    n = np.bincount(agent, minlength=n_agents).astype(np.int64)
+    dim_weights = weights.dimension_weights
+    coverage = np.zeros(n_agents)
+    weighted = np.zeros(n_agents)
+    for d, w_d in enumerate(dim_weights):  # file order, left to right
+        present = ~np.isnan(scores[:, d])
+        coverage = coverage + np.where(present, w_d, 0.0)
+        weighted = weighted + w_d * np.where(present, scores[:, d], 0.0)
+    factor = spec.total.coverage_base + spec.total.coverage_slope * coverage
+    raw_total = weighted * spec.total.scale * factor
+    any_score = ~np.isnan(scores).all(axis=1)
+    total = np.where(any_score, round_half_up(raw_total), np.nan)
+
+    newest = np.full(n_agents, np.iinfo(np.int64).min)
+    np.maximum.at(newest, agent, when)
+    days = np.where(n > 0, (at - newest) / MICROS_PER_DAY, 0.0)
+    freshness = np.power(0.5, days / spec.freshness.half_life_days)
+    adjusted = np.where(any_score & (n > 0), round_half_up(total * freshness), np.nan)
+
+    total_n_eff = np.full(n_agents, np.nan)
+    total_low = np.full(n_agents, np.nan)
+    total_high = np.full(n_agents, np.nan)
+    size = n.astype(np.float64)
+    if spec.uncertainty is not None:
+        total_n_eff = np.zeros(n_agents)
+        for d in range(n_dims):  # the evidence each scored dimension stands on, file order
+            total_n_eff = total_n_eff + np.where(interval_reasons[:, d] == OK, n_eff[:, d], 0.0)
+        size = total_n_eff
+        with_interval = any_score & (total_n_eff > 0.0)  # not from snapshot consistency alone
+        total_low, total_high = _total_interval(scores, low, high, weights, factor, raw_total, with_interval)
+    sum_sw = ascending_sums(agent, source_weight, n_agents)
+    mean_sw = sum_sw / np.maximum(n, 1)
+    share = spec.confidence.size_share
+    size_term = np.minimum(1.0, size / spec.confidence.saturation_n)
+    confidence = np.where(n > 0, coverage * (share * size_term + (1.0 - share) * mean_sw), np.nan)
+
+    return RatingColumns(
+        agents=names,
+        scores=scores,
+        reasons=reasons,
+        counts=counts.reshape(n_agents, n_dims),
+        n_eff=n_eff,
+        low=low,
+        high=high,
+        interval_reasons=interval_reasons,
+        coverage=coverage,
+        total=total,
+        adjusted=adjusted,
+        confidence=confidence,
+        n=n,
+        total_n_eff=total_n_eff,
+        total_low=total_low,
+        total_high=total_high,
+    )
+
+
+def wilson_interval(p: F64, n: F64, z: float) -> tuple[F64, F64]:
+    """Wilson score interval for a proportion ``p`` on ``n`` (effective) trials; NaN where n <= 0."""
+    safe_n = np.where(n > 0.0, n, 1.0)
+    safe_p = np.where(np.isnan(p), 0.0, p)
+    z2 = z * z
+    denom = 1.0 + z2 / safe_n
+    centre = (safe_p + z2 / (2.0 * safe_n)) / denom
+    half = z * np.sqrt(safe_p * (1.0 - safe_p) / safe_n + z2 / (4.0 * safe_n * safe_n)) / denom
+    valid = (n > 0.0) & ~np.isnan(p)
+    low = np.where(valid, np.clip(centre - half, 0.0, 1.0), np.nan)
+    high = np.where(valid, np.clip(centre + half, 0.0, 1.0), np.nan)
+    return np.minimum(low, safe_p), np.maximum(high, np.where(valid, safe_p, np.nan))
+
+
+def _total_interval(
+    scores: F64, low: F64, high: F64, weights: Weights, factor: F64, raw_total: F64, valid: NDArray[np.bool_]
+) -> tuple[F64, F64]:
+    """total ± z·se, with se from the dimensions' interval half-widths (independent, normal approx)."""
+    z = weights.z
+    variance = np.zeros(scores.shape[0])
+    for d, w_d in enumerate(weights.dimension_weights):
+        se = np.where(np.isnan(low[:, d]), 0.0, (high[:, d] - low[:, d]) / (2.0 * z))
+        variance = variance + (w_d * se) * (w_d * se)
+    se_total = weights.spec.total.scale * factor * np.sqrt(variance)
+    top = weights.spec.total.scale * 100.0
+    total_low = np.clip(round_half_up(raw_total - z * se_total), 0.0, top)
+    total_high = np.clip(round_half_up(raw_total + z * se_total), 0.0, top)
+    return np.where(valid, total_low, np.nan), np.where(valid, total_high, np.nan)
+
+
+def _blend_reliability(
+    scores: F64,
+    reasons: NDArray[np.int8],
+    low: F64,
+    high: F64,
+    interval_reasons: NDArray[np.int8],
+    snapshots: SnapshotBatch,
+    names: tuple[str, ...],
+    weights: Weights,
+    at: int,
+) -> None:
+    """Blend the reliability evidence score E with snapshot consistency C, in place."""
+    rel = weights.spec.reliability
+    d = weights.reliability_index
+    consistency = snapshot_consistency(snapshots, names, at, rel.drift_tolerance)
+    e, c = scores[:, d].copy(), consistency
+    has_e, has_c = ~np.isnan(e), ~np.isnan(c)
+    a = rel.evidence_share
+    both = has_e & has_c
+    only_c = ~has_e & has_c
+    scores[:, d] = np.where(
+        both, a * e + (1.0 - a) * c, np.where(only_c, np.minimum(c, rel.snapshot_only_cap), e)
+    )
+    low[:, d] = np.where(both, a * low[:, d] + (1.0 - a) * c, low[:, d])
+    high[:, d] = np.where(both, a * high[:, d] + (1.0 - a) * c, high[:, d])
+    reasons[:, d] = np.where(only_c, OK, reasons[:, d])
+    interval_reasons[:, d] = np.where(only_c, SNAPSHOT_ONLY, interval_reasons[:, d])
+
+
+def snapshot_consistency(snapshots: SnapshotBatch, names: tuple[str, ...], at: int, tolerance: float) -> F64:
+    """C per agent: 100 * max(0, 1 - mean(drift) / tolerance) over adjacent same-version pairs; NaN if none."""
+    result = np.full(len(names), np.nan)
+    agent = _rank_codes(snapshots.agents, names)[snapshots.agent]
+    rows = np.flatnonzero((agent >= 0) & (snapshots.at <= at))
+    if rows.size < 2:
+        return result
+    version_rank = _rank_codes(snapshots.model_versions, tuple(sorted(snapshots.model_versions)))
+    agent, when = agent[rows], snapshots.at[rows]
+    version = version_rank[snapshots.model_version[rows]]
+    total, has_total = snapshots.total[rows], snapshots.has_total[rows]
+    order = np.lexsort((total, has_total, version, when, agent))  # a total order on the snapshot's fields
+    agent, version, total, has_total = agent[order], version[order], total[order], has_total[order]
+    pair = (agent[1:] == agent[:-1]) & (version[1:] == version[:-1]) & has_total[1:] & has_total[:-1]
+    t1, t2 = total[:-1][pair].astype(np.float64), total[1:][pair].astype(np.float64)
+    drift = np.abs(t2 - t1) / np.maximum(np.abs(t1), 1.0)
+    owner = agent[:-1][pair]
+    pairs = np.bincount(owner, minlength=len(names))
+    mean_drift = ascending_sums(owner, drift, len(names)) / np.maximum(pairs, 1)
+    consistency = 100.0 * np.maximum(0.0, 1.0 - mean_drift / tolerance)
+    return np.where(pairs > 0, consistency, result)
+
+
+def _agent_universe(
+    evidence: EvidenceBatch, snapshots: SnapshotBatch, agents: Collection[str] | None
+) -> tuple[str, ...]:
+    if agents is not None:
+        return tuple(sorted(set(agents)))
+    return tuple(sorted(set(evidence.agents) | set(snapshots.agents)))
+
+
+def _rank_codes(table: tuple[str, ...], names: tuple[str, ...]) -> I64:
+    """For each entry of ``table``, its index in the sorted ``names``; -1 where absent."""
+    index = {name: i for i, name in enumerate(names)}
+    return np.array([index.get(name, -1) for name in table], dtype=np.int64)
+
+
+def _dimension_index(evidence: EvidenceBatch, weights: Weights) -> I64:
+    known = {name: i for i, name in enumerate(weights.dimension_names)}
+    unknown = [name for name in evidence.dimensions if name not in known]
+    if unknown:
+        raise InvalidInput(f"dimension {unknown[0]!r} is not in {weights.model_version}")
+    return np.array([known[name] for name in evidence.dimensions], dtype=np.int64)
+
+
+def _capped_issuer_codes(evidence: EvidenceBatch, exempt: list[str]) -> I64:
+    """Issuer codes with exempt issuers mapped to -1 (like evidence without an issuer); -1 stays -1."""
+    codes = np.array([-1 if name in exempt else i for i, name in enumerate(evidence.issuers)], dtype=np.int64)
+    return np.concatenate((codes, [-1]))  # index -1 (no issuer) reads the appended -1
+
+
+def _newest_per_key(agent: I64, key: I64, at: I64, seq: I64, keep: NDArray[np.bool_]) -> NDArray[np.bool_]:
+    """Mask: False for keyed rows that a newer row (later ``at``, then later ``seq``) of the same agent and
+    key supersedes. Only rows already in ``keep`` compete."""
+    out = np.ones(agent.size, dtype=np.bool_)
+    rows = np.flatnonzero(keep & (key >= 0))
+    if rows.size == 0:
+        return out
+    width = int(key[rows].max()) + 1
+    group = agent[rows] * width + key[rows]
+    order = np.argsort(group)  # ties need no order: only max() runs within a group
+    rows, group = rows[order], group[order]
+    starts = np.concatenate(([0], np.flatnonzero(group[1:] != group[:-1]) + 1))
+    length = np.diff(np.concatenate((starts, [rows.size])))
+    newest_at = np.repeat(np.maximum.reduceat(at[rows], starts), length)
+    candidate = at[rows] == newest_at
+    last_seq = np.repeat(
+        np.maximum.reduceat(np.where(candidate, seq[rows], np.iinfo(np.int64).min), starts), length
+    )
+    winner = candidate & (seq[rows] == last_seq)
+    winners = np.add.reduceat(winner.astype(np.int64), starts)
+    if (winners != 1).any():
+        raise InvalidInput("two evidence rows share agent, key, time and seq; seq must break ties")
+    out[rows[~winner]] = False
+    return out

@@ -1,0 +1,67 @@
+"""Issuer diversity: no single issuer carries more than a share ``c`` of a dimension's weight.
+
+Within one cell (an agent's dimension) let X be the weight of first-party evidence (no issuer, or an
+exempt issuer) and W_1..W_k the weight each other issuer brings. The cap replaces every W_j by
+min(W_j, L), with L the largest level such that L <= c * (X + sum_j min(W_j, L)) (water-filling): after
+capping, no issuer holds more than c of the cell's weight, and issuers below the level are untouched.
+With no first-party evidence and fewer than 1/c issuers, L is 0: a lone counterparty, or a ring of
+them, carries nothing. See ``docs/methodology.md``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trustscore.scoring.kernels import F64, I64, ascending_order, ascending_sums, exclusive_prefix_sums
+
+
+def issuer_cap_factors(cell: I64, issuer: I64, weight: F64, cells: int, max_share: float) -> F64:
+    """Per-row multiplier in [0, 1] that caps each issuer's share of its cell; ``issuer`` -1 is exempt."""
+    factors = np.ones(weight.size)
+    capped = issuer >= 0
+    if not capped.any():
+        return factors
+    exempt = ascending_sums(cell[~capped], weight[~capped], cells)
+
+    # One group per (cell, issuer), with that issuer's weight in the cell.
+    pair = cell[capped] * (int(issuer.max()) + 1) + issuer[capped]
+    pairs, group = np.unique(pair, return_inverse=True)
+    group = group.astype(np.int64)
+    pair_cell = (pairs // (int(issuer.max()) + 1)).astype(np.int64)
+    issuer_weight = ascending_sums(group, weight[capped], pairs.size)
+
+    # Issuers of each cell in ascending order of weight; ranks i = 1..k within a cell.
+    order = ascending_order(pair_cell, issuer_weight)
+    w, c_of = issuer_weight[order], pair_cell[order]
+    change = np.flatnonzero(c_of[1:] != c_of[:-1]) + 1
+    starts = np.concatenate(([0], change)).astype(np.int64)
+    count = np.diff(np.concatenate((starts, [w.size])))
+    below = exclusive_prefix_sums(w, starts)  # P_i: weight of the issuers lighter than rank i
+    rank = np.arange(w.size) - np.repeat(starts, count)
+    above = np.repeat(count, count) - rank  # m_i: issuers at rank i or heavier
+    floor = np.where(rank > 0, np.concatenate(([0.0], w[:-1])), 0.0)  # W_(i-1), the piece's lower end
+    x = exempt[c_of]
+    heaviest = w[np.repeat(starts + count - 1, count)]
+    cell_total = x + below[np.repeat(starts + count - 1, count)] + heaviest
+    needs_cap = heaviest > max_share * cell_total
+
+    # g(L) = c * T(L) - L is concave; the largest root lies in the last piece where g(lower end) >= 0.
+    g_floor = max_share * (x + below + floor * above) - floor
+    ok = g_floor >= 0.0
+    last_ok = np.maximum.reduceat(np.where(ok, rank, -1), starts)
+    pick = starts + np.maximum(last_ok, 0)
+    slope_gap = 1.0 - max_share * above[pick]
+    level = np.where(
+        slope_gap > 0.0,
+        max_share * (x[pick] + below[pick]) / np.where(slope_gap > 0.0, slope_gap, 1.0),
+        w[pick],
+    )
+    level = np.clip(level, floor[pick], w[pick])
+    level_of = np.repeat(level, count)
+    capped_weight = np.minimum(w, level_of)
+    factor_sorted = np.where(needs_cap & (w > 0.0), capped_weight / np.where(w > 0.0, w, 1.0), 1.0)
+
+    factor_of_group = np.empty(pairs.size)
+    factor_of_group[order] = factor_sorted
+    factors[capped] = factor_of_group[group]
+    return factors
