@@ -63,9 +63,7 @@ class LogController(Controller):
     tags = ["log"]  # noqa: RUF012 - Litestar class attribute
 
     @post("/entries", operation_id="appendEntries", status_code=201)
-    async def append(
-        self, request: Request[Any, Any, Any], log_service: Log
-    ) -> Response[AppendResponse]:
+    async def append(self, request: Request[Any, Any, Any], log_service: Log) -> Response[AppendResponse]:
         """Append one DSSE envelope, or a JSON array of envelopes, to the log (all or nothing).
 
         Each envelope's signatures are verified; a statement already in the log returns its first index
