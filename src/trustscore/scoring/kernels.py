@@ -26,9 +26,9 @@ def ascending_order(group: I64, x: F64) -> I64:
     """
     bits = (x + 0.0).view(np.int64)  # + 0.0 turns -0.0 into 0.0; non-negative float bits sort as ints
     if group.size == 0 or int(group.max()) >= (1 << _GROUP_BITS):
-        return np.lexsort((bits, group)).astype(np.int64)
+        return np.lexsort((bits, group)).astype(np.int64, copy=False)
     composite = (group << (63 - _GROUP_BITS)) | (bits >> _VALUE_SHIFT)
-    order = np.argsort(composite).astype(np.int64)
+    order = np.argsort(composite).astype(np.int64, copy=False)
     sorted_comp, sorted_bits = composite[order], bits[order]
     same = sorted_comp[1:] == sorted_comp[:-1]
     descent = same & (sorted_bits[1:] < sorted_bits[:-1])
@@ -44,8 +44,9 @@ def ascending_sums(group: I64, x: F64, groups: int) -> F64:
     """Per-group sums of ``x`` (>= 0), each taken in ascending order of its terms."""
     if group.size == 0:
         return np.zeros(groups)
+    x = x + 0.0
     order = ascending_order(group, x)
-    return np.bincount(group[order], weights=x[order] + 0.0, minlength=groups).astype(np.float64)
+    return np.bincount(group[order], weights=x[order], minlength=groups)
 
 
 def round_half_up(x: F64) -> F64:

@@ -1,0 +1,180 @@
+"""Bench the scoring engine: a full recompute of 1,000,000 evidence rows across 10,000 agents.
+
+Runs each released model over the same synthetic columns, then the plain-Python baseline-v0.3
+(:mod:`trustscore.scoring.reference`) on a sample of agents in the same run, checks that the engine's
+ratings of the sample are identical to it, and prints both rates and their ratio.
+
+    PYTHONPATH=src python bench/scoring.py [--rows 1000000] [--agents 10000] [--sample 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+import msgspec
+import numpy as np
+
+from trustscore.scoring import EvidenceBatch, SnapshotBatch, load_weights
+from trustscore.scoring.engine import score_columns
+from trustscore.scoring.ratings import Rating, to_ratings
+from trustscore.scoring.reference import RefEvidence, RefSnapshot, score_baseline
+from trustscore.scoring.times import MICROS_PER_DAY, parse_time
+from trustscore.scoring.weights import Weights
+
+ROOT = Path(__file__).resolve().parents[1]
+AT = parse_time("2026-11-30T00:00:00Z")
+DIMENSIONS = ("capability", "reliability", "delivery", "economic", "collaboration", "security", "negotiation", "integrity")
+SOURCES = (
+    "real",
+    "real-benchmark",
+    "arena",
+    "verified",
+    "benchmark",
+    "real-confidential",
+    "simulation",
+    "synthetic",
+    "self-reported",
+    "tavern-event",
+)
+
+
+def synthetic(rows: int, agents: int, seed: int = 7) -> tuple[EvidenceBatch, SnapshotBatch]:
+    """Columns shaped like the log: a third keyed (with re-submissions), half with an issuer, 2% future."""
+    rng = np.random.default_rng(seed)
+    agent = rng.integers(0, agents, rows)
+    has_value = rng.random(rows) < 0.5
+    value = np.where(has_value, np.round(rng.uniform(-0.1, 1.1, rows), 3), np.nan)
+    result = np.where(has_value, -1, rng.integers(0, 3, rows)).astype(np.int8)
+    keyed = rng.random(rows) < 0.35
+    key = np.where(keyed, rng.integers(0, 40, rows), -1)  # ~40 exam questions per agent, answered again
+    issuer = np.where(rng.random(rows) < 0.5, rng.integers(0, 2_000, rows), -1)
+    at = AT - rng.integers(-3 * MICROS_PER_DAY, 180 * MICROS_PER_DAY, rows)
+    evidence = EvidenceBatch(
+        agents=tuple(f"agent-{i:05d}" for i in range(agents)),
+        dimensions=DIMENSIONS,
+        sources=SOURCES,
+        issuers=tuple(f"issuer-{i:04d}" for i in range(2_000)),
+        agent=agent,
+        dimension=rng.integers(0, len(DIMENSIONS), rows),
+        source=rng.integers(0, len(SOURCES), rows),
+        issuer=issuer,
+        key=key,
+        value=value,
+        result=result,
+        at=at,
+        extra_weight=np.ones(rows),
+        seq=rng.permutation(rows).astype(np.int64),
+    )
+    per_agent = 5
+    snap_agent = np.repeat(np.arange(agents), per_agent)
+    n = snap_agent.size
+    has_total = rng.random(n) < 0.9
+    snapshots = SnapshotBatch(
+        agents=evidence.agents,
+        model_versions=("baseline-v0.2", "baseline-v0.3"),
+        agent=snap_agent,
+        at=AT - rng.integers(0, 90 * MICROS_PER_DAY, n),
+        total=np.where(has_total, rng.integers(300, 800, n), 0),
+        has_total=has_total,
+        model_version=rng.integers(0, 2, n),
+    )
+    return evidence, snapshots
+
+
+def recompute(evidence: EvidenceBatch, snapshots: SnapshotBatch, weights: Weights) -> tuple[list[Rating], float]:
+    start = time.perf_counter()
+    ratings = to_ratings(score_columns(evidence, snapshots, weights, AT), weights)
+    return ratings, time.perf_counter() - start
+
+
+def reference_sample(
+    evidence: EvidenceBatch, snapshots: SnapshotBatch, weights: Weights, sample: list[int]
+) -> tuple[dict[str, dict[str, object]], int, float]:
+    """Plain-Python ratings of the sampled agents, the number of rows they read and the seconds taken."""
+    rows = np.flatnonzero(np.isin(evidence.agent, sample))
+    outcomes = ("failure", "partial", "success")
+    items = [
+        RefEvidence(
+            agent=evidence.agents[evidence.agent[i]],
+            dimension=evidence.dimensions[evidence.dimension[i]],
+            source=evidence.sources[evidence.source[i]],
+            value=None if np.isnan(evidence.value[i]) else float(evidence.value[i]),
+            result=None if evidence.result[i] < 0 else outcomes[evidence.result[i]],
+            key=None if evidence.key[i] < 0 else str(evidence.key[i]),
+            at=int(evidence.at[i]),
+            seq=int(evidence.seq[i]),
+        )
+        for i in rows.tolist()
+    ]
+    snaps = [
+        RefSnapshot(
+            agent=snapshots.agents[snapshots.agent[i]],
+            at=int(snapshots.at[i]),
+            total=int(snapshots.total[i]) if snapshots.has_total[i] else None,
+            model_version=snapshots.model_versions[snapshots.model_version[i]],
+        )
+        for i in np.flatnonzero(np.isin(snapshots.agent, sample)).tolist()
+    ]
+    by_agent: dict[str, list[RefEvidence]] = {}
+    for item in items:
+        by_agent.setdefault(item.agent, []).append(item)
+    snaps_by_agent: dict[str, list[RefSnapshot]] = {}
+    for snap in snaps:
+        snaps_by_agent.setdefault(snap.agent, []).append(snap)
+    start = time.perf_counter()
+    out = {}
+    for a in sample:
+        name = evidence.agents[a]
+        out[name] = score_baseline(name, by_agent.get(name, []), snaps_by_agent.get(name, []), weights, AT)
+    return out, len(items), time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--agents", type=int, default=10_000)
+    parser.add_argument("--sample", type=int, default=200, help="agents rated by the plain-Python baseline")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    evidence, snapshots = synthetic(args.rows, args.agents)
+    print(f"{args.rows:,} evidence rows, {len(snapshots):,} snapshots, {args.agents:,} agents")
+    results: dict[str, list[Rating]] = {}
+    engine_rate = 0.0
+    for name in ("baseline-v0.3", "trustscore-v1"):
+        weights = load_weights(ROOT / "weights" / f"{name}.toml")
+        timings = []
+        for _ in range(args.repeat):
+            results[name], seconds = recompute(evidence, snapshots, weights)
+            timings.append(seconds)
+        best, median = min(timings), statistics.median(timings)
+        rate = args.rows / median
+        if name == "baseline-v0.3":
+            engine_rate = rate
+        print(f"{name:>14}: full recompute {median:.3f} s median, {best:.3f} s best of {args.repeat}; {rate:,.0f} rows/s")
+
+    baseline = load_weights(ROOT / "weights" / "baseline-v0.3.toml")
+    sample = np.random.default_rng(11).choice(args.agents, size=min(args.sample, args.agents), replace=False)
+    expected, sample_rows, seconds = reference_sample(evidence, snapshots, baseline, sorted(sample.tolist()))
+    python_rate = sample_rows / seconds
+    by_agent = {r.agent: r for r in results["baseline-v0.3"]}
+    fields = ("agent", "model_version", "total", "adjusted", "grade", "coverage", "confidence", "n", "dimensions")
+    mismatches = [
+        agent
+        for agent, ref in expected.items()
+        if {f: msgspec.to_builtins(getattr(by_agent[agent], f)) for f in fields} != ref
+    ]
+    print(
+        f"plain-Python baseline-v0.3 on {len(expected)} agents ({sample_rows:,} rows): {seconds:.3f} s; "
+        f"{python_rate:,.0f} rows/s"
+    )
+    print(f"engine / plain-Python rate: {engine_rate / python_rate:,.0f}x")
+    print(f"identical on the sample: {not mismatches} ({len(mismatches)} of {len(expected)} agents differ)")
+    return 1 if mismatches else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
