@@ -23,6 +23,9 @@ def register(sub: Any) -> None:
     r.add_argument("--model")
     r.add_argument("--model-version")
     r.add_argument("--capability", action="append", default=[], help="a declared capability (repeatable)")
+    r.add_argument(
+        "--controller-key", type=Path, help="key file of the operator controlling this agent (co-signs)"
+    )
     r.add_argument("--server", required=True, help="trustscore server URL")
     r.set_defaults(func=run_register)
 
@@ -35,6 +38,7 @@ def card_envelope(
     model: str | None = None,
     model_version: str | None = None,
     capabilities: list[str] | None = None,
+    controller: keys.SigningKey | None = None,
 ) -> dsse.Envelope:
     """A signed agent card for ``key`` (checked locally with the same rules the server applies)."""
     card = cards.AgentCard(
@@ -46,10 +50,11 @@ def card_envelope(
         model=model,
         model_version=model_version,
         capabilities=capabilities or [],
+        controller_key=None if controller is None else b64encode(controller.public_key),
     )
     payload = statements.make_statement(cards.AGENT_CARD, cards.card_subject(key.public_key), card)
     statements.parse_statement(payload)  # same validation as the server: fail here, not there
-    return dsse.sign(payload, [key])
+    return dsse.sign(payload, [key] if controller is None else [key, controller])
 
 
 def run_register(args: argparse.Namespace) -> int:
@@ -61,6 +66,7 @@ def run_register(args: argparse.Namespace) -> int:
         model=args.model,
         model_version=args.model_version,
         capabilities=args.capability,
+        controller=keys.read_key_file(args.controller_key) if args.controller_key else None,
     )
     with LogClient(args.server) as client:
         [entry] = client.submit(env)

@@ -30,6 +30,19 @@ class AgentCard(Predicate, kw_only=True, frozen=True):
     model: str | None = None
     model_version: str | None = None
     capabilities: list[str] = msgspec.field(default_factory=list)
+    controller_key: str | None = None  # base64 key of an operator controlling this agent; it co-signs
+
+
+def controller_facts(controller_key: str | None, own: bytes) -> tuple[tuple[str, bytes], ...]:
+    """The co-signer a card with ``controller_key`` needs: the controller itself (never the card's key)."""
+    if controller_key is None:
+        return ()
+    key = canonical.b64decode(controller_key, what="controller_key")
+    if len(key) != 32:
+        raise InvalidInput("controller_key must be a 32-byte Ed25519 key")
+    if key == own:
+        raise InvalidInput("controller_key must differ from the card's own key")
+    return ((keys.key_id(key), key),)
 
 
 def card_subject(public_key: bytes) -> Subject:
@@ -53,7 +66,12 @@ def _check_card(stmt: Statement, card: AgentCard) -> Facts:
     for c in card.capabilities:
         check_text(c, what="capability", max_len=100)
     agent = keys.key_id(public)
-    return Facts(signer=agent, subject=agent, introduces_key=public)
+    return Facts(
+        signer=agent,
+        subject=agent,
+        introduces_key=public,
+        cosigners=controller_facts(card.controller_key, public),
+    )
 
 
 AGENT_CARD = register(Kind(name="agent-card", version=1, struct=AgentCard, check=_check_card))

@@ -51,6 +51,7 @@ class Facts:
     signer: str  # the key id that must have signed it
     subject: str  # the id the statement is about
     introduces_key: bytes | None = None  # a public key this statement registers (cards)
+    cosigners: tuple[tuple[str, bytes], ...] = ()  # (id, key) pairs that must also sign (controllers)
 
 
 @dataclass(frozen=True)

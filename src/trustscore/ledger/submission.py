@@ -56,12 +56,15 @@ def check(p: Prepared, resolve: Callable[[str], bytes | None]) -> CheckedEntry:
     own = facts.introduces_key
     own_id = keys.key_id(own) if own is not None else None
 
+    carried = dict(facts.cosigners)
+
     def lookup(kid: str) -> bytes | None:
-        return own if kid == own_id else resolve(kid)
+        return own if kid == own_id else carried.get(kid) or resolve(kid)
 
     verified = dsse.verify_envelope(p.envelope, lookup)
-    if facts.signer not in verified.signer_ids:
-        raise SignatureError(f"a {p.statement.kind.name} statement must be signed by {facts.signer}")
+    for required in (facts.signer, *carried):
+        if required not in verified.signer_ids:
+            raise SignatureError(f"a {p.statement.kind.name} statement must be signed by {required}")
     leaf = dsse.leaf_bytes(p.envelope)
     return CheckedEntry(
         leaf=leaf,

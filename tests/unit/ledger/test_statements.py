@@ -111,3 +111,15 @@ def test_regression_verifier_key_with_plus_in_base64_parses() -> None:
         key = keys.SigningKey.generate()
         vkey = note.make_verifier_key("trustscore.local/log", key.public_key)
         assert note.parse_verifier_key(vkey).public_key == key.public_key
+
+
+def test_controller_must_cosign_the_card() -> None:
+    from trustscore.cli.agent import card_envelope
+
+    key, boss = keys.SigningKey.generate(), keys.SigningKey.generate()
+    env = card_envelope(key, "ctl", controller=boss)
+    entry = check(prepare(msgspec.to_builtins(env)), lambda _k: None)
+    assert entry.statement.facts.cosigners == ((boss.id, boss.public_key),)
+    unsigned = dsse.sign(canonical.b64decode(env.payload), [key])
+    with pytest.raises(SignatureError, match=f"must be signed by {boss.id}"):
+        check(prepare(msgspec.to_builtins(unsigned)), lambda _k: None)
