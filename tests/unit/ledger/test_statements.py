@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -71,7 +73,7 @@ def test_card_is_self_certifying() -> None:
 def test_statement_kind_checks() -> None:
     _key, env = new_card("me")
     stmt = json.loads(canonical.b64decode(env.payload))
-    for mutate, exc, words in [
+    cases: list[tuple[Callable[[dict[str, Any]], object], type[Exception], str]] = [
         (lambda s: s.update(_type="x"), UnsupportedKind, "_type"),
         (
             lambda s: s.update(predicateType="https://trustscore.dev/predicates/x/v9"),
@@ -84,7 +86,8 @@ def test_statement_kind_checks() -> None:
         (lambda s: s["predicate"].update(extra=1), InvalidInput, "extra"),
         (lambda s: s.update(subject=[]), InvalidInput, "no subject"),
         (lambda s: s["subject"][0].update(name="ts1_" + "0" * 40), InvalidInput, "subject"),
-    ]:
+    ]
+    for mutate, exc, words in cases:
         s = json.loads(json.dumps(stmt))
         mutate(s)
         with pytest.raises(exc, match=words):
