@@ -1,0 +1,126 @@
+"""``trustscore exam``: list exam sets, sit one with an agent, re-grade a report, submit it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from trustscore.errors import InvalidInput
+from trustscore.exams.loader import ExamDirs, list_exams, load_exam
+from trustscore.exams.report import exam_for, grade_report, read_report, write_report
+from trustscore.grading import ItemGrade
+from trustscore.ledger import keys
+from trustscore.sdk.adapters import agent_from_spec
+from trustscore.sdk.runner import run_exam, sign_run
+from trustscore.sdk.submit import submit
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    exam = subparsers.add_parser("exam", help="sit exams and handle exam reports")
+    sub = exam.add_subparsers(dest="exam_command", required=True, metavar="SUBCOMMAND")
+
+    p = sub.add_parser("list", help="list the exam sets available here")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("run", help="sit an exam with an agent and write a signed report")
+    p.add_argument("--exam", required=True, help="NAME@VERSION, e.g. capability@1")
+    p.add_argument("--agent", required=True, help="python:MOD:FN | cmd:COMMAND | http:URL | openai:MODEL@URL")
+    p.add_argument("--key", required=True, type=Path, help="the agent's key file")
+    p.add_argument("--out", required=True, type=Path, help="where to write the report")
+    p.add_argument(
+        "--item-timeout", type=float, default=None, help="seconds per answer (default: the exam's)"
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("grade", help="verify and re-grade a report offline")
+    p.add_argument("report", type=Path)
+    p.add_argument("--json", action="store_true", help="print the grades as JSON")
+    p.set_defaults(func=cmd_grade)
+
+    p = sub.add_parser("submit", help="submit a report to a trustscore server")
+    p.add_argument("report", type=Path)
+    p.add_argument("--server", required=True, help="base URL of the server")
+    p.set_defaults(func=cmd_submit)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    print(f"{'EXAM':<18} {'TIER':<8} {'DIMENSION':<12} {'ITEMS':>5}  DIGEST")
+    for e in list_exams(ExamDirs.from_env()):
+        print(f"{e.id:<18} {e.file.tier:<8} {e.file.dimension:<12} {len(e.items):>5}  {e.digest[:23]}…")
+    return 0
+
+
+def _bar(out: TextIO) -> object:
+    def progress(done: int, total: int, item_id: str) -> None:
+        width = 30
+        filled = width * done // max(total, 1)
+        out.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {item_id:<24}")
+        if done == total:
+            out.write("\n")
+        out.flush()
+
+    return progress
+
+
+def _table(grades: list[ItemGrade], out: TextIO) -> None:
+    print(f"{'ITEM':<18} {'GRADER':<20} {'RESULT':<8} {'VALUE':>6}  DETAIL", file=out)
+    for g in grades:
+        detail = g.grade.detail if len(g.grade.detail) <= 70 else g.grade.detail[:69] + "…"
+        print(
+            f"{g.item_id:<18} {g.grader:<20} {g.grade.result:<8} {g.grade.value / 1000:>6.3f}  {detail}",
+            file=out,
+        )
+    if grades:
+        counts = {r: sum(1 for g in grades if g.grade.result == r) for r in ("success", "partial", "failure")}
+        mean = sum(g.grade.value for g in grades) / len(grades) / 1000
+        print(f"{len(grades)} items: {counts['success']} success, {counts['partial']} partial, "
+              f"{counts['failure']} failure; mean {mean:.3f}", file=out)  # fmt: skip
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.out.exists():
+        raise InvalidInput(f"{args.out} already exists; refusing to overwrite a report")
+    key = keys.read_key_file(args.key)
+    exam = load_exam(args.exam, ExamDirs.from_env())
+    agent = agent_from_spec(args.agent)
+    try:
+        progress = None if args.quiet else _bar(sys.stderr)
+        run = run_exam(exam, agent, timeout_s=args.item_timeout, progress=progress)  # type: ignore[arg-type]
+    finally:
+        agent.close()
+    write_report(args.out, sign_run(run, key))
+    grades = [ItemGrade(r.item.id, r.item.dimension, r.item.grader, r.grade) for r in run.records]
+    _table(grades, sys.stdout)
+    print(f"report for {exam.id} by {key.id} written to {args.out} ({run.elapsed_ms} ms)")
+    return 0
+
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    verified = read_report(args.report)
+    report = verified.report
+    exam = exam_for(report, ExamDirs.from_env())
+    grades = grade_report(report, exam)
+    client = {i.item_id: i.client_grade for i in report.items}
+    if args.json:
+        print(json.dumps([{"item_id": g.item_id, "grader": g.grader, "value": g.grade.value,
+                           "result": g.grade.result, "detail": g.grade.detail} for g in grades], indent=2))  # fmt: skip
+    else:
+        print(f"{exam.id} ({exam.digest}) sat by {report.agent} via {report.adapter}")
+        _table(grades, sys.stdout)
+    differing = [g.item_id for g in grades if client[g.item_id] != g.grade.value]
+    if differing:
+        print(f"client-side grades differ from re-grading on: {', '.join(differing)}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    verified = read_report(args.report)
+    entries = submit(verified.envelope, args.server)
+    for e in entries:
+        print(f"logged at index {e.get('index')} leaf {e.get('leaf_hash')}")
+    return 0

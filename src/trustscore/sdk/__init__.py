@@ -1,0 +1,33 @@
+"""The agent SDK: adapters for the agent under test, the exam runner and report submission.
+
+See docs/sdk.md. The graders it uses live in :mod:`trustscore.grading`; the signed report in
+:mod:`trustscore.exams.report`.
+"""
+
+from trustscore.sdk.adapters import (
+    Agent,
+    AgentFailure,
+    AgentRequest,
+    CallableAgent,
+    HttpAgent,
+    Message,
+    OpenAIAgent,
+    SubprocessAgent,
+    agent_from_spec,
+)
+from trustscore.sdk.runner import ItemRecord, RunResult, run_exam
+
+__all__ = [
+    "Agent",
+    "AgentFailure",
+    "AgentRequest",
+    "CallableAgent",
+    "HttpAgent",
+    "ItemRecord",
+    "Message",
+    "OpenAIAgent",
+    "RunResult",
+    "SubprocessAgent",
+    "agent_from_spec",
+    "run_exam",
+]

@@ -1,0 +1,119 @@
+"""Sit an exam: put every item to the agent, record what it said and grade it client-side.
+
+An agent that crashes, hangs or answers garbage fails items; it never ends the run. Client-side grades
+are information only: the server re-grades the recorded responses with the same graders.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from trustscore.exams.model import ExamSet
+from trustscore.exams.report import ReportItem, build_report
+from trustscore.grading import Grade, Item, Response, Turn, get_grader, grade_item
+from trustscore.ledger import dsse, keys
+from trustscore.ledger.statements import format_time
+from trustscore.sdk.adapters import Agent, AgentFailure, AgentRequest, Message
+
+MAX_OUTPUT = 64 * 1024  # longer replies are cut to this many characters before they are recorded
+MAX_DIALOGUE_TURNS = 64
+
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass(frozen=True)
+class ItemRecord:
+    item: Item
+    response: Response
+    grade: Grade
+
+
+@dataclass(frozen=True)
+class RunResult:
+    exam: ExamSet
+    adapter: str
+    started_at: str
+    elapsed_ms: int
+    records: list[ItemRecord]
+
+
+def _ms(start: float) -> int:
+    return int((time.monotonic() - start) * 1000)
+
+
+class _Asker:
+    """Asks one item's questions, stopping at the first failure."""
+
+    def __init__(self, exam: ExamSet, agent: Agent, item: Item, timeout_s: float) -> None:
+        self.exam, self.agent, self.item, self.timeout_s = exam, agent, item, timeout_s
+        self.turns: list[Turn] = []
+        self.error: str | None = None
+
+    def ask(self, messages: list[Message]) -> str | None:
+        request = AgentRequest(self.exam.id, self.item.id, len(self.turns), messages)
+        start = time.monotonic()
+        try:
+            output = self.agent.ask(request, self.timeout_s)[:MAX_OUTPUT]
+        except AgentFailure as exc:
+            self.error = exc.message
+            return None
+        self.turns.append(Turn(output, _ms(start)))
+        return output
+
+
+def _sit_item(exam: ExamSet, agent: Agent, item: Item, timeout_s: float) -> Response:
+    asker = _Asker(exam, agent, item, timeout_s)
+    system = Message("system", exam.file.instructions)
+    if item.ask.kind == "dialogue":
+        dialogue = get_grader(item.grader).dialogue
+        assert dialogue is not None
+        first = dialogue(item, [])
+        messages = [system, Message("user", f"{item.ask.prompts[0]}\n\n{first}")]
+        outputs: list[str] = []
+        while len(outputs) < MAX_DIALOGUE_TURNS:
+            out = asker.ask(messages)
+            if out is None:
+                break
+            outputs.append(out)
+            reply = dialogue(item, outputs)
+            if reply is None:
+                break
+            messages = [*messages, Message("assistant", out), Message("user", reply)]
+    else:
+        prompts = item.ask.prompts * item.ask.times if item.ask.kind == "repeat" else item.ask.prompts
+        for prompt in prompts:
+            if asker.ask([system, Message("user", prompt)]) is None:
+                break
+    return Response(asker.turns, asker.error)
+
+
+def run_exam(
+    exam: ExamSet, agent: Agent, *, timeout_s: float | None = None, progress: Progress | None = None
+) -> RunResult:
+    """Put every item of ``exam`` to ``agent``; ``timeout_s`` overrides each item's own per-ask timeout."""
+    started_at = format_time(dt.datetime.now(dt.UTC))
+    start = time.monotonic()
+    records: list[ItemRecord] = []
+    for n, item in enumerate(exam.items):
+        if progress:
+            progress(n, len(exam.items), item.id)
+        limit = timeout_s if timeout_s is not None else exam.timeout_ms(item) / 1000
+        response = _sit_item(exam, agent, item, limit)
+        records.append(ItemRecord(item, response, grade_item(item, response)))
+    if progress:
+        progress(len(exam.items), len(exam.items), "")
+    return RunResult(exam, agent.label, started_at, _ms(start), records)
+
+
+def sign_run(run: RunResult, key: keys.SigningKey) -> dsse.Envelope:
+    """The signed exam report of ``run``."""
+    items = [
+        ReportItem(r.item.id, r.response.turns, r.response.error, r.grade.value, r.grade.result)
+        for r in run.records
+    ]
+    return build_report(
+        run.exam, items, adapter=run.adapter, started_at=run.started_at, elapsed_ms=run.elapsed_ms, key=key
+    )

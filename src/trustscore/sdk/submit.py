@@ -1,0 +1,51 @@
+"""Submit a signed exam report to a trustscore log server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import msgspec
+
+from trustscore.errors import InvalidInput, StorageError, TrustscoreError
+from trustscore.ledger import dsse
+
+# The log accepts any signed statement here; a dedicated reports endpoint may replace it later.
+SUBMIT_PATH = "/v1/log/entries"
+
+
+class SubmitRejected(TrustscoreError):
+    """The server refused the report; the message is the server's problem ``detail``."""
+
+    code = "submit-rejected"
+    status = 502
+    title = "Server rejected the report"
+
+
+def submit(
+    envelope: dsse.Envelope, server: str, *, client: httpx.Client | None = None
+) -> list[dict[str, Any]]:
+    """POST ``envelope`` to ``server``; return the log entries it reports (index, leaf_hash)."""
+    if not server.startswith(("http://", "https://")):
+        raise InvalidInput(f"server must be an http(s) URL, got {server!r}")
+    url = server.rstrip("/") + SUBMIT_PATH
+    body = msgspec.json.encode(envelope)
+    own = client is None
+    http = client or httpx.Client(timeout=30)
+    try:
+        resp = http.post(url, content=body, headers={"Content-Type": "application/json"})
+    except httpx.HTTPError as exc:
+        raise StorageError(f"cannot reach {url}: {exc}") from exc
+    finally:
+        if own:
+            http.close()
+    try:
+        data = resp.json()
+    except ValueError:
+        data = None
+    if resp.status_code >= 400:
+        detail = data.get("detail") if isinstance(data, dict) else None
+        raise SubmitRejected(f"{url} answered {resp.status_code}: {detail or resp.reason_phrase}")
+    if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
+        raise SubmitRejected(f"{url} answered {resp.status_code} without a list of entries")
+    return list(data["entries"])
