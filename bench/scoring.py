@@ -26,7 +26,16 @@ from trustscore.scoring.weights import Weights
 
 ROOT = Path(__file__).resolve().parents[1]
 AT = parse_time("2026-11-30T00:00:00Z")
-DIMENSIONS = ("capability", "reliability", "delivery", "economic", "collaboration", "security", "negotiation", "integrity")
+DIMENSIONS = (
+    "capability",
+    "reliability",
+    "delivery",
+    "economic",
+    "collaboration",
+    "security",
+    "negotiation",
+    "integrity",
+)
 SOURCES = (
     "real",
     "real-benchmark",
@@ -84,7 +93,9 @@ def synthetic(rows: int, agents: int, seed: int = 7) -> tuple[EvidenceBatch, Sna
     return evidence, snapshots
 
 
-def recompute(evidence: EvidenceBatch, snapshots: SnapshotBatch, weights: Weights) -> tuple[list[Rating], float]:
+def recompute(
+    evidence: EvidenceBatch, snapshots: SnapshotBatch, weights: Weights
+) -> tuple[list[Rating], float]:
     start = time.perf_counter()
     ratings = to_ratings(score_columns(evidence, snapshots, weights, AT), weights)
     return ratings, time.perf_counter() - start
@@ -133,7 +144,9 @@ def reference_sample(
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--agents", type=int, default=10_000)
     parser.add_argument("--sample", type=int, default=200, help="agents rated by the plain-Python baseline")
@@ -154,14 +167,26 @@ def main() -> int:
         rate = args.rows / median
         if name == "baseline-v0.3":
             engine_rate = rate
-        print(f"{name:>14}: full recompute {median:.3f} s median, {best:.3f} s best of {args.repeat}; {rate:,.0f} rows/s")
+        print(
+            f"{name:>14}: full recompute {median:.3f} s median, {best:.3f} s best of {args.repeat}; {rate:,.0f} rows/s"
+        )
 
     baseline = load_weights(ROOT / "weights" / "baseline-v0.3.toml")
     sample = np.random.default_rng(11).choice(args.agents, size=min(args.sample, args.agents), replace=False)
     expected, sample_rows, seconds = reference_sample(evidence, snapshots, baseline, sorted(sample.tolist()))
     python_rate = sample_rows / seconds
     by_agent = {r.agent: r for r in results["baseline-v0.3"]}
-    fields = ("agent", "model_version", "total", "adjusted", "grade", "coverage", "confidence", "n", "dimensions")
+    fields = (
+        "agent",
+        "model_version",
+        "total",
+        "adjusted",
+        "grade",
+        "coverage",
+        "confidence",
+        "n",
+        "dimensions",
+    )
     mismatches = [
         agent
         for agent, ref in expected.items()

@@ -46,7 +46,7 @@ def ascending_sums(group: I64, x: F64, groups: int) -> F64:
         return np.zeros(groups)
     x = x + 0.0
     order = ascending_order(group, x)
-    return np.bincount(group[order], weights=x[order], minlength=groups)
+    return np.bincount(group[order], weights=x[order], minlength=groups).astype(np.float64, copy=False)
 
 
 def round_half_up(x: F64) -> F64:

@@ -8,7 +8,15 @@ from typing import Any
 
 import pytest
 
-from trustscore.scoring import EvidenceItem, Rating, Snapshot, Weights, load_weights, parse_weights, score_agents
+from trustscore.scoring import (
+    EvidenceItem,
+    Rating,
+    Snapshot,
+    Weights,
+    load_weights,
+    parse_weights,
+    score_agents,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 WEIGHTS = ROOT / "weights"

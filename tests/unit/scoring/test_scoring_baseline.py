@@ -158,7 +158,9 @@ def test_snapshot_pairs_across_model_versions_ignored(baseline: Weights) -> None
 
 def test_snapshot_null_totals_and_lone_snapshots(baseline: Weights) -> None:
     # A null total breaks the pair on each side; a lone snapshot makes no pair: C is null.
-    r = rate([item(dimension="reliability", value=0.6)], baseline, [snap(500, 3), snap(None, 2), snap(800, 1)])
+    r = rate(
+        [item(dimension="reliability", value=0.6)], baseline, [snap(500, 3), snap(None, 2), snap(800, 1)]
+    )
     assert r["a"].dimensions["reliability"] == pytest.approx(60.0)
     r = rate([], baseline, [snap(500, 3)])
     assert r["a"].dimensions["reliability"] is None
@@ -194,9 +196,20 @@ def test_confidence(baseline: Weights) -> None:
 
 
 @pytest.mark.parametrize(
-    "total,grade",
-    [(1000, "AAA"), (800, "AAA"), (799, "AA"), (700, "AA"), (600, "A"), (500, "BBB"), (400, "BB"), (300, "B")]
-    + [(200, "CCC"), (199, "C"), (0, "C")],
+    ("total", "grade"),
+    [
+        (1000, "AAA"),
+        (800, "AAA"),
+        (799, "AA"),
+        (700, "AA"),
+        (600, "A"),
+        (500, "BBB"),
+        (400, "BB"),
+        (300, "B"),
+        (200, "CCC"),
+        (199, "C"),
+        (0, "C"),
+    ],
 )
 def test_grades(baseline: Weights, total: int, grade: str) -> None:
     assert baseline.grade(total) == grade

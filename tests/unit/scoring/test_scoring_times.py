@@ -21,7 +21,13 @@ def test_utc_forms() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["2026-11-30", "2026-11-30T00:00:00", "2026-11-30T00:00:00+01:00", "2026-02-30T00:00:00Z", " 2026-11-30T00:00:00Z"],
+    [
+        "2026-11-30",
+        "2026-11-30T00:00:00",
+        "2026-11-30T00:00:00+01:00",
+        "2026-02-30T00:00:00Z",
+        " 2026-11-30T00:00:00Z",
+    ],
 )
 def test_rejects_non_utc_or_malformed(text: str) -> None:
     with pytest.raises(InvalidInput):

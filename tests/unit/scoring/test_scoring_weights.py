@@ -80,7 +80,7 @@ def test_newer_schema_version_is_refused() -> None:
 
 
 @pytest.mark.parametrize(
-    "old,new",
+    ("old", "new"),
     [
         ("schema_version = 1", "schema_version = 0"),
         ('schema = "trustscore.weights"', 'schema = "other"'),
@@ -98,7 +98,7 @@ def test_unknown_keys_are_refused() -> None:
 
 
 @pytest.mark.parametrize(
-    "old,new,message",
+    ("old", "new", "message"),
     [
         ("capability = 0.20", "capability = -0.20", "dimensions.capability"),
         ("verified = 0.9", "verified = 1.5", "sources.weights.verified"),
