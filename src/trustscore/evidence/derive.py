@@ -1,0 +1,203 @@
+"""The deterministic mapping from log statements to scoring evidence (docs/evidence-mapping.md).
+
+Pure: the output depends only on the statement, its log index and a :class:`Context` that is itself
+derived from the log (reporter weights from earlier rating snapshots). Which statements are admitted
+(a graded-evidence signer is the configured grader key, an event signer's card has the marketplace
+role, settlement parties are not under one controller) is the caller's decision, made before ``derive``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import msgspec
+
+from trustscore.errors import UnsupportedKind
+from trustscore.evidence.reporters import ReporterWeights, no_snapshots
+from trustscore.ledger.cards import AGENT_CARD
+from trustscore.ledger.events import Event, EventName
+from trustscore.ledger.graded import GradedEvidence
+from trustscore.ledger.parties import PARTY_CARD
+from trustscore.ledger.service_card import SERVICE_CARD
+from trustscore.ledger.settlements import Settlement
+from trustscore.ledger.snapshots import RATING_SNAPSHOT, RatingSnapshot
+from trustscore.ledger.statements import PREDICATE_PREFIX, ParsedStatement, parse_time
+from trustscore.scoring.inputs import EvidenceBatch, EvidenceItem, Result, Snapshot
+
+#: Kinds that carry no evidence items (cards register keys; snapshots feed ``derive_snapshots``; an exam
+#: report counts only once the server's graded evidence for it is logged).
+NO_EVIDENCE = frozenset(
+    {
+        AGENT_CARD.predicate_type,
+        PARTY_CARD.predicate_type,
+        SERVICE_CARD.predicate_type,
+        RATING_SNAPSHOT.predicate_type,
+        f"{PREDICATE_PREFIX}exam-report/v1",
+    }
+)
+
+_VALUE: dict[Result, float] = {"success": 1.0, "partial": 0.5, "failure": 0.0}
+_DELIVERY: dict[str, Result] = {"pass": "success", "late": "partial", "fail": "failure"}
+# The published methodology's buyer-side rule: a failed payment is partial, not failure.
+_PAYMENT: dict[str, Result] = {"pass": "success", "fail": "partial"}
+_EVENTS: dict[EventName, tuple[str, Result, str]] = {  # event -> (dimension, result, source)
+    "delivered": ("delivery", "success", "real"),
+    "rejected": ("delivery", "failure", "real"),
+    "confirmed": ("economic", "success", "real-confidential"),
+    "delivery_failed": ("reliability", "failure", "real"),
+    "negotiation_expired": ("negotiation", "failure", "real"),
+    "signature_invalid": ("integrity", "failure", "real"),
+}
+
+
+class DerivedEvidence(msgspec.Struct, frozen=True, kw_only=True):
+    """One evidence item and the log index of the statement it came from (the engine's ``seq``)."""
+
+    index: int
+    agent: str
+    dimension: str
+    source: str
+    at: dt.datetime
+    value: float | None = None
+    result: Result | None = None
+    key: str | None = None
+    issuer: str | None = None
+    extra_weight: float = 1.0
+
+    def to_item(self) -> EvidenceItem:
+        return EvidenceItem(
+            agent=self.agent,
+            dimension=self.dimension,
+            source=self.source,
+            at=self.at,
+            value=self.value,
+            result=self.result,
+            key=self.key,
+            issuer=self.issuer,
+            extra_weight=self.extra_weight,
+        )
+
+
+@dataclass(frozen=True)
+class Context:
+    """What derivation needs beyond the statement, all derived from the log.
+
+    ``reporter_weight(reporter, before_index)`` is the extra weight of a counterparty's report logged at
+    ``before_index`` (:meth:`ReporterWeights.weight`); by default every reporter is unrated (0.5).
+    """
+
+    reporter_weight: Callable[[str, int], float] = field(default=no_snapshots)
+
+
+def derive(entry_index: int, statement: ParsedStatement, context: Context) -> list[DerivedEvidence]:
+    """The evidence items of the admitted statement logged at ``entry_index``, in a fixed order."""
+    p = statement.predicate
+    if isinstance(p, GradedEvidence):
+        return _graded(entry_index, p)
+    if isinstance(p, Settlement):
+        return _settlement(entry_index, p, context)
+    if isinstance(p, Event):
+        return [_event(entry_index, p)]
+    if statement.kind.predicate_type in NO_EVIDENCE:
+        return []
+    raise UnsupportedKind(f"no evidence mapping for {statement.kind.predicate_type}")
+
+
+def derive_snapshots(statement: ParsedStatement) -> list[Snapshot]:
+    """The engine's snapshots of a rating snapshot (one per row, ``total`` as published); else none."""
+    s = statement.predicate
+    if not isinstance(s, RatingSnapshot):
+        return []
+    at = parse_time(s.taken_at, what="taken_at")
+    return [Snapshot(agent=r.agent, at=at, total=r.total, model_version=s.model_version) for r in s.ratings]
+
+
+def _graded(index: int, g: GradedEvidence) -> list[DerivedEvidence]:
+    at = parse_time(g.graded_at, what="graded_at")
+    source = "real-benchmark" if g.tier == "public" else "verified"
+    return [
+        DerivedEvidence(
+            index=index,
+            agent=g.agent,
+            dimension=item.dimension,
+            source=source,
+            at=at,
+            value=item.value_millis / 1000,
+            result=item.result,
+            key=f"exam:{g.exam}@{g.exam_version}:{item.item_id}",
+            issuer=None,
+        )
+        for item in g.items
+    ]
+
+
+def _settlement(index: int, s: Settlement, context: Context) -> list[DerivedEvidence]:
+    outcomes: list[tuple[str, Result]] = []
+    if s.delivery is not None:
+        outcomes.append(("delivery", _DELIVERY[s.delivery]))
+    if s.payment is not None:
+        outcomes.append(("reliability", _PAYMENT[s.payment]))
+    if s.confirmed:
+        outcomes.append(("economic", "success"))
+    reporter = s.reporter
+    at = parse_time(s.settled_at, what="settled_at")
+    weight = context.reporter_weight(reporter, index)
+    source = "real-confidential" if s.confidential else "real"
+    return [
+        DerivedEvidence(
+            index=index,
+            agent=s.about,
+            dimension=dimension,
+            source=source,
+            at=at,
+            value=_VALUE[result],
+            result=result,
+            key=f"settlement:{reporter}:{s.deal_id}:{dimension}",
+            issuer=reporter,
+            extra_weight=weight,
+        )
+        for dimension, result in outcomes
+    ]
+
+
+def _event(index: int, e: Event) -> DerivedEvidence:
+    dimension, result, source = _EVENTS[e.event]
+    return DerivedEvidence(
+        index=index,
+        agent=e.agent,
+        dimension=dimension,
+        source=source,
+        at=parse_time(e.occurred_at, what="occurred_at"),
+        value=_VALUE[result],
+        result=result,
+        key=f"event:{e.marketplace}:{e.ref}:{dimension}",
+        issuer=e.marketplace,
+    )
+
+
+class DerivedLog(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything a log (prefix) says for scoring: evidence and snapshots, in log order."""
+
+    evidence: list[DerivedEvidence]
+    snapshots: list[Snapshot]
+
+
+def derive_log(entries: Iterable[tuple[int, ParsedStatement]]) -> DerivedLog:
+    """Derive admitted ``entries`` (index, statement) in increasing index order, feeding each rating
+    snapshot to the reporter weights as it passes, so every settlement is weighted as of its index."""
+    weights = ReporterWeights()
+    context = Context(reporter_weight=weights.weight)
+    evidence: list[DerivedEvidence] = []
+    snapshots: list[Snapshot] = []
+    for index, statement in entries:
+        evidence.extend(derive(index, statement, context))
+        snapshots.extend(derive_snapshots(statement))
+        weights.feed(index, statement)
+    return DerivedLog(evidence=evidence, snapshots=snapshots)
+
+
+def evidence_batch(evidence: Sequence[DerivedEvidence]) -> EvidenceBatch:
+    """The engine's batch of ``evidence`` with each statement's log index as ``seq`` (later wins a tie)."""
+    return EvidenceBatch.from_items([d.to_item() for d in evidence], seq=[d.index for d in evidence])

@@ -1,0 +1,33 @@
+"""Import this module to register every statement kind the server and verifiers must know.
+
+Kinds register themselves when their module is imported; this module imports them all in one place:
+agent cards, exam reports, party and service cards, settlements, marketplace events, graded evidence and
+rating snapshots.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trustscore.exams.report import EXAM_REPORT
+from trustscore.ledger.cards import AGENT_CARD
+from trustscore.ledger.events import EVENT
+from trustscore.ledger.graded import GRADED_EVIDENCE
+from trustscore.ledger.parties import PARTY_CARD
+from trustscore.ledger.service_card import SERVICE_CARD
+from trustscore.ledger.settlements import SETTLEMENT
+from trustscore.ledger.snapshots import RATING_SNAPSHOT
+from trustscore.ledger.statements import Kind
+
+ALL_KINDS: tuple[Kind[Any], ...] = (
+    AGENT_CARD,
+    EXAM_REPORT,
+    PARTY_CARD,
+    SERVICE_CARD,
+    SETTLEMENT,
+    EVENT,
+    GRADED_EVIDENCE,
+    RATING_SNAPSHOT,
+)
+
+__all__ = ["ALL_KINDS"]
