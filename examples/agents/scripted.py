@@ -66,7 +66,11 @@ def answer(persona: str, request: Any) -> str:
 
 def _broken(persona: str, request: Any) -> str | None:
     """What a broken persona does instead of answering, or None to answer normally."""
-    item_id = request["item_id"] if isinstance(request, dict) else request.item_id
+    item_id = request.get("item_id") if isinstance(request, dict) else request.item_id
+    if not item_id:  # OpenAI-style requests carry only messages: recognise the item by its prompt
+        users = [m["content"] for m in _messages(request) if m["role"] == "user"]
+        entry = _entry(users[0]) if users else None
+        item_id = entry["item"] if entry else ""
     if persona == "crash" and item_id.endswith("-001"):
         raise RuntimeError("scripted crash")
     if persona == "hang" and item_id.endswith("-002"):

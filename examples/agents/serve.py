@@ -13,7 +13,6 @@ import argparse
 import contextlib
 import json
 import sys
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -41,16 +40,10 @@ def make_handler(persona: str, api: str) -> type[BaseHTTPRequestHandler]:
                 self._send(404, b'{"error": "not found"}')
                 return
             if api == "openai":
-                request = {"item_id": "?", "turn": 0, "messages": request["messages"]}
+                request = {"messages": request["messages"]}
             if persona == "garbage":
                 self._send(200, b"<html>oops</html>", "text/html")
                 return
-            if (
-                persona == "hang"
-                and len(request["messages"]) > 1
-                and "2, 6, 12" in request["messages"][1]["content"]
-            ):
-                time.sleep(3600)
             try:
                 scripted._broken(persona, request)
                 output = scripted.answer(persona, request)
