@@ -1,0 +1,83 @@
+"""Test kit: real keys, real DSSE envelopes, and a tiny in-memory log that checks them like the server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import pytest
+
+from trustscore import canonical
+from trustscore.ledger import dsse, keys, kinds_all, statements
+from trustscore.ledger.parties import PartyRole, make_party_card
+from trustscore.ledger.service_card import ServiceRole, make_service_card
+from trustscore.ledger.submission import CheckedEntry, check, prepare
+
+assert kinds_all.ALL_KINDS  # every kind registered
+
+T0 = "2026-03-01T12:00:00.000000Z"
+T1 = "2026-03-02T12:00:00.000000Z"
+T2 = "2026-03-03T12:00:00.000000Z"
+DIGEST = "ab" * 32
+
+
+class Log:
+    """Entries in order; keys registered by cards resolve for later statements."""
+
+    def __init__(self) -> None:
+        self.keys: dict[str, bytes] = {}
+        self.entries: list[CheckedEntry] = []
+
+    def append(self, envelope: dsse.Envelope) -> CheckedEntry:
+        entry = check(prepare(msgspec.to_builtins(envelope)), self.keys.get)
+        if entry.introduces_key is not None:
+            self.keys.setdefault(entry.signer, entry.introduces_key)
+        self.entries.append(entry)
+        return entry
+
+    def submit(self, payload: bytes, *signers: keys.SigningKey) -> int:
+        self.append(dsse.sign(payload, list(signers)))
+        return len(self.entries) - 1
+
+    def party(self, name: str, role: PartyRole = "counterparty") -> keys.SigningKey:
+        key = keys.SigningKey.generate()
+        self.submit(make_party_card(key.public_key, name, role), key)
+        return key
+
+    def service(self, name: str, roles: list[ServiceRole]) -> keys.SigningKey:
+        key = keys.SigningKey.generate()
+        self.submit(make_service_card(key.public_key, name, roles), key)
+        return key
+
+    def parsed(self) -> list[tuple[int, statements.ParsedStatement]]:
+        return [(i, e.statement) for i, e in enumerate(self.entries)]
+
+
+def checked(payload: bytes, *signers: keys.SigningKey, known: dict[str, bytes] | None = None) -> CheckedEntry:
+    """Sign ``payload`` and check the envelope as the server would, with ``known`` registered keys."""
+    env = dsse.sign(payload, list(signers))
+    return check(prepare(msgspec.to_builtins(env)), (known or {}).get)
+
+
+def refused(
+    payload: bytes, mutate: Callable[[dict[str, Any]], object], exc: type[Exception], words: str
+) -> None:
+    """Mutate the statement JSON of ``payload`` and expect parsing it to raise ``exc`` matching ``words``."""
+    stmt = json.loads(payload)
+    mutate(stmt)
+    with pytest.raises(exc, match=words):
+        statements.parse_statement(json.dumps(stmt).encode())
+
+
+def predicate_update(**fields: object) -> Callable[[dict[str, Any]], object]:
+    return lambda s: s["predicate"].update(fields)
+
+
+def new_id() -> str:
+    return keys.SigningKey.generate().id
+
+
+def payload_of(envelope: dsse.Envelope) -> bytes:
+    return canonical.b64decode(envelope.payload)

@@ -1,0 +1,22 @@
+"""``kinds_all`` registers every statement kind the server and verifiers must know."""
+
+from __future__ import annotations
+
+from trustscore.ledger import kinds_all, statements
+
+
+def test_kinds_all_registers_every_kind() -> None:
+    names = {f"{k.name}/v{k.version}" for k in kinds_all.ALL_KINDS}
+    assert names == {
+        "agent-card/v1",
+        "exam-report/v1",
+        "party-card/v1",
+        "service-card/v1",
+        "settlement/v1",
+        "event/v1",
+        "graded-evidence/v1",
+        "rating-snapshot/v1",
+    }
+    registered = statements.kinds()
+    for kind in kinds_all.ALL_KINDS:
+        assert registered[kind.predicate_type] is kind
