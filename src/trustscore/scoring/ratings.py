@@ -12,6 +12,7 @@ import math
 from collections.abc import Collection, Sequence
 
 import msgspec
+import numpy as np
 
 from trustscore.errors import InvalidInput
 from trustscore.scoring.engine import OK, REASONS, RatingColumns, score_columns
@@ -85,8 +86,15 @@ def score_agent(
 def to_ratings(columns: RatingColumns, weights: Weights) -> list[Rating]:
     """Structs from the engine's columns (one per agent, in the columns' order)."""
     names = weights.dimension_names
-    uncertain = weights.spec.uncertainty is not None
-    level = weights.spec.uncertainty.interval_level if weights.spec.uncertainty is not None else math.nan
+    dim_keys = [f"dimensions.{name}" for name in names]
+    interval_keys = [f"uncertainty.dimensions.{name}.interval" for name in names]
+    grade_names = list(weights.spec.grades)
+    thresholds = np.array(list(weights.spec.grades.values()), dtype=np.float64)
+    has_total_col = ~np.isnan(columns.total)
+    grade_index = np.argmax(
+        np.where(has_total_col, columns.total, -1.0)[:, None] >= thresholds[None, :], axis=1
+    )
+    uncertainty_spec = weights.spec.uncertainty
     scores, reasons = columns.scores.tolist(), columns.reasons.tolist()
     counts, n_eff = columns.counts.tolist(), columns.n_eff.tolist()
     low, high, interval_reasons = (
@@ -101,6 +109,7 @@ def to_ratings(columns: RatingColumns, weights: Weights) -> list[Rating]:
         columns.total_low.tolist(),
         columns.total_high.tolist(),
     )
+    grades = grade_index.tolist()
     out: list[Rating] = []
     for i, agent in enumerate(columns.agents):
         null_reasons: dict[str, str] = {}
@@ -110,7 +119,7 @@ def to_ratings(columns: RatingColumns, weights: Weights) -> list[Rating]:
                 dimensions[name] = scores[i][d]
             else:
                 dimensions[name] = None
-                null_reasons[f"dimensions.{name}"] = REASONS[reasons[i][d]]
+                null_reasons[dim_keys[d]] = REASONS[reasons[i][d]]
         has_total = not math.isnan(total[i])
         if not has_total:
             for field in ("total", "adjusted", "grade"):
@@ -120,14 +129,14 @@ def to_ratings(columns: RatingColumns, weights: Weights) -> list[Rating]:
         if math.isnan(confidence[i]):
             null_reasons["confidence"] = "no_evidence"
         uncertainty = None
-        if uncertain:
+        if uncertainty_spec is not None:
             stats: dict[str, DimensionStats] = {}
             for d, name in enumerate(names):
                 interval = None
                 if interval_reasons[i][d] == OK:
                     interval = (low[i][d], high[i][d])
                 else:
-                    null_reasons[f"uncertainty.dimensions.{name}.interval"] = REASONS[interval_reasons[i][d]]
+                    null_reasons[interval_keys[d]] = REASONS[interval_reasons[i][d]]
                 stats[name] = DimensionStats(n=counts[i][d], n_eff=n_eff[i][d], interval=interval)
             total_interval = None
             if not math.isnan(total_low[i]):
@@ -136,7 +145,10 @@ def to_ratings(columns: RatingColumns, weights: Weights) -> list[Rating]:
                 why = "snapshot_only" if has_total else "no_scored_dimensions"
                 null_reasons["uncertainty.total_interval"] = why
             uncertainty = Uncertainty(
-                level=level, n_eff=total_n_eff[i], total_interval=total_interval, dimensions=stats
+                level=uncertainty_spec.interval_level,
+                n_eff=total_n_eff[i],
+                total_interval=total_interval,
+                dimensions=stats,
             )
         out.append(
             Rating(
@@ -145,7 +157,7 @@ def to_ratings(columns: RatingColumns, weights: Weights) -> list[Rating]:
                 weights_digest=weights.digest,
                 total=int(total[i]) if has_total else None,
                 adjusted=None if math.isnan(adjusted[i]) else int(adjusted[i]),
-                grade=weights.grade(int(total[i])) if has_total else None,
+                grade=grade_names[grades[i]] if has_total else None,
                 coverage=coverage[i],
                 confidence=None if math.isnan(confidence[i]) else confidence[i],
                 n=n[i],
