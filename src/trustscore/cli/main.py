@@ -19,6 +19,8 @@ COMMAND_MODULES = (
     "trustscore.cli.serve",
     "trustscore.cli.agent",
     "trustscore.cli.log",
+    "trustscore.cli.score",
+    "trustscore.cli.exam",
 )
 
 
