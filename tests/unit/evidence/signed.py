@@ -11,8 +11,12 @@ import pytest
 
 from trustscore import canonical
 from trustscore.ledger import dsse, keys, kinds_all, statements
+from trustscore.ledger.events import make_event
+from trustscore.ledger.graded import GradedItem, Tier, make_graded_evidence
 from trustscore.ledger.parties import PartyRole, make_party_card
 from trustscore.ledger.service_card import ServiceRole, make_service_card
+from trustscore.ledger.settlements import make_settlement
+from trustscore.ledger.snapshots import SnapshotRow, make_rating_snapshot
 from trustscore.ledger.submission import CheckedEntry, check, prepare
 
 assert kinds_all.ALL_KINDS  # every kind registered
@@ -81,3 +85,64 @@ def new_id() -> str:
 
 def payload_of(envelope: dsse.Envelope) -> bytes:
     return canonical.b64decode(envelope.payload)
+
+
+def graded(agent: str, tier: Tier = "public", **kw: Any) -> bytes:
+    fields: dict[str, Any] = {
+        "grader": new_id(),
+        "report_index": 0,
+        "report_sha256": DIGEST,
+        "exam": "capability",
+        "exam_version": 2,
+        "exam_digest": "sha256:" + "cd" * 32,
+        "graded_at": T0,
+        "items": [
+            GradedItem(
+                item_id="c1", dimension="capability", grader="exact@1", value_millis=850, result="success"
+            ),
+            GradedItem(
+                item_id="i1", dimension="integrity", grader="honesty@1", value_millis=0, result="failure"
+            ),
+        ],
+    }
+    fields.update(kw)
+    return make_graded_evidence(agent=agent, tier=tier, **fields)
+
+
+def settlement(seller: str, buyer: str, **kw: Any) -> bytes:
+    fields: dict[str, Any] = {"deal_id": "d1", "reporter_role": "buyer", "settled_at": T0}
+    fields.update(kw)
+    return make_settlement(seller=seller, buyer=buyer, **fields)
+
+
+def busy_log() -> Log:
+    """Parties, a marketplace and a service; settlements before and after a snapshot; an event; grades."""
+    log = Log()
+    seller, buyer = log.party("seller"), log.party("buyer")
+    market = log.party("market", "marketplace")
+    svc = log.service("svc", ["grader", "snapshot"])
+    log.submit(settlement(seller.id, buyer.id, delivery="pass", confirmed=True), buyer)
+    rows = sorted(
+        [
+            SnapshotRow(agent=buyer.id, total=800, adjusted=600),
+            SnapshotRow(agent=seller.id, total=400, adjusted=None),
+        ],
+        key=lambda r: r.agent,
+    )
+    snapshot = make_rating_snapshot(
+        signer=svc.id,
+        model_version="baseline-v0.3",
+        weights_digest=DIGEST,
+        log_size=5,
+        taken_at=T1,
+        ratings=rows,
+    )
+    log.submit(snapshot, svc)
+    log.submit(settlement(seller.id, buyer.id, deal_id="d2", delivery="late", settled_at=T1), buyer)
+    log.submit(settlement(seller.id, buyer.id, reporter_role="seller", payment="pass", settled_at=T1), seller)
+    log.submit(
+        make_event(marketplace=market.id, agent=seller.id, event="delivered", ref="r1", occurred_at=T2),
+        market,
+    )
+    log.submit(graded(seller.id, grader=svc.id), svc)
+    return log
