@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 from trustscore.errors import InvalidInput
 from trustscore.scoring.inputs import EvidenceBatch, SnapshotBatch
 from trustscore.scoring.issuers import issuer_cap_factors
-from trustscore.scoring.kernels import F64, I64, ascending_sums, round_half_up
+from trustscore.scoring.kernels import F64, I64, ascending_sums, decimal_sums, round_half_up
 from trustscore.scoring.times import MICROS_PER_DAY
 from trustscore.scoring.weights import Weights
 
@@ -117,12 +117,10 @@ def score_columns(
     # Agent-level figures.
     n = np.bincount(agent, minlength=n_agents).astype(np.int64)
     dim_weights = weights.dimension_weights
-    coverage = np.zeros(n_agents)
+    coverage = decimal_sums(~np.isnan(scores), dim_weights)
     weighted = np.zeros(n_agents)
     for d, w_d in enumerate(dim_weights):  # file order, left to right
-        present = ~np.isnan(scores[:, d])
-        coverage = coverage + np.where(present, w_d, 0.0)
-        weighted = weighted + w_d * np.where(present, scores[:, d], 0.0)
+        weighted = weighted + w_d * np.where(np.isnan(scores[:, d]), 0.0, scores[:, d])
     factor = spec.total.coverage_base + spec.total.coverage_slope * coverage
     raw_total = weighted * spec.total.scale * factor
     any_score = ~np.isnan(scores).all(axis=1)

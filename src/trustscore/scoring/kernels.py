@@ -8,6 +8,8 @@ other groups. ``numpy.bincount`` accumulates sequentially in array order, so sor
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -49,9 +51,35 @@ def ascending_sums(group: I64, x: F64, groups: int) -> F64:
     return np.bincount(group[order], weights=x[order], minlength=groups).astype(np.float64, copy=False)
 
 
+#: A value this little below a half-integer is that half-integer: float noise, not a real difference.
+#: Sums of ascending terms err by < 1e-10 on 0..1000 even with 10**5 items a dimension
+#: (``docs/methodology.md``, "Arithmetic").
+HALF_UP_TOLERANCE = 1e-9
+_HALF = 0.5 + HALF_UP_TOLERANCE
+
+
 def round_half_up(x: F64) -> F64:
-    """floor(x + 0.5): .5 always rounds up (not to even)."""
-    return np.floor(x + 0.5)
+    """floor(x + 0.5 + 1e-9): .5 always rounds up (not to even), also when float noise put x just below
+    it (an exact 38.5 computed as 38.49999999999999 rounds to 39)."""
+    return np.floor(x + _HALF)
+
+
+def decimal_sums(present: NDArray[np.bool_], weights: tuple[float, ...]) -> F64:
+    """Per row, the sum of ``weights[d]`` over the columns ``d`` present, taken exactly on the decimals
+    the weights are written as (their shortest repr) and rounded once to float64: 0.2 + 0.1 is 0.3, not
+    0.30000000000000004, whatever the order or the set."""
+    exact = [Fraction(repr(w)) for w in weights]
+    if present.shape[1] <= 62:
+        mask = present.astype(np.int64) @ (np.int64(1) << np.arange(present.shape[1], dtype=np.int64))
+        sets, which = np.unique(mask, return_inverse=True)
+        members = ((int(m) >> d) & 1 for m in sets.tolist() for d in range(len(exact)))
+        flags = np.fromiter(members, dtype=np.bool_, count=sets.size * len(exact)).reshape(-1, len(exact))
+    else:
+        flags, which = np.unique(present, axis=0, return_inverse=True)
+    values = np.array(
+        [float(sum(e for e, on in zip(exact, row, strict=True) if on)) for row in flags.tolist()]
+    )
+    return values.reshape(-1)[which.reshape(-1)] if values.size else np.zeros(present.shape[0])
 
 
 def group_starts(sorted_group: I64) -> I64:

@@ -1,8 +1,9 @@
 """baseline-v0.3 in plain Python, one agent at a time: the executable form of the published rules.
 
 It shares no code with the numpy engine (only the weights file and the arithmetic conventions of
-``docs/methodology.md``: sums of ascending terms, floor(x + 0.5)), so the tests and ``bench/scoring.py``
-can check the engine against it bit for bit. It is slow on purpose: clarity over speed.
+``docs/methodology.md``: sums of ascending terms, exact decimal coverage, floor(x + 0.5 + 1e-9)), so
+the tests and ``bench/scoring.py`` can check the engine against it bit for bit. It is slow on purpose:
+clarity over speed.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import itertools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from fractions import Fraction
 
 from trustscore.scoring.times import MICROS_PER_DAY
 from trustscore.scoring.weights import Weights
@@ -46,7 +48,8 @@ def _ascending_sum(terms: Iterable[float]) -> float:
 
 
 def _half_up(x: float) -> int:
-    return math.floor(x + 0.5)
+    """Half up, with a value less than 1e-9 below a half-integer taken as that half-integer."""
+    return math.floor(x + (0.5 + 1e-9))
 
 
 def score_baseline(
@@ -87,13 +90,14 @@ def score_baseline(
     elif c_score is not None:
         dimensions[rel.dimension] = min(c_score, rel.snapshot_only_cap)
 
-    coverage = 0.0
+    exact_coverage = Fraction(0)
     weighted = 0.0
     for name, w_d in spec.dimensions.items():
         score = dimensions[name]
         if score is not None:
-            coverage += w_d
+            exact_coverage += Fraction(repr(w_d))  # the weight as written in the file
         weighted += w_d * (score if score is not None else 0.0)
+    coverage = float(exact_coverage)
     total: int | None = None
     if any(s is not None for s in dimensions.values()):
         factor = spec.total.coverage_base + spec.total.coverage_slope * coverage
