@@ -10,14 +10,20 @@ from dataclasses import dataclass
 import msgspec
 
 from trustscore.errors import InvalidInput, NotFound, NotYetAvailable, TrustscoreError
-from trustscore.ledger import checkpoint, merkle, note
+from trustscore.ledger import checkpoint, dsse, merkle, note
 from trustscore.ledger.keys import SigningKey
 from trustscore.ledger.submission import CheckedEntry, Prepared, check, prepare
 from trustscore.store.log import Appended, LogStore, StoredCheckpoint, StoredEntry
 
 log = logging.getLogger(__name__)
 
-_VERIFY_IN_THREAD = 32  # batches at least this large verify signatures off the event loop
+_VERIFY_IN_THREAD = 32  # batches at least this large are parsed and verified off the event loop
+_VERIFY_CHUNK = 250  # signatures verified per worker thread (pynacl releases the GIL while verifying)
+_GROUP_ENTRIES = 10_000  # appends waiting for the log are committed together, up to this many entries
+
+# The common case, decoded straight into envelopes in one pass; anything this rejects is decoded again
+# generically so that errors name the offending position exactly as before.
+_envelopes_decoder = msgspec.json.Decoder(list[dsse.Envelope] | dsse.Envelope)
 
 
 @dataclass(frozen=True)
@@ -38,15 +44,21 @@ class LogService:
         self.origin = origin
         self.max_batch = max_batch
         self.verifier_key = note.make_verifier_key(origin, log_key.public_key)
+        self._waiting: list[tuple[list[CheckedEntry], asyncio.Future[list[Appended]]]] = []
+        self._committer: asyncio.Task[None] | None = None
 
     # --- writing -------------------------------------------------------------------------------------
 
     def parse_body(self, body: bytes) -> list[Prepared]:
         """One envelope or a JSON array of envelopes, structurally checked."""
+        raw: object
         try:
-            raw = msgspec.json.decode(body)
-        except msgspec.DecodeError as exc:
-            raise InvalidInput(f"body is not valid JSON: {exc}") from exc
+            raw = _envelopes_decoder.decode(body)
+        except msgspec.DecodeError:
+            try:
+                raw = msgspec.json.decode(body)
+            except msgspec.DecodeError as exc:
+                raise InvalidInput(f"body is not valid JSON: {exc}") from exc
         if isinstance(raw, list):
             if not raw:
                 raise InvalidInput("empty batch")
@@ -64,7 +76,9 @@ class LogService:
         return out
 
     async def submit(self, body: bytes) -> list[Appended]:
-        prepared = self.parse_body(body)
+        # A body big enough to hold a batch worth verifying off the loop is parsed off the loop too.
+        big = len(body) >= _VERIFY_IN_THREAD * 512
+        prepared = await asyncio.to_thread(self.parse_body, body) if big else self.parse_body(body)
         return await self.append(prepared, batch=len(prepared) > 1 or body.lstrip()[:1] == b"[")
 
     async def append(self, prepared: list[Prepared], *, batch: bool = True) -> list[Appended]:
@@ -80,17 +94,70 @@ class LogService:
         def resolve(kid: str) -> bytes | None:
             return registered.get(kid) or introduced.get(kid)
 
-        def verify_all() -> list[CheckedEntry]:
+        def verify(start: int, stop: int) -> list[CheckedEntry]:
             out = []
-            for pos, p in enumerate(prepared):
+            for pos in range(start, stop):
                 try:
-                    out.append(check(p, resolve))
+                    out.append(check(prepared[pos], resolve))
                 except TrustscoreError as exc:
                     raise _at(pos if batch else None, exc) from exc
             return out
 
-        checked = await asyncio.to_thread(verify_all) if len(prepared) >= _VERIFY_IN_THREAD else verify_all()
-        return await self.store.append(checked)
+        if len(prepared) < _VERIFY_IN_THREAD:
+            checked = verify(0, len(prepared))
+        else:
+            bounds = range(0, len(prepared), _VERIFY_CHUNK)
+            parts = await asyncio.gather(
+                *(asyncio.to_thread(verify, i, min(i + _VERIFY_CHUNK, len(prepared))) for i in bounds),
+                return_exceptions=True,
+            )
+            checked = []
+            for part in parts:  # in order, so the first failing position is the one reported
+                if isinstance(part, BaseException):
+                    raise part
+                checked += part
+        return await self._commit(checked)
+
+    async def _commit(self, checked: list[CheckedEntry]) -> list[Appended]:
+        """Append ``checked`` atomically, in one transaction with any other appends waiting meanwhile.
+
+        Appends serialise on the log's sequence row until they commit, so committing those that queue up
+        behind a commit together (each under its own savepoint) turns many commit waits into one.
+        """
+        done: asyncio.Future[list[Appended]] = asyncio.get_running_loop().create_future()
+        self._waiting.append((checked, done))
+        if self._committer is None or self._committer.done():
+            self._committer = asyncio.create_task(self._commit_waiting())
+        return await done
+
+    async def _commit_waiting(self) -> None:
+        while self._waiting:
+            take, size = 0, 0
+            while take < len(self._waiting) and (
+                take == 0 or size + len(self._waiting[take][0]) <= _GROUP_ENTRIES
+            ):
+                size += len(self._waiting[take][0])
+                take += 1
+            group, self._waiting = self._waiting[:take], self._waiting[take:]
+            try:
+                results = await self.store.append_groups([entries for entries, _ in group])
+            except Exception as exc:
+                for _, done in group:
+                    if not done.done():
+                        done.set_exception(exc)
+                continue
+            except BaseException:  # cancelled: nobody may wait forever
+                for _, done in group + self._waiting:
+                    done.cancel()
+                self._waiting = []
+                raise
+            for (_, done), result in zip(group, results, strict=True):
+                if done.done():
+                    continue
+                if isinstance(result, Exception):
+                    done.set_exception(result)
+                else:
+                    done.set_result(result)
 
     # --- integration ---------------------------------------------------------------------------------
 

@@ -53,63 +53,98 @@ class LogStore:
 
     async def append(self, entries: Sequence[CheckedEntry]) -> list[Appended]:
         """Append ``entries`` atomically: all are written or none; duplicates get their first index."""
+        [result] = await self.append_groups([entries])
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    async def append_groups(
+        self, groups: Sequence[Sequence[CheckedEntry]]
+    ) -> list[list[Appended] | Exception]:
+        """Append each group atomically, one after another, in one transaction (one commit to wait for).
+
+        With several groups each runs under its own savepoint: a group that fails (a replayed nonce, say)
+        is rolled back alone and its exception is returned in its place. The result is what appending
+        the groups one by one would give.
+        """
+        results: list[list[Appended] | Exception] = []
         async with self.pool.acquire() as conn, conn.transaction():
-            next_index: int = await conn.fetchval("SELECT next_index FROM log_sequence FOR UPDATE")
-            existing = {
-                bytes(r["statement_hash"]): (r["idx"], bytes(r["leaf_hash"]))
-                for r in await conn.fetch(
-                    "SELECT statement_hash, idx, leaf_hash FROM entries WHERE statement_hash = ANY($1::bytea[])",
-                    [e.statement_hash for e in entries],
-                )
-            }
-            out: list[Appended] = []
-            new: list[tuple[int, CheckedEntry]] = []
-            nonce_pos: dict[tuple[str, str], int] = {}
-            for pos, e in enumerate(entries):
-                if e.statement_hash in existing:
-                    idx, leaf_hash = existing[e.statement_hash]
-                    out.append(Appended(idx, leaf_hash, True))
-                    continue
-                if (e.signer, e.nonce) in nonce_pos:
-                    raise NonceReplay(f"entries[{pos}]: nonce {e.nonce!r} of {e.signer} is used twice")
-                idx = next_index + len(new)
-                nonce_pos[(e.signer, e.nonce)] = pos
-                existing[e.statement_hash] = (idx, e.leaf_hash)
-                new.append((idx, e))
-                out.append(Appended(idx, e.leaf_hash, False))
-            if not new:
-                return out
-            used = await conn.fetch(
-                "SELECT signer, nonce FROM entries WHERE (signer, nonce) IN "
-                "(SELECT * FROM unnest($1::text[], $2::text[]))",
-                [e.signer for _, e in new],
-                [e.nonce for _, e in new],
+            start: int = await conn.fetchval("SELECT next_index FROM log_sequence FOR UPDATE")
+            next_index = start
+            for entries in groups:
+                if len(groups) == 1:
+                    out, next_index = await self._append_group(conn, entries, next_index)
+                else:
+                    try:
+                        async with conn.transaction():  # a savepoint
+                            out, next_index = await self._append_group(conn, entries, next_index)
+                    except Exception as exc:
+                        results.append(exc)
+                        continue
+                results.append(out)
+            if next_index != start:
+                await conn.execute("UPDATE log_sequence SET next_index = $1", next_index)
+        return results
+
+    @staticmethod
+    async def _append_group(
+        conn: asyncpg.pool.PoolConnectionProxy, entries: Sequence[CheckedEntry], next_index: int
+    ) -> tuple[list[Appended], int]:
+        """Write ``entries`` from ``next_index`` on (the sequence row is locked); return the next index."""
+        existing = {
+            bytes(r["statement_hash"]): (r["idx"], bytes(r["leaf_hash"]))
+            for r in await conn.fetch(
+                "SELECT statement_hash, idx, leaf_hash FROM entries WHERE statement_hash = ANY($1::bytea[])",
+                [e.statement_hash for e in entries],
             )
-            if used:
-                r = used[0]
-                pos = nonce_pos[(r["signer"], r["nonce"])]
-                raise NonceReplay(f"entries[{pos}]: nonce {r['nonce']!r} of {r['signer']} was already used")
-            await conn.copy_records_to_table(
-                "entries",
-                columns=["idx", "leaf", "leaf_hash", "statement_hash", "signer", "nonce", "kind", "subject"],
-                records=[
-                    (i, e.leaf, e.leaf_hash, e.statement_hash, e.signer, e.nonce, e.kind, e.subject)
-                    for i, e in new
-                ],
+        }
+        out: list[Appended] = []
+        new: list[tuple[int, CheckedEntry]] = []
+        nonce_pos: dict[tuple[str, str], int] = {}
+        for pos, e in enumerate(entries):
+            if e.statement_hash in existing:
+                idx, leaf_hash = existing[e.statement_hash]
+                out.append(Appended(idx, leaf_hash, True))
+                continue
+            if (e.signer, e.nonce) in nonce_pos:
+                raise NonceReplay(f"entries[{pos}]: nonce {e.nonce!r} of {e.signer} is used twice")
+            idx = next_index + len(new)
+            nonce_pos[(e.signer, e.nonce)] = pos
+            existing[e.statement_hash] = (idx, e.leaf_hash)
+            new.append((idx, e))
+            out.append(Appended(idx, e.leaf_hash, False))
+        if not new:
+            return out, next_index
+        used = await conn.fetch(
+            "SELECT signer, nonce FROM entries WHERE (signer, nonce) IN "
+            "(SELECT * FROM unnest($1::text[], $2::text[]))",
+            [e.signer for _, e in new],
+            [e.nonce for _, e in new],
+        )
+        if used:
+            r = used[0]
+            pos = nonce_pos[(r["signer"], r["nonce"])]
+            raise NonceReplay(f"entries[{pos}]: nonce {r['nonce']!r} of {r['signer']} was already used")
+        await conn.copy_records_to_table(
+            "entries",
+            columns=["idx", "leaf", "leaf_hash", "statement_hash", "signer", "nonce", "kind", "subject"],
+            records=[
+                (i, e.leaf, e.leaf_hash, e.statement_hash, e.signer, e.nonce, e.kind, e.subject)
+                for i, e in new
+            ],
+        )
+        introduced = {
+            e.subject: (e.introduces_key, i) for i, e in reversed(new) if e.introduces_key is not None
+        }
+        if introduced:
+            await conn.execute(
+                "INSERT INTO keys (id, public_key, first_idx) "
+                "SELECT * FROM unnest($1::text[], $2::bytea[], $3::bigint[]) ON CONFLICT (id) DO NOTHING",
+                list(introduced),
+                [k for k, _ in introduced.values()],
+                [i for _, i in introduced.values()],
             )
-            introduced = {
-                e.subject: (e.introduces_key, i) for i, e in reversed(new) if e.introduces_key is not None
-            }
-            if introduced:
-                await conn.execute(
-                    "INSERT INTO keys (id, public_key, first_idx) "
-                    "SELECT * FROM unnest($1::text[], $2::bytea[], $3::bigint[]) ON CONFLICT (id) DO NOTHING",
-                    list(introduced),
-                    [k for k, _ in introduced.values()],
-                    [i for _, i in introduced.values()],
-                )
-            await conn.execute("UPDATE log_sequence SET next_index = $1", next_index + len(new))
-        return out
+        return out, next_index + len(new)
 
     async def key_entry(self, key_id: str) -> tuple[bytes, int] | None:
         """The public key registered for ``key_id`` and the index of the entry that registered it."""
@@ -137,7 +172,9 @@ class LogStore:
         return [StoredEntry(r["idx"], bytes(r["leaf"]), bytes(r["leaf_hash"])) for r in rows]
 
     async def nodes(
-        self, coords: Iterable[tuple[int, int]], conn: asyncpg.Connection | asyncpg.pool.PoolConnectionProxy | None = None
+        self,
+        coords: Iterable[tuple[int, int]],
+        conn: asyncpg.Connection | asyncpg.pool.PoolConnectionProxy | None = None,
     ) -> dict[tuple[int, int], bytes]:
         want = sorted(set(coords))
         if not want:
