@@ -17,7 +17,16 @@ from numpy.typing import NDArray
 from trustscore.errors import InvalidInput
 from trustscore.scoring.inputs import EvidenceBatch, SnapshotBatch
 from trustscore.scoring.issuers import issuer_cap_factors
-from trustscore.scoring.kernels import F64, I64, ascending_sums, decimal_sums, round_half_up
+from trustscore.scoring.kernels import (
+    F64,
+    I64,
+    ascending_sums,
+    decimal_sums,
+    dense_codes,
+    round_half_up,
+    sums_in_order,
+    table_order,
+)
 from trustscore.scoring.times import MICROS_PER_DAY
 from trustscore.scoring.weights import Weights
 
@@ -78,7 +87,8 @@ def score_columns(
     raw_value = evidence.value[rows]
     value = np.where(np.isnan(raw_value), outcome[evidence.result[rows]], np.clip(raw_value, 0.0, 1.0))
     value = np.minimum(value, np.array([weights.value_cap(s) for s in evidence.sources])[source])
-    source_weight = np.array([weights.source_weight(s) for s in evidence.sources])[source]
+    source_table = np.array([weights.source_weight(s) for s in evidence.sources], dtype=np.float64)
+    source_weight = source_table[source]
     weight = source_weight
     if spec.decay is not None:
         age_days = (at - when) / MICROS_PER_DAY
@@ -90,8 +100,13 @@ def score_columns(
         weight = weight * issuer_cap_factors(cell, issuer, weight, cells, spec.issuers.max_share)
 
     # Dimension scores.
+    # Every sum in ascending order of its terms (kernels.py); one order of a column serves all its sums.
     counts = np.bincount(cell, minlength=cells).astype(np.int64)
-    sum_w = ascending_sums(cell, weight, cells)
+    sw_order = table_order(source, source_table)
+    if np.array_equal(weight, source_weight):  # baseline: the item weight is the source weight
+        sum_w = sums_in_order(cell, weight, cells, sw_order)
+    else:
+        sum_w = ascending_sums(cell, weight, cells)
     sum_wv = ascending_sums(cell, weight * value, cells)
     has_weight = sum_w > 0.0
     mean = np.where(has_weight, sum_wv / np.where(has_weight, sum_w, 1.0), np.nan)
@@ -143,7 +158,7 @@ def score_columns(
         size = total_n_eff
         with_interval = any_score & (total_n_eff > 0.0)  # not from snapshot consistency alone
         total_low, total_high = _total_interval(scores, low, high, weights, factor, raw_total, with_interval)
-    sum_sw = ascending_sums(agent, source_weight, n_agents)
+    sum_sw = sums_in_order(agent, source_weight, n_agents, sw_order)
     mean_sw = sum_sw / np.maximum(n, 1)
     share = spec.confidence.size_share
     size_term = np.minimum(1.0, size / spec.confidence.saturation_n)
@@ -286,20 +301,20 @@ def _newest_per_key(agent: I64, key: I64, at: I64, seq: I64, keep: NDArray[np.bo
     rows = np.flatnonzero(keep & (key >= 0))
     if rows.size == 0:
         return out
-    width = int(key[rows].max()) + 1
-    group = agent[rows] * width + key[rows]
-    order = np.argsort(group)  # ties need no order: only max() runs within a group
-    rows, group = rows[order], group[order]
-    starts = np.concatenate(([0], np.flatnonzero(group[1:] != group[:-1]) + 1))
-    length = np.diff(np.concatenate((starts, [rows.size])))
-    newest_at = np.repeat(np.maximum.reduceat(at[rows], starts), length)
-    candidate = at[rows] == newest_at
-    last_seq = np.repeat(
-        np.maximum.reduceat(np.where(candidate, seq[rows], np.iinfo(np.int64).min), starts), length
-    )
-    winner = candidate & (seq[rows] == last_seq)
-    winners = np.add.reduceat(winner.astype(np.int64), starts)
-    if (winners != 1).any():
+    group = agent[rows] * (int(key[rows].max()) + 1) + key[rows]
+    groups = int(group.max()) + 1
+    if groups > max(4 * rows.size, 1 << 20):  # sparse (agent, key) space: number the pairs densely
+        group, distinct = dense_codes(group)
+        groups = distinct.size
+    row_at, row_seq = at[rows], seq[rows]
+    newest = np.full(groups, np.iinfo(np.int64).min)
+    np.maximum.at(newest, group, row_at)
+    winner = row_at == newest[group]  # the newest time; then the highest seq among those
+    newest_rows = np.flatnonzero(winner)
+    last_seq = np.full(groups, np.iinfo(np.int64).min)
+    np.maximum.at(last_seq, group[newest_rows], row_seq[newest_rows])
+    winner[newest_rows] = row_seq[newest_rows] == last_seq[group[newest_rows]]
+    if (np.bincount(group[winner], minlength=groups) > 1).any():
         raise InvalidInput("two evidence rows share agent, key, time and seq; seq must break ties")
     out[rows[~winner]] = False
     return out

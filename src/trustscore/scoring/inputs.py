@@ -120,19 +120,17 @@ class EvidenceBatch:
         columns = (self.dimension, self.source, self.issuer, self.key, self.value, self.result, self.at)
         if any(c.shape != (n,) for c in (*columns, self.extra_weight, self.seq)):
             raise InvalidInput("evidence columns must all have the same length")
-        _check_rows(self.agent < 0, "agent code out of range")
-        _check_rows(self.agent >= len(self.agents), "agent code out of range")
-        _check_rows(
-            (self.dimension < 0) | (self.dimension >= len(self.dimensions)), "dimension code out of range"
-        )
-        _check_rows((self.source < 0) | (self.source >= len(self.sources)), "source code out of range")
-        _check_rows((self.issuer < -1) | (self.issuer >= len(self.issuers)), "issuer code out of range")
-        _check_rows(self.key < -1, "key code out of range")
-        _check_rows((self.result < -1) | (self.result > 2), "result code out of range")
+        _check_range(self.agent, 0, len(self.agents) - 1, "agent code out of range")
+        _check_range(self.dimension, 0, len(self.dimensions) - 1, "dimension code out of range")
+        _check_range(self.source, 0, len(self.sources) - 1, "source code out of range")
+        _check_range(self.issuer, -1, len(self.issuers) - 1, "issuer code out of range")
+        _check_range(self.key, -1, None, "key code out of range")
+        _check_range(self.result, -1, 2, "result code out of range")
         _check_rows(np.isinf(self.value), "value must be finite")
         _check_rows(np.isnan(self.value) & (self.result < 0), "needs a value or a result")
         extra = self.extra_weight
-        _check_rows(~((extra >= 0.0) & (extra <= 1.0)), "extra_weight must be in [0, 1]")
+        if n and not (float(extra.min()) >= 0.0 and float(extra.max()) <= 1.0):  # NaN fails both
+            _check_rows(~((extra >= 0.0) & (extra <= 1.0)), "extra_weight must be in [0, 1]")
 
 
 @dataclass(frozen=True)
@@ -170,6 +168,14 @@ class SnapshotBatch:
         _check_rows(bad_version, "model_version code out of range")
         # Totals beyond 2**53 would not convert to float64 exactly.
         _check_rows(self.has_total & (np.abs(self.total) > 2**53), "total out of range")
+
+
+def _check_range(codes: NDArray[np.integer], low: int, high: int | None, message: str) -> None:
+    """Like :func:`_check_rows` for ``low <= codes <= high``, with one min/max pass when all are in range."""
+    if codes.size == 0:
+        return
+    if int(codes.min()) < low or (high is not None and int(codes.max()) > high):
+        _check_rows((codes < low) | (codes > (high if high is not None else np.iinfo(np.int64).max)), message)
 
 
 def _check_rows(bad: NDArray[np.bool_], message: str) -> None:

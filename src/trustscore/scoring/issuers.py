@@ -12,7 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from trustscore.scoring.kernels import F64, I64, ascending_order, ascending_sums, exclusive_prefix_sums
+from trustscore.scoring.kernels import (
+    F64,
+    I64,
+    ascending_order,
+    ascending_sums,
+    dense_codes,
+    exclusive_prefix_sums,
+)
 
 
 def issuer_cap_factors(cell: I64, issuer: I64, weight: F64, cells: int, max_share: float) -> F64:
@@ -21,14 +28,17 @@ def issuer_cap_factors(cell: I64, issuer: I64, weight: F64, cells: int, max_shar
     capped = issuer >= 0
     if not capped.any():
         return factors
-    exempt = ascending_sums(cell[~capped], weight[~capped], cells)
+    # One group per (cell, issuer) in order of (cell, issuer), dense ids 0..pairs-1.
+    width = int(issuer.max()) + 1
+    group, pairs = dense_codes(cell[capped] * width + issuer[capped])
+    pair_cell = pairs // width
 
-    # One group per (cell, issuer), with that issuer's weight in the cell.
-    pair = cell[capped] * (int(issuer.max()) + 1) + issuer[capped]
-    pairs, group = np.unique(pair, return_inverse=True)
-    group = group.astype(np.int64)
-    pair_cell = (pairs // (int(issuer.max()) + 1)).astype(np.int64)
-    issuer_weight = ascending_sums(group, weight[capped], pairs.size)
+    # Each issuer's weight in its cell and the first-party weight X of each cell, in one pass of sums:
+    # capped rows sum into their pair, the others into pairs.size + their cell.
+    sum_group = cell + pairs.size
+    sum_group[capped] = group
+    sums = ascending_sums(sum_group, weight, pairs.size + cells)
+    issuer_weight, exempt = sums[: pairs.size], sums[pairs.size :]
 
     # Issuers of each cell in ascending order of weight; ranks i = 1..k within a cell.
     order = ascending_order(pair_cell, issuer_weight)

@@ -6,7 +6,15 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trustscore.scoring.kernels import ascending_order, ascending_sums, exclusive_prefix_sums, round_half_up
+from trustscore.scoring.kernels import (
+    ascending_order,
+    ascending_sums,
+    exclusive_prefix_sums,
+    key_order,
+    round_half_up,
+    sums_in_order,
+    table_order,
+)
 
 
 def python_sums(group: list[int], x: list[float], groups: int) -> list[float]:
@@ -51,3 +59,47 @@ def test_exclusive_prefix_sums_stay_within_runs() -> None:
 
 def test_round_half_up() -> None:
     assert round_half_up(np.array([0.5, 1.5, 2.5, 2.4999, 34.5])).tolist() == [1.0, 2.0, 3.0, 2.0, 35.0]
+
+
+def _ulps_from(v: float) -> st.SearchStrategy[float]:
+    return st.integers(0, 3).map(lambda k: float(v + k * np.spacing(v)))
+
+
+near = st.sampled_from([0.3, 0.21, 0.1 + 0.2, 0.7 * 0.3, 1e-300, 0.0, -0.0, 1.0]).flatmap(_ulps_from)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), near), max_size=80), st.sampled_from([0, 1 << 20, 1 << 52]))
+def test_ascending_sums_of_near_equal_values(rows: list[tuple[int, float]], offset: int) -> None:
+    # Values that agree in their top bits force the exact re-sort; a huge group id forces the lexsort.
+    group = np.array([g + offset for g, _ in rows], dtype=np.int64)
+    x = np.abs(np.array([v for _, v in rows], dtype=np.float64))
+    groups = offset + 4 if offset < (1 << 30) else None
+    order = ascending_order(group, x)
+    keys = list(zip(group[order].tolist(), (x[order] + 0.0).tolist(), strict=True))
+    assert keys == sorted(keys)
+    if groups is not None:
+        expected = python_sums((group - offset).tolist(), x.tolist(), 4)
+        assert ascending_sums(group, x, groups)[offset:].tolist() == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 5)), max_size=60))
+def test_one_ascending_order_serves_every_grouping(rows: list[tuple[int, int]]) -> None:
+    table = np.array([0.3, 0.2, 1.0, 0.3, 0.9, 0.6])
+    code = np.array([c for _, c in rows], dtype=np.int64)
+    group = np.array([g for g, _ in rows], dtype=np.int64)
+    x = table[code]
+    expected = python_sums(group.tolist(), x.tolist(), 5)
+    for order in (table_order(code, table), np.argsort(x).astype(np.int64)):
+        assert sums_in_order(group, x, 5, order).tolist() == expected
+        assert sums_in_order(np.zeros_like(group), x, 1, order).tolist() == python_sums(
+            [0] * x.size, x.tolist(), 1
+        )
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, (1 << 62) - 1) | st.integers(0, 9), max_size=60))
+def test_key_order_sorts(keys: list[int]) -> None:
+    key = np.array(keys, dtype=np.int64)
+    assert key[key_order(key)].tolist() == sorted(keys)
