@@ -117,3 +117,9 @@ class StorageError(TrustscoreError):
     code = "storage"
     status = 503
     title = "Storage unavailable"
+
+
+class RateLimited(TrustscoreError):
+    code = "rate-limited"
+    status = 429
+    title = "Too many requests"

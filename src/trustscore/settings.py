@@ -26,10 +26,20 @@ class Settings:
     max_page: int = 1000
     pool_min: int = 2
     pool_max: int = 10
+    project_interval: float = 0.1  # seconds between projector runs (evidence -> ratings)
+    rating_refresh_interval: float = 60.0  # full recompute of every rating at a new time (decay)
+    snapshot_interval: float = 3600.0  # seconds between logged rating snapshots
+    key_rate: float = 50.0  # writes per second per signer key (0: unlimited)
+    key_burst: int = 2000  # entries a key may write at once
+    address_rate_per_minute: int = 6000  # POSTs per minute per client address (0: unlimited)
 
     @property
     def log_key_file(self) -> Path:
         return self.data_dir / "log.key"
+
+    @property
+    def service_key_file(self) -> Path:
+        return self.data_dir / "service.key"
 
     @property
     def pg_dir(self) -> Path:
@@ -69,5 +79,10 @@ def from_env(env: dict[str, str] | None = None) -> Settings:
         "port": _int("PORT", v) if (v := get("PORT")) else None,
         "integrate_interval": _float("INTEGRATE_INTERVAL", v) if (v := get("INTEGRATE_INTERVAL")) else None,
         "max_body_bytes": _int("MAX_BODY_BYTES", v) if (v := get("MAX_BODY_BYTES")) else None,
+        "snapshot_interval": _float("SNAPSHOT_INTERVAL", v) if (v := get("SNAPSHOT_INTERVAL")) else None,
+        "key_rate": _float("KEY_RATE", v) if (v := get("KEY_RATE")) else None,
+        "address_rate_per_minute": _int("ADDRESS_RATE_PER_MINUTE", v)
+        if (v := get("ADDRESS_RATE_PER_MINUTE"))
+        else None,
     }
     return s.with_overrides(**overrides)

@@ -4,32 +4,54 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
-from litestar import Litestar, get
+from litestar import Litestar, Request, Response, get
 from litestar.di import Provide
+from litestar.middleware.rate_limit import RateLimitConfig
 from litestar.openapi import OpenAPIConfig
 
 from trustscore import __version__
+from trustscore.api.evidence_routes import EvidenceController
 from trustscore.api.log_routes import LogController
 from trustscore.api.problems import EXCEPTION_HANDLERS
-from trustscore.services import logkey
+from trustscore.api.public_routes import PublicController
+from trustscore.errors import StorageError
+from trustscore.exams.loader import ExamDirs
+from trustscore.ledger import keys
+from trustscore.services import logkey, service_keys, snapshots
+from trustscore.services.intake import Intake
 from trustscore.services.log import LogService
+from trustscore.services.metrics import Metrics
+from trustscore.services.projector import Projector
+from trustscore.services.public import PublicService
+from trustscore.services.ratelimit import KeyRateLimiter
+from trustscore.services.ratings import RatingService, load_models
 from trustscore.settings import Settings
 from trustscore.store import db
 from trustscore.store.log import LogStore
+from trustscore.store.projection import ProjectionStore
+
+log = logging.getLogger("trustscore")
 
 
 @dataclass
 class Runtime:
     """What the app holds while running; filled in by the lifespan."""
 
+    metrics: Metrics = field(default_factory=Metrics)
     log_service: LogService | None = None
+    intake: Intake | None = None
+    public: PublicService | None = None
+    projector: Projector | None = None
+    ready: bool = False
 
 
-@get("/healthz", operation_id="health", tags=["ops"], media_type="text/plain")
-async def health() -> str:
+@get("/healthz", operation_id="health", tags=["ops"], media_type="text/plain", sync_to_thread=False)
+def health() -> str:
     """Liveness: the process answers."""
     return "ok\n"
 
@@ -43,36 +65,100 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         await db.migrate(dsn)
         pool = await db.create_pool(dsn, min_size=settings.pool_min, max_size=settings.pool_max)
         stop = asyncio.Event()
-        task: asyncio.Task[None] | None = None
+        tasks: list[asyncio.Task[None]] = []
         try:
             store = LogStore(pool)
-            key = logkey.load_or_create(settings.log_key_file)
-            await logkey.bind(store, settings.log_origin, key)
-            service = LogService(store, key, settings.log_origin, max_batch=settings.max_batch)
+            log_key = logkey.load_or_create(settings.log_key_file)
+            await logkey.bind(store, settings.log_origin, log_key)
+            service_key = logkey.load_or_create(settings.service_key_file)
+            service = LogService(
+                store,
+                log_key,
+                settings.log_origin,
+                max_batch=settings.max_batch,
+                metrics=runtime.metrics,
+                limiter=KeyRateLimiter(settings.key_rate, settings.key_burst),
+            )
             await service.integrate_once(settings.integrate_batch)
+            await service_keys.register(service, service_key)
+            service.trust_own_key(service_key)
+            projections = ProjectionStore(pool)
+            ratings = RatingService(projections, load_models(), runtime.metrics)
+            projector = Projector(store, projections, log_key.public_key, ratings)
+            await projector.load()
+            await projector.catch_up()
+            exam_dirs = ExamDirs.from_env()
             runtime.log_service = service
-            task = asyncio.create_task(
-                service.run_integrator(settings.integrate_interval, stop, settings.integrate_batch)
+            runtime.projector = projector
+            runtime.intake = Intake(service, service_key, exam_dirs, runtime.metrics)
+            runtime.public = PublicService(service, projections, ratings, exam_dirs)
+            tasks = [
+                asyncio.create_task(
+                    service.run_integrator(settings.integrate_interval, stop, settings.integrate_batch)
+                ),
+                asyncio.create_task(projector.run(settings.project_interval, stop)),
+                asyncio.create_task(ratings.run_refresh(settings.rating_refresh_interval, stop)),
+                asyncio.create_task(
+                    snapshots.run(service, ratings, service_key, settings.snapshot_interval, stop)
+                ),
+            ]
+            runtime.ready = True
+            log.info(
+                "trustscore ready (log key %s, service key %s)",
+                keys.key_id(log_key.public_key),
+                service_key.id,
             )
             yield
         finally:
+            runtime.ready = False
             stop.set()
-            if task is not None:
+            for task in tasks:
                 await task
             await pool.close()
 
-    def provide_log_service() -> LogService:
-        assert runtime.log_service is not None
-        return runtime.log_service
+    def provide(name: str) -> Provide:
+        def get_it() -> Any:
+            value = getattr(runtime, name)
+            if value is None:
+                raise StorageError("the service is starting")
+            return value
+
+        return Provide(get_it, sync_to_thread=False)
+
+    @get("/readyz", operation_id="ready", tags=["ops"], media_type="text/plain")
+    async def ready() -> Response[str]:
+        """Readiness: migrated, keys bound, projections caught up at start, database reachable."""
+        if not runtime.ready or runtime.log_service is None:
+            return Response("starting\n", status_code=503)
+        try:
+            await runtime.log_service.store.sequenced_size()
+        except Exception:
+            return Response("database unreachable\n", status_code=503)
+        return Response("ready\n")
+
+    @get("/metrics", operation_id="metrics", tags=["ops"], sync_to_thread=False)
+    def metrics() -> Response[bytes]:
+        """Prometheus metrics: ingest, grading and rating latency, counts."""
+        return Response(runtime.metrics.render(), media_type="text/plain; version=0.0.4")
+
+    def writes_only(request: Request[Any, Any, Any]) -> bool:
+        return request.method == "POST"
+
+    rate_limit = RateLimitConfig(
+        rate_limit=("minute", settings.address_rate_per_minute), check_throttle_handler=writes_only
+    )
 
     return Litestar(
-        route_handlers=[LogController, health],
+        route_handlers=[LogController, EvidenceController, PublicController, health, ready, metrics],
         dependencies={
-            "log_service": Provide(provide_log_service, sync_to_thread=False),
+            "log_service": provide("log_service"),
+            "intake": provide("intake"),
+            "public": provide("public"),
             "max_page": Provide(lambda: settings.max_page, sync_to_thread=False),
         },
         lifespan=[lifespan],
         exception_handlers=EXCEPTION_HANDLERS,
+        middleware=[rate_limit.middleware] if settings.address_rate_per_minute > 0 else [],
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(title="trustscore", version=__version__, path="/schema"),
     )

@@ -11,7 +11,7 @@ import asyncpg
 
 from trustscore.client import LogClient
 from trustscore.errors import InvalidInput, StorageError, VerificationError
-from trustscore.ledger import audit, checkpoint, merkle, note
+from trustscore.ledger import audit, checkpoint, keys, merkle, note
 from trustscore.store import embedded
 from trustscore.store.log import dump
 
@@ -79,7 +79,7 @@ def run_verify(args: argparse.Namespace) -> int:
             checkpoint.verify_consistent(old, cp, proof)
             print(f"consistency: size {old.size} -> {cp.size} verified")
         for index in args.index:
-            _verify_entry(client, cp, index)
+            _verify_entry(client, cp, index, verifier)
     if args.save_checkpoint:
         args.save_checkpoint.write_text(signed)
     return 0
@@ -97,7 +97,12 @@ def _verify_included(client: LogClient, cp: checkpoint.Checkpoint, index: int) -
     return leaf
 
 
-def _verify_entry(client: LogClient, cp: checkpoint.Checkpoint, index: int) -> None:
+def _trusted(verifier: note.Verifier) -> dict[str, bytes]:
+    """The log key: it co-signs the server's service cards."""
+    return {keys.key_id(verifier.public_key): verifier.public_key}
+
+
+def _verify_entry(client: LogClient, cp: checkpoint.Checkpoint, index: int, verifier: note.Verifier) -> None:
     leaf = _verify_included(client, cp, index)
     registered: dict[str, bytes] = {}
 
@@ -109,7 +114,7 @@ def _verify_entry(client: LogClient, cp: checkpoint.Checkpoint, index: int) -> N
         if prepared.statement.facts.introduces_key is not None:
             break
         card_index = client.key_index(sig.keyid)
-        card = audit.verify_leaf(_verify_included(client, cp, card_index), lambda _k: None)
+        card = audit.verify_leaf(_verify_included(client, cp, card_index), _trusted(verifier).get)
         if card.introduces_key is None or card.subject != sig.keyid:
             raise VerificationError(f"entry {card_index} does not register {sig.keyid}")
         registered[sig.keyid] = card.introduces_key
@@ -142,7 +147,7 @@ def _fsck_http(server: str, vkey: str) -> audit.FsckReport:
     with LogClient(server) as client:
         cp = checkpoint.open_checkpoint(client.checkpoint(), verifier, None)
         leaves = [leaf for _, leaf in client.entries(0, cp.size)]
-    return audit.fsck(leaves, [(cp.size, cp.root)])
+    return audit.fsck(leaves, [(cp.size, cp.root)], trusted=_trusted(verifier))
 
 
 async def _fsck_db(dsn: str, vkey: str | None) -> audit.FsckReport:
@@ -174,7 +179,11 @@ async def _fsck_db(dsn: str, vkey: str | None) -> audit.FsckReport:
             problems.append(f"entry indexes are not contiguous at {want}")
             break
     report = audit.fsck(
-        [e.leaf for e in d.entries], cps, [e.leaf_hash for e in d.entries], stored_nodes=d.nodes
+        [e.leaf for e in d.entries],
+        cps,
+        [e.leaf_hash for e in d.entries],
+        stored_nodes=d.nodes,
+        trusted=_trusted(verifier),
     )
     report.problems[:0] = problems
     return report

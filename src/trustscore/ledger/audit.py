@@ -57,15 +57,17 @@ def fsck(
     checkpoints: Sequence[tuple[int, bytes]],
     stored_leaf_hashes: Sequence[bytes] | None = None,
     stored_nodes: Mapping[tuple[int, int], bytes] | None = None,
+    trusted: Mapping[str, bytes] | None = None,
 ) -> FsckReport:
     """Re-derive the tree from every entry and compare it with the checkpoints (and stored nodes).
 
     ``checkpoints`` are (size, root) pairs already verified against the log key, any order; the
-    latest is the largest. Every entry's signatures are re-verified with keys found in the log itself.
+    latest is the largest. Every entry's signatures are re-verified with keys found in the log itself
+    and the ``trusted`` keys (the log key, which co-signs the server's own service cards).
     """
     latest = max((s for s, _ in checkpoints), default=0)
     report = FsckReport(entries=len(leaves), checkpoint_size=latest)
-    keys = card_keys(leaves)
+    keys = {**card_keys(leaves), **(trusted or {})}
     hashes = [merkle.leaf_hash(leaf) for leaf in leaves]
     for i, leaf in enumerate(leaves):
         try:

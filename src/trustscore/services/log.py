@@ -5,17 +5,41 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 import msgspec
 
-from trustscore.errors import InvalidInput, NotFound, NotYetAvailable, TrustscoreError
-from trustscore.ledger import checkpoint, dsse, merkle, note
+from trustscore.errors import InvalidInput, NotFound, NotYetAvailable, TrustscoreError, UnsupportedKind
+from trustscore.ledger import checkpoint, dsse, kinds_all, merkle, note
+from trustscore.ledger.admission import Registration, admit, registration_of
 from trustscore.ledger.keys import SigningKey
 from trustscore.ledger.submission import CheckedEntry, Prepared, check, prepare
-from trustscore.store.log import Appended, LogStore, StoredCheckpoint, StoredEntry
+from trustscore.services.metrics import Metrics
+from trustscore.services.ratelimit import KeyRateLimiter
+from trustscore.store.log import Appended, Follow, LogStore, StoredCheckpoint, StoredEntry
+
+assert kinds_all.ALL_KINDS  # the server knows every statement kind
 
 log = logging.getLogger(__name__)
+
+#: Statement kinds clients may post to ``/v1/log/entries``; the others have their own routes or are the
+#: server's own.
+CLIENT_LOG_KINDS = frozenset({"agent-card", "party-card"})
+ROUTE_OF_KIND = {
+    "agent-card": "POST /v1/log/entries",
+    "party-card": "POST /v1/log/entries",
+    "exam-report": "POST /v1/reports",
+    "settlement": "POST /v1/settlements",
+    "event": "POST /v1/events",
+}
+
+
+def _named_parties(p: Prepared) -> list[str]:
+    """Key ids a statement names besides its signers (whose registrations admission reads)."""
+    return [p.statement.facts.subject, *(getattr(p.statement.predicate, f, "") for f in ("seller", "buyer"))]
+
 
 _VERIFY_IN_THREAD = 32  # batches at least this large are parsed and verified off the event loop
 _VERIFY_CHUNK = 250  # signatures verified per worker thread (pynacl releases the GIL while verifying)
@@ -38,19 +62,34 @@ def _at(pos: int | None, exc: TrustscoreError) -> TrustscoreError:
 
 
 class LogService:
-    def __init__(self, store: LogStore, log_key: SigningKey, origin: str, *, max_batch: int) -> None:
+    def __init__(
+        self,
+        store: LogStore,
+        log_key: SigningKey,
+        origin: str,
+        *,
+        max_batch: int,
+        metrics: Metrics | None = None,
+        limiter: KeyRateLimiter | None = None,
+    ) -> None:
         self.store = store
         self.log_key = log_key
         self.origin = origin
         self.max_batch = max_batch
+        self.metrics = metrics or Metrics()
+        self.limiter = limiter
         self.verifier_key = note.make_verifier_key(origin, log_key.public_key)
-        self._waiting: list[tuple[list[CheckedEntry], asyncio.Future[list[Appended]]]] = []
+        self.checkpoint_size: int | None = None  # of the latest checkpoint this process has seen
+        self._own_keys: dict[str, bytes] = {log_key.id: log_key.public_key}
+        self._waiting: list[tuple[list[CheckedEntry], Follow | None, asyncio.Future[list[Appended]]]] = []
         self._committer: asyncio.Task[None] | None = None
 
     # --- writing -------------------------------------------------------------------------------------
 
-    def parse_body(self, body: bytes) -> list[Prepared]:
-        """One envelope or a JSON array of envelopes, structurally checked."""
+    def parse_body(
+        self, body: bytes, kinds: Collection[str] = CLIENT_LOG_KINDS, *, single: bool = False
+    ) -> list[Prepared]:
+        """One envelope or a JSON array of envelopes, structurally checked, each of one of ``kinds``."""
         raw: object
         try:
             raw = _envelopes_decoder.decode(body)
@@ -60,6 +99,8 @@ class LogService:
             except msgspec.DecodeError as exc:
                 raise InvalidInput(f"body is not valid JSON: {exc}") from exc
         if isinstance(raw, list):
+            if single:
+                raise InvalidInput("this endpoint takes one envelope, not an array")
             if not raw:
                 raise InvalidInput("empty batch")
             if len(raw) > self.max_batch:
@@ -70,35 +111,75 @@ class LogService:
         out = []
         for pos, item in items:
             try:
-                out.append(prepare(item))
+                p = prepare(item)
+                if p.statement.kind.name not in kinds:
+                    where = ROUTE_OF_KIND.get(
+                        p.statement.kind.name, "no public endpoint: the server makes these itself"
+                    )
+                    raise UnsupportedKind(
+                        f"{p.statement.kind.name} statements are not accepted here ({where})"
+                    )
+                out.append(p)
             except TrustscoreError as exc:
                 raise _at(pos, exc) from exc
         return out
 
     async def submit(self, body: bytes) -> list[Appended]:
+        """``POST /v1/log/entries``: cards (one envelope or a batch)."""
+        started = time.perf_counter()
         # A body big enough to hold a batch worth verifying off the loop is parsed off the loop too.
         big = len(body) >= _VERIFY_IN_THREAD * 512
-        prepared = await asyncio.to_thread(self.parse_body, body) if big else self.parse_body(body)
-        return await self.append(prepared, batch=len(prepared) > 1 or body.lstrip()[:1] == b"[")
+        try:
+            prepared = await asyncio.to_thread(self.parse_body, body) if big else self.parse_body(body)
+            out = await self.append(prepared, batch=len(prepared) > 1 or body.lstrip()[:1] == b"[")
+        except TrustscoreError as exc:
+            self.metrics.submissions_refused.labels(exc.code).inc()
+            raise
+        self.metrics.ingest_seconds.labels("log").observe(time.perf_counter() - started)
+        return out
 
-    async def append(self, prepared: list[Prepared], *, batch: bool = True) -> list[Appended]:
-        """Verify every envelope, then append them all in one transaction (all or nothing)."""
-        introduced = {
-            p.statement.facts.subject: p.statement.facts.introduces_key
-            for p in prepared
-            if p.statement.facts.introduces_key is not None
-        }
-        wanted = {s.keyid for p in prepared for s in p.envelope.signatures} - introduced.keys()
-        registered = await self.store.resolve_keys(wanted)
+    async def _lookups(self, prepared: list[Prepared]) -> tuple[dict[str, Registration], dict[str, bytes]]:
+        ids = {s.keyid for p in prepared for s in p.envelope.signatures}
+        ids |= {k for p in prepared for k in _named_parties(p)}
+        regs = await self.store.registrations(ids)
+        return regs, {self.log_key.id: self.log_key.public_key}
 
-        def resolve(kid: str) -> bytes | None:
-            return registered.get(kid) or introduced.get(kid)
+    async def check_prepared(self, prepared: list[Prepared], *, batch: bool = True) -> list[CheckedEntry]:
+        """Verify signatures and admission rules of ``prepared`` in order, without appending.
+
+        A key registered by a card counts only for statements after that card (as when the log is
+        replayed offline in order).
+        """
+        registered, fixed = await self._lookups(prepared)
+        in_batch: dict[str, Registration] = {}
+        positions: dict[str, int] = {}
+        for pos, p in enumerate(prepared):
+            reg = registration_of(p.statement)
+            if reg is not None and reg.id not in registered:
+                positions.setdefault(reg.id, pos)
+                in_batch.setdefault(reg.id, reg)
+
+        def lookup_at(pos: int) -> tuple[Callable[[str], Registration | None], Callable[[str], bytes | None]]:
+            def lookup(kid: str) -> Registration | None:
+                if kid in registered:
+                    return registered[kid]
+                return in_batch[kid] if positions.get(kid, pos) < pos else None
+
+            def key(kid: str) -> bytes | None:
+                reg = lookup(kid)
+                return fixed.get(kid) if reg is None else reg.public_key
+
+            return lookup, key
 
         def verify(start: int, stop: int) -> list[CheckedEntry]:
             out = []
             for pos in range(start, stop):
+                lookup, key = lookup_at(pos)
                 try:
-                    out.append(check(prepared[pos], resolve))
+                    entry = check(prepared[pos], key)
+                    signers = [s.keyid for s in prepared[pos].envelope.signatures]
+                    admit(entry.statement, signers, lookup, self.log_key.id)
+                    out.append(entry)
                 except TrustscoreError as exc:
                     raise _at(pos if batch else None, exc) from exc
             return out
@@ -116,16 +197,55 @@ class LogService:
                 if isinstance(part, BaseException):
                     raise part
                 checked += part
-        return await self._commit(checked)
+        return checked
 
-    async def _commit(self, checked: list[CheckedEntry]) -> list[Appended]:
+    async def append(
+        self,
+        prepared: list[Prepared],
+        *,
+        batch: bool = True,
+        follow: Callable[[list[Appended]], list[Prepared]] | None = None,
+    ) -> list[Appended]:
+        """Verify and admit every envelope, then append them all in one transaction (all or nothing).
+
+        ``follow`` makes statements that must enter the log right after these, in the same transaction,
+        from their results (the server's graded evidence pointing at a report's index).
+        """
+        checked = await self.check_prepared(prepared, batch=batch)
+        if self.limiter is not None:
+            counts: dict[str, int] = {}
+            for e in checked:
+                counts[e.signer] = counts.get(e.signer, 0) + 1
+            for signer, n in sorted(counts.items()):
+                if signer not in (self.log_key.id,):
+                    self.limiter.take(signer, n)
+        store_follow: Follow | None = None
+        if follow is not None:
+            make = follow
+
+            def store_follow(first: list[Appended]) -> list[CheckedEntry]:
+                return [self._check_own(p) for p in make(first)]
+
+        out = await self._commit(checked, store_follow)
+        self.metrics.entries_appended.inc(sum(not a.duplicate for a in out))
+        return out
+
+    def trust_own_key(self, key: SigningKey) -> None:
+        """Let statements the server makes with ``key`` (already registered) follow others in a transaction."""
+        self._own_keys[key.id] = key.public_key
+
+    def _check_own(self, p: Prepared) -> CheckedEntry:
+        """Check a statement the server itself made and signed with one of its own keys."""
+        return check(p, self._own_keys.get)
+
+    async def _commit(self, checked: list[CheckedEntry], follow: Follow | None = None) -> list[Appended]:
         """Append ``checked`` atomically, in one transaction with any other appends waiting meanwhile.
 
         Appends serialise on the log's sequence row until they commit, so committing those that queue up
         behind a commit together (each under its own savepoint) turns many commit waits into one.
         """
         done: asyncio.Future[list[Appended]] = asyncio.get_running_loop().create_future()
-        self._waiting.append((checked, done))
+        self._waiting.append((checked, follow, done))
         if self._committer is None or self._committer.done():
             self._committer = asyncio.create_task(self._commit_waiting())
         return await done
@@ -140,18 +260,18 @@ class LogService:
                 take += 1
             group, self._waiting = self._waiting[:take], self._waiting[take:]
             try:
-                results = await self.store.append_groups([entries for entries, _ in group])
+                results = await self.store.append_groups([(entries, f) for entries, f, _ in group])
             except Exception as exc:
-                for _, done in group:
+                for _, _, done in group:
                     if not done.done():
                         done.set_exception(exc)
                 continue
             except BaseException:  # cancelled: nobody may wait forever
-                for _, done in group + self._waiting:
+                for _, _, done in group + self._waiting:
                     done.cancel()
                 self._waiting = []
                 raise
-            for (_, done), result in zip(group, results, strict=True):
+            for (_, _, done), result in zip(group, results, strict=True):
                 if done.done():
                     continue
                 if isinstance(result, Exception):
@@ -167,7 +287,13 @@ class LogService:
         )
 
     async def integrate_once(self, max_batch: int = 50_000) -> StoredCheckpoint | None:
-        return await self.store.integrate(self.sign_checkpoint, max_batch=max_batch)
+        cp = await self.store.integrate(self.sign_checkpoint, max_batch=max_batch)
+        if cp is None:
+            latest = await self.store.latest_checkpoint()
+            self.checkpoint_size = None if latest is None else latest.size
+        else:
+            self.checkpoint_size = cp.size
+        return cp
 
     async def run_integrator(self, interval: float, stop: asyncio.Event, max_batch: int = 50_000) -> None:
         """Integrate until ``stop`` is set; errors are logged and retried, never fatal."""

@@ -14,6 +14,7 @@ import asyncpg
 
 from trustscore.errors import NonceReplay
 from trustscore.ledger import merkle
+from trustscore.ledger.admission import Registration, registration_of
 from trustscore.ledger.submission import CheckedEntry
 
 _INTEGRATOR_LOCK = 0x74726565  # advisory lock key held while integrating
@@ -24,6 +25,10 @@ class Appended:
     index: int
     leaf_hash: bytes
     duplicate: bool
+
+
+#: Makes the entries that must follow a group in the same transaction, from the group's results.
+Follow = Callable[[list[Appended]], Sequence[CheckedEntry]]
 
 
 @dataclass(frozen=True)
@@ -51,15 +56,36 @@ class LogStore:
         rows = await self.pool.fetch("SELECT id, public_key FROM keys WHERE id = ANY($1::text[])", wanted)
         return {r["id"]: bytes(r["public_key"]) for r in rows}
 
-    async def append(self, entries: Sequence[CheckedEntry]) -> list[Appended]:
+    async def registrations(self, ids: Iterable[str]) -> dict[str, Registration]:
+        """What admission needs of each registered key among ``ids``."""
+        wanted = sorted(set(ids))
+        if not wanted:
+            return {}
+        rows = await self.pool.fetch(
+            "SELECT id, public_key, kind, controller, roles FROM keys WHERE id = ANY($1::text[])", wanted
+        )
+        return {
+            r["id"]: Registration(
+                r["id"], bytes(r["public_key"]), r["kind"], r["controller"], tuple(r["roles"])
+            )
+            for r in rows
+        }
+
+    async def leaves_of_kind(self, kind: str, before: int) -> list[tuple[int, bytes]]:
+        rows = await self.pool.fetch(
+            "SELECT idx, leaf FROM entries WHERE kind = $1 AND idx < $2 ORDER BY idx", kind, before
+        )
+        return [(r["idx"], bytes(r["leaf"])) for r in rows]
+
+    async def append(self, entries: Sequence[CheckedEntry], follow: Follow | None = None) -> list[Appended]:
         """Append ``entries`` atomically: all are written or none; duplicates get their first index."""
-        [result] = await self.append_groups([entries])
+        [result] = await self.append_groups([(entries, follow)])
         if isinstance(result, Exception):
             raise result
         return result
 
     async def append_groups(
-        self, groups: Sequence[Sequence[CheckedEntry]]
+        self, groups: Sequence[tuple[Sequence[CheckedEntry], Follow | None]]
     ) -> list[list[Appended] | Exception]:
         """Append each group atomically, one after another, in one transaction (one commit to wait for).
 
@@ -71,13 +97,13 @@ class LogStore:
         async with self.pool.acquire() as conn, conn.transaction():
             start: int = await conn.fetchval("SELECT next_index FROM log_sequence FOR UPDATE")
             next_index = start
-            for entries in groups:
+            for entries, follow in groups:
                 if len(groups) == 1:
-                    out, next_index = await self._append_group(conn, entries, next_index)
+                    out, next_index = await self._append_followed(conn, entries, follow, next_index)
                 else:
                     try:
                         async with conn.transaction():  # a savepoint
-                            out, next_index = await self._append_group(conn, entries, next_index)
+                            out, next_index = await self._append_followed(conn, entries, follow, next_index)
                     except Exception as exc:
                         results.append(exc)
                         continue
@@ -85,6 +111,21 @@ class LogStore:
             if next_index != start:
                 await conn.execute("UPDATE log_sequence SET next_index = $1", next_index)
         return results
+
+    @classmethod
+    async def _append_followed(
+        cls,
+        conn: asyncpg.pool.PoolConnectionProxy,
+        entries: Sequence[CheckedEntry],
+        follow: Follow | None,
+        next_index: int,
+    ) -> tuple[list[Appended], int]:
+        """Append ``entries``, then what ``follow`` makes of their results, in the same transaction."""
+        out, next_index = await cls._append_group(conn, entries, next_index)
+        if follow is not None:
+            more, next_index = await cls._append_group(conn, follow(out), next_index)
+            out = out + more
+        return out, next_index
 
     @staticmethod
     async def _append_group(
@@ -134,15 +175,21 @@ class LogStore:
             ],
         )
         introduced = {
-            e.subject: (e.introduces_key, i) for i, e in reversed(new) if e.introduces_key is not None
+            reg.id: (reg, i) for i, e in reversed(new) if (reg := registration_of(e.statement)) is not None
         }
         if introduced:
+            regs = list(introduced.values())
             await conn.execute(
-                "INSERT INTO keys (id, public_key, first_idx) "
-                "SELECT * FROM unnest($1::text[], $2::bytea[], $3::bigint[]) ON CONFLICT (id) DO NOTHING",
+                "INSERT INTO keys (id, public_key, first_idx, kind, controller, roles) "
+                "SELECT id, pk, i, k, c, string_to_array(r, ',') FROM "
+                "unnest($1::text[], $2::bytea[], $3::bigint[], $4::text[], $5::text[], $6::text[]) "
+                "AS t(id, pk, i, k, c, r) ON CONFLICT (id) DO NOTHING",
                 list(introduced),
-                [k for k, _ in introduced.values()],
-                [i for _, i in introduced.values()],
+                [r.public_key for r, _ in regs],
+                [i for _, i in regs],
+                [r.kind for r, _ in regs],
+                [r.controller for r, _ in regs],
+                [",".join(r.roles) for r, _ in regs],
             )
         return out, next_index + len(new)
 

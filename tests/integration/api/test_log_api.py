@@ -18,6 +18,7 @@ from trustscore.ledger import checkpoint, dsse, merkle, note, statements
 from trustscore.ledger.cards import AGENT_CARD, AgentCard, card_subject
 
 Client = AsyncTestClient[Litestar]
+FIRST = 1  # entry 0 is the server's own service card, co-signed by the log key
 
 
 def body(env: Any) -> bytes:
@@ -47,40 +48,41 @@ async def test_append_one_and_prove_inclusion(client: Client) -> None:
     r = await client.post("/v1/log/entries", content=body(env))
     assert r.status_code == 201, r.text
     [entry] = r.json()["entries"]
-    assert entry["index"] == 0 and entry["duplicate"] is False
+    i = entry["index"]
+    assert i == FIRST and entry["duplicate"] is False
     leaf = dsse.leaf_bytes(env)
     assert base64.b64decode(entry["leaf_hash"]) == merkle.leaf_hash(leaf)
 
-    cp = await wait_for_size(client, 1)
-    got = (await client.get("/v1/log/entries", params={"start": 0, "end": 1})).json()["entries"]
+    cp = await wait_for_size(client, i + 1)
+    got = (await client.get("/v1/log/entries", params={"start": i, "end": i + 1})).json()["entries"]
     assert base64.b64decode(got[0]["leaf"]) == leaf
-    proof = (await client.get("/v1/log/proof/inclusion", params={"index": 0, "size": cp.size})).json()[
+    proof = (await client.get("/v1/log/proof/inclusion", params={"index": i, "size": cp.size})).json()[
         "proof"
     ]
-    merkle.verify_inclusion(merkle.leaf_hash(leaf), 0, cp.size, [base64.b64decode(h) for h in proof], cp.root)
+    merkle.verify_inclusion(merkle.leaf_hash(leaf), i, cp.size, [base64.b64decode(h) for h in proof], cp.root)
 
     k = (await client.get(f"/v1/log/keys/{key.id}")).json()
-    assert k["index"] == 0 and base64.b64decode(k["public_key"]) == key.public_key
+    assert k["index"] == i and base64.b64decode(k["public_key"]) == key.public_key
 
 
 async def test_batch_duplicates_and_consistency(client: Client) -> None:
     envs = [new_card(f"agent-{i}")[1] for i in range(50)]
     r = await client.post("/v1/log/entries", content=body(envs[:20]))
-    assert [e["index"] for e in r.json()["entries"]] == list(range(20))
-    old = await wait_for_size(client, 20)
+    assert [e["index"] for e in r.json()["entries"]] == list(range(FIRST, FIRST + 20))
+    old = await wait_for_size(client, FIRST + 20)
     # The same statements again, mixed with new ones: old ones get their first index back.
     r = await client.post("/v1/log/entries", content=body(envs[10:50]))
     got = r.json()["entries"]
-    assert [e["index"] for e in got] == list(range(10, 50))
+    assert [e["index"] for e in got] == list(range(FIRST + 10, FIRST + 50))
     assert [e["duplicate"] for e in got] == [True] * 10 + [False] * 30
-    new = await wait_for_size(client, 50)
+    new = await wait_for_size(client, FIRST + 50)
     r = await client.get("/v1/log/proof/consistency", params={"from": old.size, "to": new.size})
     proof = [base64.b64decode(h) for h in r.json()["proof"]]
     checkpoint.verify_consistent(old, new, proof)
     # A resubmission of an old statement alone returns 200 and writes nothing.
     r = await client.post("/v1/log/entries", content=body(envs[0]))
     assert r.status_code == 200 and r.json()["entries"][0] == {
-        "index": 0,
+        "index": FIRST,
         "leaf_hash": canonical.b64encode(merkle.leaf_hash(dsse.leaf_bytes(envs[0]))),
         "duplicate": True,
     }

@@ -1,0 +1,68 @@
+"""Evidence in over HTTP: exam reports, settlements and marketplace events (all signed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from litestar import Controller, Request, post
+from litestar.di import NamedDependency
+
+from trustscore.canonical import b64encode
+from trustscore.services.intake import Intake
+from trustscore.store.log import Appended
+
+
+class GradedItemOut(msgspec.Struct):
+    item_id: str
+    dimension: str
+    grader: str
+    value_millis: int
+    result: str
+    detail: str
+
+
+class ReportResponse(msgspec.Struct):
+    report_index: int
+    evidence_index: int
+    exam: str
+    items: list[GradedItemOut]
+
+
+class AppendedOut(msgspec.Struct):
+    index: int
+    leaf_hash: str
+    duplicate: bool
+
+
+def _out(a: Appended) -> AppendedOut:
+    return AppendedOut(a.index, b64encode(a.leaf_hash), a.duplicate)
+
+
+IntakeDep = NamedDependency[Intake]
+
+
+class EvidenceController(Controller):
+    path = "/v1"
+    tags = ["evidence in"]  # noqa: RUF012 - Litestar class attribute
+
+    @post("/reports", operation_id="submitReport", status_code=201)
+    async def report(self, request: Request[Any, Any, Any], intake: IntakeDep) -> ReportResponse:
+        """Submit a signed exam report. The server re-grades every response itself and logs the report
+        with its own signed graded evidence; client-side grades are ignored. A replay is refused (409)."""
+        g = await intake.report(await request.body())
+        items = [
+            GradedItemOut(i.item_id, i.dimension, i.grader, i.grade.value, i.grade.result, i.grade.detail)
+            for i in g.grades
+        ]
+        return ReportResponse(g.report.index, g.evidence.index, g.exam, items)
+
+    @post("/settlements", operation_id="submitSettlement", status_code=201)
+    async def settlement(self, request: Request[Any, Any, Any], intake: IntakeDep) -> AppendedOut:
+        """Submit a settlement signed by the party reporting it (docs/evidence-mapping.md)."""
+        return _out(await intake.settlement(await request.body()))
+
+    @post("/events", operation_id="submitEvent", status_code=201)
+    async def event(self, request: Request[Any, Any, Any], intake: IntakeDep) -> AppendedOut:
+        """Submit a marketplace event signed by a registered marketplace key."""
+        return _out(await intake.event(await request.body()))

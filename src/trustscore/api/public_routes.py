@@ -1,0 +1,233 @@
+"""Public, cacheable reads: agents, ratings, evidence, leaderboard, methodology, exams."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Controller, get
+from litestar.datastructures import CacheControlHeader
+from litestar.di import NamedDependency
+from litestar.params import FromPath, QueryParameter
+
+from trustscore.ledger import statements
+from trustscore.services.log import LogService
+from trustscore.services.public import PublicService
+from trustscore.services.ratings import RatedAgent
+
+PUBLIC = CacheControlHeader(public=True, max_age=5)
+
+
+class AgentOut(msgspec.Struct):
+    id: str
+    kind: str
+    name: str
+    endpoint: str | None
+    controller: str | None
+    card_index: int
+    card: dict[str, Any]
+    verification: str
+
+
+class DimensionOut(msgspec.Struct):
+    score: float | None
+    n: int | None
+    n_eff: float | None
+    interval: tuple[float, float] | None
+    null_reason: str | None
+
+
+class RatingOut(msgspec.Struct):
+    agent: str
+    model_version: str
+    weights_digest: str
+    computed_at: str
+    log_size: int
+    checkpoint_size: int | None
+    total: int | None
+    adjusted: int | None
+    grade: str | None
+    coverage: float
+    confidence: float | None
+    n: int
+    dimensions: dict[str, DimensionOut]
+    total_interval: tuple[int, int] | None
+    null_reasons: dict[str, str]
+    verification: dict[str, Any]
+
+
+class EvidenceOut(msgspec.Struct):
+    index: int
+    seq: int
+    dimension: str
+    source: str
+    value: float | None
+    result: str | None
+    key: str | None
+    at: str
+    issuer: str | None
+    extra_weight: float
+
+
+class EvidencePage(msgspec.Struct):
+    agent: str
+    items: list[EvidenceOut]
+    next_after: int | None
+
+
+class RankedOut(msgspec.Struct):
+    rank: int
+    agent: str
+    score: float | None
+    total: int | None
+    grade: str | None
+
+
+class UnrankedOut(msgspec.Struct):
+    agent: str
+    reason: str
+
+
+class LeaderboardOut(msgspec.Struct):
+    model_version: str
+    dimension: str | None
+    ranked: list[RankedOut]
+    unranked: list[UnrankedOut]
+
+
+class ModelOut(msgspec.Struct):
+    model_version: str
+    weights_digest: str
+    weights_toml: str
+    default: bool
+
+
+class MethodologyOut(msgspec.Struct):
+    models: list[ModelOut]
+    document: str
+
+
+class ExamOut(msgspec.Struct):
+    id: str
+    name: str
+    version: int
+    digest: str
+    items: int
+
+
+Public = NamedDependency[PublicService]
+Log = NamedDependency[LogService]
+Model = Annotated[str | None, QueryParameter(description="model version (default trustscore-v1)")]
+
+
+def rating_out(r: RatedAgent, checkpoint_size: int | None) -> RatingOut:
+    rating = r.rating
+    stats = rating.uncertainty.dimensions if rating.uncertainty else {}
+    dims = {}
+    for name, score in rating.dimensions.items():
+        s = stats.get(name)
+        dims[name] = DimensionOut(
+            score=score,
+            n=s.n if s else None,
+            n_eff=s.n_eff if s else None,
+            interval=s.interval if s else None,
+            null_reason=rating.null_reasons.get(f"dimensions.{name}"),
+        )
+    return RatingOut(
+        agent=rating.agent,
+        model_version=rating.model_version,
+        weights_digest=rating.weights_digest,
+        computed_at=statements.format_time(r.at),
+        log_size=r.log_size,
+        checkpoint_size=checkpoint_size,
+        total=rating.total,
+        adjusted=rating.adjusted,
+        grade=rating.grade,
+        coverage=rating.coverage,
+        confidence=rating.confidence,
+        n=rating.n,
+        dimensions=dims,
+        total_interval=rating.uncertainty.total_interval if rating.uncertainty else None,
+        null_reasons=rating.null_reasons,
+        verification={"status": "unverified", "history": []},
+    )
+
+
+class PublicController(Controller):
+    path = "/v1"
+    tags = ["public"]  # noqa: RUF012 - Litestar class attribute
+    cache_control = PUBLIC
+
+    @get("/agents/{agent_id:str}", operation_id="getAgent")
+    async def agent(self, public: Public, agent_id: FromPath[str]) -> AgentOut:
+        """An agent's (or party's) current card and status."""
+        c = await public.card(agent_id)
+        return AgentOut(c.id, c.kind, c.name, c.endpoint, c.controller, c.index, c.card, "unverified")
+
+    @get("/agents/{agent_id:str}/rating", operation_id="getRating")
+    async def rating(
+        self, public: Public, log_service: Log, agent_id: FromPath[str], model: Model = None
+    ) -> RatingOut:
+        """The agent's rating under a model, with every dimension's n, interval and null reason."""
+        rated = await public.rating(agent_id, model)
+        return rating_out(rated, log_service.checkpoint_size)
+
+    @get("/agents/{agent_id:str}/evidence", operation_id="getEvidence")
+    async def evidence(
+        self,
+        public: Public,
+        agent_id: FromPath[str],
+        after: Annotated[
+            int, QueryParameter(ge=-1, description="list evidence from log entries after this index")
+        ] = -1,
+        limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
+    ) -> EvidencePage:
+        """The evidence items about an agent, each with the log index that proves it, paged."""
+        rows = await public.evidence(agent_id, after, limit)
+        items = [
+            EvidenceOut(
+                r.index,
+                r.seq,
+                r.item.dimension,
+                r.item.source,
+                r.item.value,
+                r.item.result,
+                r.item.key,
+                statements.format_time(r.item.at),
+                r.item.issuer,
+                r.item.extra_weight,
+            )
+            for r in rows
+        ]
+        return EvidencePage(agent_id, items, rows[-1].index if len(rows) == limit else None)
+
+    @get("/leaderboard", operation_id="getLeaderboard")
+    async def leaderboard(
+        self,
+        public: Public,
+        model: Model = None,
+        dimension: Annotated[str | None, QueryParameter()] = None,
+        limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
+    ) -> LeaderboardOut:
+        """Agents ranked by total (or one dimension); agents without a score are listed apart, unranked."""
+        board = public.leaderboard(model, dimension, limit)
+        return LeaderboardOut(
+            board.model,
+            board.dimension,
+            [
+                RankedOut(r.rank, r.rated.rating.agent, r.score, r.rated.rating.total, r.rated.rating.grade)
+                for r in board.ranked
+            ],
+            [UnrankedOut(r.rating.agent, reason) for r, reason in board.unranked],
+        )
+
+    @get("/methodology", operation_id="getMethodology")
+    async def methodology(self, public: Public) -> MethodologyOut:
+        """The published weights files of every served model and the methodology with every formula."""
+        doc, models = public.methodology()
+        return MethodologyOut([ModelOut(*m) for m in models], doc)
+
+    @get("/exams", operation_id="listExams")
+    async def exams(self, public: Public) -> list[ExamOut]:
+        """The public exam sets with their digests."""
+        return [ExamOut(e.id, e.name, e.version, e.digest, len(e.items)) for e in public.exams()]

@@ -1,0 +1,68 @@
+"""``trustscore evidence export``: re-derive scoring evidence from a verified copy of the log.
+
+Every entry is fetched, the whole tree re-derived and checked against a checkpoint signed by the log
+key, every signature and admission rule re-checked, and the evidence written as the JSONL that
+``trustscore score`` reads: a rating served by the API can be recomputed offline, trusting nothing but
+the log's verifier key and the published weights.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from trustscore.client import LogClient
+from trustscore.errors import InvalidInput, VerificationError
+from trustscore.evidence.jsonl import evidence_jsonl, snapshots_jsonl
+from trustscore.evidence.projection import ProjectionState, project
+from trustscore.ledger import checkpoint, merkle, note
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser("evidence", help="export evidence derived from the log")
+    esub = p.add_subparsers(dest="evidence_command", required=True, metavar="SUBCOMMAND")
+    e = esub.add_parser(
+        "export", help="verify the log and write evidence/snapshot JSONL for `trustscore score`"
+    )
+    e.add_argument("--server", required=True)
+    e.add_argument("--verifier-key", required=True, help="the log's verifier key, or a file holding it")
+    e.add_argument("--size", type=int, help="export the log prefix [0, SIZE) (default: the whole checkpoint)")
+    e.add_argument("--model", help="keep only rating snapshots of this model (as the server does per model)")
+    e.add_argument("--evidence-out", type=Path, required=True)
+    e.add_argument("--snapshots-out", type=Path, required=True)
+    e.set_defaults(func=run_export)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    vkey = args.verifier_key
+    if Path(vkey).is_file():
+        vkey = Path(vkey).read_text().strip()
+    verifier = note.parse_verifier_key(vkey)
+    with LogClient(args.server) as client:
+        cp = checkpoint.open_checkpoint(client.checkpoint(), verifier, None)
+        size = cp.size if args.size is None else args.size
+        if not 0 <= size <= cp.size:
+            raise InvalidInput(f"--size must be 0..{cp.size} (the checkpoint's size)")
+        entries = client.entries(0, cp.size)
+    if [i for i, _ in entries] != list(range(cp.size)):
+        raise VerificationError("the server did not return every entry of the checkpoint")
+    root = merkle.root_from_leaf_hashes([merkle.leaf_hash(leaf) for _, leaf in entries])
+    if root != cp.root:
+        raise VerificationError(
+            "the entries do not hash to the checkpoint's root: the server's log is not its checkpoint"
+        )
+    state = ProjectionState(verifier.public_key)
+    out = project(entries[:size], state, verify=True)
+    snaps = [
+        s.snapshot for s in out.snapshots if args.model is None or s.snapshot.model_version == args.model
+    ]
+    args.evidence_out.write_bytes(evidence_jsonl(out.evidence))
+    args.snapshots_out.write_bytes(snapshots_jsonl(snaps))
+    print(f"verified {cp.size} entries against checkpoint {cp.size}; exported [0, {size})")
+    print(
+        f"evidence items: {len(out.evidence)}, snapshots: {len(snaps)}, entries not counted: {len(out.rejected)}"
+    )
+    for index, reason in out.rejected:
+        print(f"  entry {index} does not count: {reason}")
+    return 0

@@ -1,0 +1,132 @@
+"""From log entries to what ratings read: cards, evidence and snapshots. Pure and incremental.
+
+The server's projector and the offline export both run :func:`project` over entries in log order,
+so the evidence a rating was computed from can be re-derived by anyone from the log. Offline
+(``verify=True``) every entry's signatures and admission rules are re-checked; the server, which
+checked both at ingest, may skip that.
+
+Reporter weights follow the rating snapshots of :data:`REPORTER_MODEL` only, so one model's
+calibration decides how much a counterparty's word counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import msgspec
+
+from trustscore.errors import TrustscoreError
+from trustscore.evidence.derive import Context, DerivedEvidence, derive, derive_snapshots
+from trustscore.evidence.reporters import ReporterWeights
+from trustscore.ledger import audit, keys, kinds_all
+from trustscore.ledger.admission import Registration, admit, registration_of
+from trustscore.ledger.cards import AgentCard
+from trustscore.ledger.parties import PartyCard
+from trustscore.ledger.service_card import ServiceCard
+from trustscore.ledger.snapshots import RatingSnapshot
+from trustscore.ledger.submission import check
+from trustscore.scoring.inputs import Snapshot
+
+REPORTER_MODEL = "trustscore-v1"
+assert kinds_all.ALL_KINDS  # every kind registered before any entry is parsed
+
+
+@dataclass(frozen=True)
+class CardRow:
+    index: int
+    id: str
+    kind: str
+    name: str
+    endpoint: str | None
+    controller: str | None
+    card: dict[str, object]
+
+
+@dataclass(frozen=True)
+class SnapshotRow:
+    index: int
+    snapshot: Snapshot
+    adjusted: int | None
+
+
+@dataclass
+class Projected:
+    """What a run of entries adds."""
+
+    cards: list[CardRow] = field(default_factory=list)
+    evidence: list[DerivedEvidence] = field(default_factory=list)
+    snapshots: list[SnapshotRow] = field(default_factory=list)
+    rejected: list[tuple[int, str]] = field(default_factory=list)  # offline: entries that do not count
+
+    @property
+    def agents(self) -> set[str]:
+        return {e.agent for e in self.evidence} | {s.snapshot.agent for s in self.snapshots}
+
+
+@dataclass
+class ProjectionState:
+    """What projecting needs to remember between runs (rebuildable from the log)."""
+
+    log_public_key: bytes
+    reporters: ReporterWeights = field(default_factory=ReporterWeights)
+    registry: dict[str, Registration] = field(default_factory=dict)
+    next_index: int = 0
+
+    @property
+    def log_key_id(self) -> str:
+        return keys.key_id(self.log_public_key)
+
+    def resolve(self, kid: str) -> bytes | None:
+        if kid == self.log_key_id:
+            return self.log_public_key
+        reg = self.registry.get(kid)
+        return None if reg is None else reg.public_key
+
+    def feed_snapshot(self, index: int, snapshot: RatingSnapshot) -> None:
+        if snapshot.model_version == REPORTER_MODEL:
+            self.reporters.add(index, snapshot)
+
+
+def _card_row(index: int, reg: Registration, predicate: object) -> CardRow:
+    endpoint = predicate.endpoint if isinstance(predicate, AgentCard) else None
+    assert isinstance(predicate, AgentCard | PartyCard | ServiceCard)
+    return CardRow(
+        index=index,
+        id=reg.id,
+        kind=reg.kind,
+        name=predicate.name,
+        endpoint=endpoint,
+        controller=reg.controller,
+        card=msgspec.to_builtins(predicate),
+    )
+
+
+def project(entries: Iterable[tuple[int, bytes]], state: ProjectionState, *, verify: bool) -> Projected:
+    """Project ``entries`` (index, leaf bytes), which must continue ``state`` in index order."""
+    out = Projected()
+    context = Context(reporter_weight=state.reporters.weight)
+    for index, leaf in entries:
+        if index != state.next_index:
+            raise ValueError(f"projection expected entry {state.next_index}, got {index}")
+        state.next_index = index + 1
+        prepared = audit.parse_leaf(leaf)
+        stmt = prepared.statement
+        if verify:
+            try:
+                checked = check(prepared, state.resolve)
+                signers = [s.keyid for s in prepared.envelope.signatures]
+                admit(checked.statement, signers, state.registry.get, state.log_key_id)
+            except TrustscoreError as exc:
+                out.rejected.append((index, exc.message))
+                continue
+        reg = registration_of(stmt)
+        if reg is not None:
+            state.registry.setdefault(reg.id, reg)
+            out.cards.append(_card_row(index, reg, stmt.predicate))
+        out.evidence.extend(derive(index, stmt, context))
+        if isinstance(stmt.predicate, RatingSnapshot):
+            adjusted = {r.agent: r.adjusted for r in stmt.predicate.ratings}
+            out.snapshots.extend(SnapshotRow(index, s, adjusted[s.agent]) for s in derive_snapshots(stmt))
+            state.feed_snapshot(index, stmt.predicate)
+    return out

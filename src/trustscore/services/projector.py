@@ -1,0 +1,67 @@
+"""The projector: tails the log, derives cards, evidence and snapshots, and refreshes ratings."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from trustscore.evidence.projection import Projected, ProjectionState, project
+from trustscore.ledger import audit
+from trustscore.ledger.snapshots import RATING_SNAPSHOT, RatingSnapshot
+from trustscore.services.ratings import RatingService
+from trustscore.store.log import LogStore
+from trustscore.store.projection import ProjectionStore
+
+log = logging.getLogger(__name__)
+
+
+class Projector:
+    def __init__(
+        self,
+        log_store: LogStore,
+        store: ProjectionStore,
+        log_public_key: bytes,
+        ratings: RatingService,
+        *,
+        batch: int = 5000,
+    ) -> None:
+        self.log_store = log_store
+        self.store = store
+        self.log_public_key = log_public_key
+        self.ratings = ratings
+        self.batch = batch
+        self.state = ProjectionState(log_public_key)
+
+    async def load(self) -> None:
+        """Rebuild the in-memory state from what is already projected (after start or a failed step)."""
+        state = ProjectionState(self.log_public_key)
+        state.next_index = await self.store.projected_size()
+        for index, leaf in await self.log_store.leaves_of_kind(
+            RATING_SNAPSHOT.predicate_type, state.next_index
+        ):
+            predicate = audit.parse_leaf(leaf).statement.predicate
+            assert isinstance(predicate, RatingSnapshot)
+            state.feed_snapshot(index, predicate)
+        self.state = state
+
+    async def step(self) -> Projected | None:
+        try:
+            return await self.store.step(lambda rows: project(rows, self.state, verify=False), self.batch)
+        except BaseException:
+            await self.load()  # the transaction rolled back: so must the in-memory state
+            raise
+
+    async def catch_up(self) -> None:
+        while await self.step() is not None:
+            pass
+        await self.ratings.refresh()
+
+    async def run(self, interval: float, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                await self.catch_up()
+            except Exception:
+                log.exception("projection failed; will retry")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), interval)

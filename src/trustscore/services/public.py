@@ -1,0 +1,102 @@
+"""Read side for the public: agents, ratings with their provenance, evidence, leaderboard, methodology."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from trustscore.errors import InvalidInput, NotFound
+from trustscore.exams.loader import ExamDirs, list_exams
+from trustscore.exams.model import ExamSet
+from trustscore.ledger.graded import DIMENSIONS
+from trustscore.services.log import LogService
+from trustscore.services.ratings import DEFAULT_MODEL, DEFAULT_WEIGHTS_DIR, RatedAgent, RatingService
+from trustscore.store.projection import Card, EvidenceRow, ProjectionStore
+
+METHODOLOGY_DOC = Path(__file__).resolve().parents[3] / "docs" / "methodology.md"
+
+
+@dataclass(frozen=True)
+class Ranked:
+    rank: int
+    rated: RatedAgent
+    score: float | None
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    model: str
+    dimension: str | None
+    ranked: list[Ranked]
+    unranked: list[tuple[RatedAgent, str]]
+
+
+class PublicService:
+    def __init__(
+        self, log: LogService, store: ProjectionStore, ratings: RatingService, exam_dirs: ExamDirs
+    ) -> None:
+        self.log = log
+        self.store = store
+        self.ratings = ratings
+        self.exam_dirs = exam_dirs
+
+    async def card(self, agent: str) -> Card:
+        card = await self.store.card(agent)
+        if card is None:
+            raise NotFound(f"no card for {agent} (yet: cards appear once projected)")
+        return card
+
+    async def rating(self, agent: str, model: str | None) -> RatedAgent:
+        rated = self.ratings.rating(agent, model)
+        if rated is not None:
+            return rated
+        card = await self.card(agent)
+        if card.kind == "service":
+            raise NotFound(f"{agent} is a service key, which is not rated")
+        return self.ratings.unrated(agent, model)
+
+    async def evidence(self, agent: str, after: int, limit: int) -> list[EvidenceRow]:
+        if not 1 <= limit <= 1000:
+            raise InvalidInput("limit must be 1..1000")
+        await self.card(agent)
+        return await self.store.evidence_of(agent, after, limit)
+
+    def leaderboard(self, model: str | None, dimension: str | None, limit: int) -> Leaderboard:
+        if dimension is not None and dimension not in DIMENSIONS:
+            raise InvalidInput(f"unknown dimension {dimension!r}; one of {', '.join(DIMENSIONS)}")
+        if not 1 <= limit <= 1000:
+            raise InvalidInput("limit must be 1..1000")
+        weights = self.ratings.model(model)
+        scored: list[tuple[float, RatedAgent]] = []
+        unranked: list[tuple[RatedAgent, str]] = []
+        for r in self.ratings.all(weights.model_version):
+            if dimension is None:
+                value: float | None = None if r.rating.total is None else float(r.rating.total)
+                reason = r.rating.null_reasons.get("total", "no_scored_dimensions")
+            else:
+                value = r.rating.dimensions.get(dimension)
+                reason = r.rating.null_reasons.get(f"dimensions.{dimension}", "no_evidence")
+            if value is None:
+                unranked.append((r, reason))
+            else:
+                scored.append((value, r))
+        scored.sort(key=lambda t: (-t[0], t[1].rating.agent))
+        ranked = [Ranked(i + 1, r, v) for i, (v, r) in enumerate(scored[:limit])]
+        return Leaderboard(weights.model_version, dimension, ranked, unranked)
+
+    def methodology(self) -> tuple[str, list[tuple[str, str, str, bool]]]:
+        """The methodology document and each served model's (version, digest, weights file text, default)."""
+        doc = METHODOLOGY_DOC.read_text(encoding="utf-8") if METHODOLOGY_DOC.exists() else ""
+        models = [
+            (
+                name,
+                w.digest,
+                (DEFAULT_WEIGHTS_DIR / f"{name}.toml").read_text(encoding="utf-8"),
+                name == DEFAULT_MODEL,
+            )
+            for name, w in sorted(self.ratings.models.items())
+        ]
+        return doc, models
+
+    def exams(self) -> list[ExamSet]:
+        return [e for e in list_exams(ExamDirs(self.exam_dirs.public, None)) if e.file.tier == "public"]

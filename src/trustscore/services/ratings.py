@@ -1,0 +1,128 @@
+"""Ratings kept current as evidence arrives: per agent, per model, recomputed only for touched agents.
+
+Each rating names the model, the weights digest, the time it was computed at and the log size whose
+evidence it reflects, so ``trustscore score`` over an export of that log prefix at that time gives the
+same numbers. Evidence is held in memory per agent; a refresh reads only rows projected since the last.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trustscore.errors import InvalidInput, NotFound
+from trustscore.scoring.inputs import EvidenceBatch, EvidenceItem, Snapshot
+from trustscore.scoring.ratings import Rating, score_agents
+from trustscore.scoring.weights import Weights, load_weights
+from trustscore.services.metrics import Metrics
+from trustscore.store.projection import ProjectionStore
+
+DEFAULT_WEIGHTS_DIR = Path(__file__).resolve().parents[3] / "weights"
+RELEASED_MODELS = ("trustscore-v1", "baseline-v0.3")
+DEFAULT_MODEL = "trustscore-v1"
+
+
+def load_models(
+    weights_dir: Path = DEFAULT_WEIGHTS_DIR, names: Iterable[str] = RELEASED_MODELS
+) -> dict[str, Weights]:
+    return {name: load_weights(weights_dir / f"{name}.toml") for name in names}
+
+
+@dataclass(frozen=True)
+class RatedAgent:
+    rating: Rating
+    at: dt.datetime
+    log_size: int
+
+
+@dataclass
+class _AgentData:
+    evidence: list[tuple[int, EvidenceItem]] = field(default_factory=list)  # (log index, item)
+    snapshots: list[Snapshot] = field(default_factory=list)  # in log order
+
+
+class RatingService:
+    def __init__(
+        self,
+        store: ProjectionStore,
+        models: dict[str, Weights],
+        metrics: Metrics,
+        clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+    ) -> None:
+        if DEFAULT_MODEL not in models:
+            raise InvalidInput(f"the default model {DEFAULT_MODEL} must be served")
+        self.store = store
+        self.models = models
+        self.metrics = metrics
+        self.clock = clock
+        self.size = 0  # evidence of log entries [0, size) is loaded
+        self._agents: dict[str, _AgentData] = {}
+        self._ratings: dict[str, dict[str, RatedAgent]] = {m: {} for m in models}
+
+    def model(self, name: str | None) -> Weights:
+        w = self.models.get(name or DEFAULT_MODEL)
+        if w is None:
+            raise NotFound(f"unknown model {name!r}; served: {', '.join(sorted(self.models))}")
+        return w
+
+    async def refresh(self) -> set[str]:
+        """Load evidence projected since the last refresh and recompute the agents it touches."""
+        end = await self.store.projected_size()
+        if end <= self.size:
+            return set()
+        touched: set[str] = set()
+        for row in await self.store.evidence_since(self.size, end):
+            self._agents.setdefault(row.item.agent, _AgentData()).evidence.append((row.index, row.item))
+            touched.add(row.item.agent)
+        for _, snap, _adjusted in await self.store.snapshots_since(self.size, end):
+            self._agents.setdefault(snap.agent, _AgentData()).snapshots.append(snap)
+            touched.add(snap.agent)
+        self.size = end
+        self.recompute(touched)
+        return touched
+
+    def recompute(self, agents: Iterable[str] | None = None, at: dt.datetime | None = None) -> None:
+        """Recompute ``agents`` (default all) under every model at ``at`` (default now)."""
+        names = sorted(self._agents if agents is None else set(agents))
+        if not names:
+            return
+        at = at or self.clock()
+        started = time.perf_counter()
+        items: list[EvidenceItem] = []
+        seq: list[int] = []
+        for name in names:
+            for index, item in self._agents[name].evidence:
+                items.append(item)
+                seq.append(index)
+        batch = EvidenceBatch.from_items(items, seq=seq)
+        for model, weights in self.models.items():
+            snaps = [s for n in names for s in self._agents[n].snapshots if s.model_version == model]
+            for rating in score_agents(batch, snaps, weights, at, agents=names):
+                self._ratings[model][rating.agent] = RatedAgent(rating, at, self.size)
+        self.metrics.rating_seconds.observe(time.perf_counter() - started)
+
+    def rating(self, agent: str, model: str | None = None) -> RatedAgent | None:
+        return self._ratings[self.model(model).model_version].get(agent)
+
+    def all(self, model: str | None = None) -> list[RatedAgent]:
+        return sorted(self._ratings[self.model(model).model_version].values(), key=lambda r: r.rating.agent)
+
+    def unrated(self, agent: str, model: str | None = None) -> RatedAgent:
+        """The rating of a registered agent with no evidence yet: every number null, with reasons."""
+        weights = self.model(model)
+        at = self.clock()
+        [rating] = score_agents([], [], weights, at, agents=[agent])
+        return RatedAgent(rating, at, self.size)
+
+    async def run_refresh(self, interval: float, stop: asyncio.Event) -> None:
+        """Recompute every rating at a fresh time every ``interval`` seconds (evidence decays)."""
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), interval)
+            if not stop.is_set():
+                self.recompute()

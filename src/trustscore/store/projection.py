@@ -1,0 +1,214 @@
+"""SQL of the log's projections: cards, evidence and snapshots, advanced under one advisory lock."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+import msgspec
+
+from trustscore.evidence.projection import Projected
+from trustscore.scoring.inputs import EvidenceItem, Snapshot
+
+_PROJECTOR_LOCK = 0x70726F6A  # advisory lock key held while projecting
+
+
+@dataclass(frozen=True)
+class Card:
+    index: int
+    id: str
+    kind: str
+    name: str
+    endpoint: str | None
+    controller: str | None
+    card: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class EvidenceRow:
+    index: int
+    seq: int
+    item: EvidenceItem
+
+
+class ProjectionStore:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+
+    async def step(
+        self, project: Callable[[list[tuple[int, bytes]]], Projected], limit: int
+    ) -> Projected | None:
+        """Project up to ``limit`` unprojected entries in one transaction; None if none or locked."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            if not await conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", _PROJECTOR_LOCK):
+                return None
+            start: int = await conn.fetchval(
+                "SELECT next_index FROM projection_state WHERE name = 'log' FOR UPDATE"
+            )
+            rows = await conn.fetch(
+                "SELECT idx, leaf FROM entries WHERE idx >= $1 ORDER BY idx LIMIT $2", start, limit
+            )
+            if not rows:
+                return None
+            out = project([(r["idx"], bytes(r["leaf"])) for r in rows])
+            if out.cards:
+                await conn.copy_records_to_table(
+                    "cards",
+                    columns=["idx", "id", "kind", "name", "endpoint", "controller", "card"],
+                    records=[
+                        (
+                            c.index,
+                            c.id,
+                            c.kind,
+                            c.name,
+                            c.endpoint,
+                            c.controller,
+                            msgspec.json.encode(c.card).decode(),
+                        )
+                        for c in out.cards
+                    ],
+                )
+            if out.evidence:
+                seq: dict[int, int] = {}
+                records = []
+                for e in out.evidence:
+                    n = seq[e.index] = seq.get(e.index, -1) + 1
+                    records.append(
+                        (
+                            e.index,
+                            n,
+                            e.agent,
+                            e.dimension,
+                            e.source,
+                            e.value,
+                            e.result,
+                            e.key,
+                            e.at,
+                            e.issuer,
+                            e.extra_weight,
+                        )
+                    )
+                await conn.copy_records_to_table(
+                    "evidence",
+                    columns=[
+                        "idx",
+                        "seq",
+                        "agent",
+                        "dimension",
+                        "source",
+                        "value",
+                        "result",
+                        "key",
+                        "at",
+                        "issuer",
+                        "extra_weight",
+                    ],
+                    records=records,
+                )
+            if out.snapshots:
+                await conn.copy_records_to_table(
+                    "snapshots",
+                    columns=["idx", "agent", "at", "total", "adjusted", "model_version"],
+                    records=[
+                        (
+                            s.index,
+                            s.snapshot.agent,
+                            s.snapshot.at,
+                            s.snapshot.total,
+                            s.adjusted,
+                            s.snapshot.model_version,
+                        )
+                        for s in out.snapshots
+                    ],
+                )
+            await conn.execute(
+                "UPDATE projection_state SET next_index = $1 WHERE name = 'log'", rows[-1]["idx"] + 1
+            )
+            return out
+
+    async def projected_size(self) -> int:
+        n: int = await self.pool.fetchval("SELECT next_index FROM projection_state WHERE name = 'log'")
+        return n
+
+    async def evidence_since(self, start: int, end: int) -> list[EvidenceRow]:
+        rows = await self.pool.fetch(
+            "SELECT idx, seq, agent, dimension, source, value, result, key, at, issuer, extra_weight "
+            "FROM evidence WHERE idx >= $1 AND idx < $2 ORDER BY idx, seq",
+            start,
+            end,
+        )
+        return [_evidence_row(r) for r in rows]
+
+    async def evidence_of(self, agent: str, after: int, limit: int) -> list[EvidenceRow]:
+        rows = await self.pool.fetch(
+            "SELECT idx, seq, agent, dimension, source, value, result, key, at, issuer, extra_weight "
+            "FROM evidence WHERE agent = $1 AND (idx, seq) > ($2, 2147483647) ORDER BY idx, seq LIMIT $3",
+            agent,
+            after,
+            limit,
+        )
+        return [_evidence_row(r) for r in rows]
+
+    async def snapshots_since(self, start: int, end: int) -> list[tuple[int, Snapshot, int | None]]:
+        rows = await self.pool.fetch(
+            "SELECT idx, agent, at, total, adjusted, model_version FROM snapshots "
+            "WHERE idx >= $1 AND idx < $2 ORDER BY idx, agent",
+            start,
+            end,
+        )
+        return [
+            (
+                r["idx"],
+                Snapshot(agent=r["agent"], at=r["at"], total=r["total"], model_version=r["model_version"]),
+                r["adjusted"],
+            )
+            for r in rows
+        ]
+
+    async def card(self, key_id: str) -> Card | None:
+        r = await self.pool.fetchrow(
+            "SELECT idx, id, kind, name, endpoint, controller, card FROM cards WHERE id = $1 ORDER BY idx DESC LIMIT 1",
+            key_id,
+        )
+        return None if r is None else _card(r)
+
+    async def cards(self, kind: str | None = None) -> list[Card]:
+        """The current card of every registered key (of ``kind``), by id."""
+        rows = await self.pool.fetch(
+            "SELECT DISTINCT ON (id) idx, id, kind, name, endpoint, controller, card FROM cards "
+            "WHERE $1::text IS NULL OR kind = $1 ORDER BY id, idx DESC",
+            kind,
+        )
+        return [_card(r) for r in rows]
+
+
+def _card(r: asyncpg.Record) -> Card:
+    card = r["card"]
+    return Card(
+        r["idx"],
+        r["id"],
+        r["kind"],
+        r["name"],
+        r["endpoint"],
+        r["controller"],
+        msgspec.json.decode(card) if isinstance(card, str) else card,
+    )
+
+
+def _evidence_row(r: asyncpg.Record) -> EvidenceRow:
+    at: dt.datetime = r["at"]
+    item = EvidenceItem(
+        agent=r["agent"],
+        dimension=r["dimension"],
+        source=r["source"],
+        at=at,
+        value=r["value"],
+        result=r["result"],
+        key=r["key"],
+        issuer=r["issuer"],
+        extra_weight=r["extra_weight"],
+    )
+    return EvidenceRow(r["idx"], r["seq"], item)
