@@ -120,7 +120,13 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     verified = read_report(args.report)
-    entries = submit(verified.envelope, args.server)
-    for e in entries:
-        print(f"logged at index {e.get('index')} leaf {e.get('leaf_hash')}")
+    graded = submit(verified.envelope, args.server)
+    items = graded["items"]
+    total = sum(int(i["value_millis"]) for i in items)
+    print(
+        f"report logged at index {graded['report_index']}; server's graded evidence at {graded['evidence_index']}"
+    )
+    print(
+        f"server grades ({graded['exam']}): {len(items)} items, mean {total / max(len(items), 1) / 1000:.3f}"
+    )
     return 0

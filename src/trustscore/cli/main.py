@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "trustscore.cli.log",
     "trustscore.cli.score",
     "trustscore.cli.exam",
+    "trustscore.cli.evidence",
 )
 
 

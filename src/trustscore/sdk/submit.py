@@ -11,7 +11,7 @@ from trustscore.errors import InvalidInput, StorageError, TrustscoreError
 from trustscore.ledger import dsse
 
 # The log accepts any signed statement here; a dedicated reports endpoint may replace it later.
-SUBMIT_PATH = "/v1/log/entries"
+SUBMIT_PATH = "/v1/reports"
 
 
 class SubmitRejected(TrustscoreError):
@@ -22,10 +22,9 @@ class SubmitRejected(TrustscoreError):
     title = "Server rejected the report"
 
 
-def submit(
-    envelope: dsse.Envelope, server: str, *, client: httpx.Client | None = None
-) -> list[dict[str, Any]]:
-    """POST ``envelope`` to ``server``; return the log entries it reports (index, leaf_hash)."""
+def submit(envelope: dsse.Envelope, server: str, *, client: httpx.Client | None = None) -> dict[str, Any]:
+    """POST a signed report to ``server``; return the server's own grading: ``report_index``,
+    ``evidence_index`` (its signed graded evidence) and ``items`` (each item's server grade)."""
     if not server.startswith(("http://", "https://")):
         raise InvalidInput(f"server must be an http(s) URL, got {server!r}")
     url = server.rstrip("/") + SUBMIT_PATH
@@ -46,6 +45,6 @@ def submit(
     if resp.status_code >= 400:
         detail = data.get("detail") if isinstance(data, dict) else None
         raise SubmitRejected(f"{url} answered {resp.status_code}: {detail or resp.reason_phrase}")
-    if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
-        raise SubmitRejected(f"{url} answered {resp.status_code} without a list of entries")
-    return list(data["entries"])
+    if not isinstance(data, dict) or not isinstance(data.get("items"), list):
+        raise SubmitRejected(f"{url} answered {resp.status_code} without the server's grades")
+    return data

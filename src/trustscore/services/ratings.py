@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import datetime as dt
 import time
 from collections.abc import Callable, Iterable
@@ -107,10 +108,19 @@ class RatingService:
         self.metrics.rating_seconds.observe(time.perf_counter() - started)
 
     def rating(self, agent: str, model: str | None = None) -> RatedAgent | None:
-        return self._ratings[self.model(model).model_version].get(agent)
+        """The agent's current rating. Its ``log_size`` is the whole projected log: an agent is recomputed
+        whenever an entry brings it evidence or a snapshot, so the rating holds for every prefix since."""
+        rated = self._ratings[self.model(model).model_version].get(agent)
+        return None if rated is None else dataclasses.replace(rated, log_size=self.size)
 
     def all(self, model: str | None = None) -> list[RatedAgent]:
-        return sorted(self._ratings[self.model(model).model_version].values(), key=lambda r: r.rating.agent)
+        return sorted(
+            (
+                dataclasses.replace(r, log_size=self.size)
+                for r in self._ratings[self.model(model).model_version].values()
+            ),
+            key=lambda r: r.rating.agent,
+        )
 
     def unrated(self, agent: str, model: str | None = None) -> RatedAgent:
         """The rating of a registered agent with no evidence yet: every number null, with reasons."""

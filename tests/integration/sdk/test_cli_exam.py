@@ -5,11 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -17,8 +13,7 @@ from trustscore import canonical
 from trustscore.cli import exam as exam_cli
 from trustscore.errors import TrustscoreError
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR
-from trustscore.ledger import dsse, keys
-from trustscore.sdk.submit import SUBMIT_PATH
+from trustscore.ledger import keys
 
 AGENT = DEFAULT_PUBLIC_DIR.parent / "examples" / "agents" / "scripted.py"
 
@@ -145,63 +140,6 @@ def test_grade_garbage_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     bad.write_text("not json")
     assert cli("exam", "grade", str(bad)) == 1
     assert "is not JSON" in capsys.readouterr().err
-
-
-class _LogStub(BaseHTTPRequestHandler):
-    reject: bool = False
-    received: list[Any] = []  # noqa: RUF012 - per-test class attribute
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        payload: dict[str, Any]
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        if self.path != SUBMIT_PATH:
-            status, payload, ctype = 404, {"detail": "no such route"}, "application/problem+json"
-        elif self.reject:
-            status, payload, ctype = (
-                409,
-                {"type": "about:blank", "title": "Conflict", "detail": "nonce already used"},
-                "application/problem+json",
-            )
-        else:
-            dsse.decode_envelope(json.loads(body))
-            type(self).received.append(json.loads(body))
-            status, payload, ctype = (
-                201,
-                {"entries": [{"index": 7, "leaf_hash": "ab" * 32}]},
-                "application/json",
-            )
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-
-@pytest.fixture(params=[False, True], ids=["accepting", "rejecting"])
-def log_server(request: pytest.FixtureRequest) -> Iterator[tuple[str, bool]]:
-    handler = type("Stub", (_LogStub,), {"reject": request.param, "received": []})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", request.param
-    server.shutdown()
-    server.server_close()
-
-
-def test_submit(report: Path, log_server: tuple[str, bool], capsys: pytest.CaptureFixture[str]) -> None:
-    url, rejecting = log_server
-    capsys.readouterr()
-    code = cli("exam", "submit", str(report), "--server", url)
-    captured = capsys.readouterr()
-    if rejecting:
-        assert code == 1
-        assert "409: nonce already used" in captured.err
-    else:
-        assert code == 0
-        assert "logged at index 7" in captured.out
 
 
 def test_submit_unreachable(report: Path, capsys: pytest.CaptureFixture[str]) -> None:
