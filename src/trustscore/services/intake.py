@@ -49,7 +49,7 @@ class Intake:
         [prepared] = self.log.parse_body(body, kinds={"exam-report"}, single=True)
         report = prepared.statement.predicate
         assert isinstance(report, ExamReport)
-        await self.log.check_prepared([prepared])  # signature and admission before costly grading
+        await self.log.check_prepared([prepared], batch=False)  # signature and admission before grading
         exam = exam_for(report, self.exam_dirs)
         started = time.perf_counter()
         grades = await asyncio.to_thread(grade_report, report, exam)
