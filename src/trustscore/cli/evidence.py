@@ -12,11 +12,12 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from trustscore.cli import common
 from trustscore.client import LogClient
 from trustscore.errors import InvalidInput, VerificationError
 from trustscore.evidence.jsonl import evidence_jsonl, snapshots_jsonl
 from trustscore.evidence.projection import ProjectionState, project
-from trustscore.ledger import checkpoint, merkle, note
+from trustscore.ledger import checkpoint, merkle
 
 
 def register(sub: Any) -> None:
@@ -35,10 +36,7 @@ def register(sub: Any) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    vkey = args.verifier_key
-    if Path(vkey).is_file():
-        vkey = Path(vkey).read_text().strip()
-    verifier = note.parse_verifier_key(vkey)
+    verifier = common.verifier(args.verifier_key)
     with LogClient(args.server) as client:
         cp = checkpoint.open_checkpoint(client.checkpoint(), verifier, None)
         size = cp.size if args.size is None else args.size

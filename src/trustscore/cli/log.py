@@ -9,6 +9,7 @@ from typing import Any
 
 import asyncpg
 
+from trustscore.cli import common
 from trustscore.client import LogClient
 from trustscore.errors import InvalidInput, StorageError, VerificationError
 from trustscore.ledger import audit, checkpoint, keys, merkle, note
@@ -47,13 +48,6 @@ def register(sub: Any) -> None:
     f.set_defaults(func=run_fsck)
 
 
-def _verifier_text(arg: str) -> str:
-    path = Path(arg)
-    if path.is_file():
-        return path.read_text().strip()
-    return arg.strip()
-
-
 def _read(path: Path, what: str) -> str:
     try:
         return path.read_text()
@@ -62,7 +56,7 @@ def _read(path: Path, what: str) -> str:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    verifier = note.parse_verifier_key(_verifier_text(args.verifier_key))
+    verifier = common.verifier(args.verifier_key)
     with LogClient(args.server) as client:
         signed = _read(args.checkpoint, "checkpoint") if args.checkpoint else client.checkpoint()
         cp = checkpoint.open_checkpoint(signed, verifier, None)
@@ -129,10 +123,10 @@ def run_fsck(args: argparse.Namespace) -> int:
     if args.server:
         if not args.verifier_key:
             raise InvalidInput("--server needs --verifier-key")
-        report = _fsck_http(args.server, _verifier_text(args.verifier_key))
+        report = _fsck_http(args.server, common.verifier(args.verifier_key))
     else:
         dsn = args.database_url or embedded.start(args.data_dir / "pg")
-        report = asyncio.run(_fsck_db(dsn, _verifier_text(args.verifier_key) if args.verifier_key else None))
+        report = asyncio.run(_fsck_db(dsn, common.verifier(args.verifier_key) if args.verifier_key else None))
     for problem in report.problems:
         print(f"problem: {problem}")
     status = "clean" if report.clean else f"{len(report.problems)} problem(s)"
@@ -142,15 +136,14 @@ def run_fsck(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fsck_http(server: str, vkey: str) -> audit.FsckReport:
-    verifier = note.parse_verifier_key(vkey)
+def _fsck_http(server: str, verifier: note.Verifier) -> audit.FsckReport:
     with LogClient(server) as client:
         cp = checkpoint.open_checkpoint(client.checkpoint(), verifier, None)
         leaves = [leaf for _, leaf in client.entries(0, cp.size)]
     return audit.fsck(leaves, [(cp.size, cp.root)], trusted=_trusted(verifier))
 
 
-async def _fsck_db(dsn: str, vkey: str | None) -> audit.FsckReport:
+async def _fsck_db(dsn: str, given: note.Verifier | None) -> audit.FsckReport:
     try:
         conn = await asyncpg.connect(dsn)
     except (OSError, asyncpg.PostgresError) as exc:
@@ -159,10 +152,9 @@ async def _fsck_db(dsn: str, vkey: str | None) -> audit.FsckReport:
         d = await dump(conn)
     finally:
         await conn.close()
-    vkey = vkey or d.verifier_key
-    if vkey is None:
+    if given is None and d.verifier_key is None:
         raise VerificationError("the database names no log verifier key; pass --verifier-key")
-    verifier = note.parse_verifier_key(vkey)
+    verifier = given or note.parse_verifier_key(d.verifier_key or "")
     problems: list[str] = []
     cps: list[tuple[int, bytes]] = []
     for c in d.checkpoints:
