@@ -27,13 +27,12 @@ import msgspec
 from trustscore import canonical
 from trustscore.errors import InvalidInput, ProofError, SignatureError, TrustscoreError, VerificationError
 from trustscore.evidence.derive import Context, DerivedEvidence, derive, derive_snapshots, evidence_batch
-from trustscore.evidence.projection import REPORTER_MODEL
 from trustscore.evidence.reporters import ReporterWeights
 from trustscore.ledger import audit, dsse, keys, kinds_all, merkle, note, statements, vc
 from trustscore.ledger.admission import Registration, admit
 from trustscore.ledger.checkpoint import Checkpoint, open_checkpoint
 from trustscore.ledger.parties import check_key_id, check_sha256_hex, new_nonce, now
-from trustscore.ledger.snapshots import MAX_TOTAL, RatingSnapshot
+from trustscore.ledger.snapshots import MAX_TOTAL
 from trustscore.ledger.statements import Facts, Kind, ParsedStatement, Predicate, Statement, Subject, register
 from trustscore.ledger.submission import check
 from trustscore.scoring.inputs import Snapshot
@@ -325,17 +324,19 @@ class VerifiedBundle:
     rating: Rating
 
 
-def verify_bundle(bundle: Bundle, weights: Weights, verifier_key: str | None = None) -> VerifiedBundle:
-    """Check a bundle trusting only the log's verifier key (``verifier_key``, else the bundle's own).
+def verify_bundle(bundle: Bundle, weights: Weights, trusted: note.Verifier | None = None) -> VerifiedBundle:
+    """Check a bundle trusting only the log's verifier key (``trusted``, else the one the bundle names).
 
     In order: the checkpoint's signature; every entry's inclusion proof; every entry's signatures and
     admission, replayed in log order from the bundled cards; the attestation's signature by a service key
     with the ``snapshot`` role registered among them; that the bundle holds exactly the listed entries;
     that the weights file is the attested one; and that recomputing the rating gives every attested number.
     """
-    if verifier_key is not None and verifier_key != bundle.log_verifier_key:
-        raise VerificationError("the bundle names another log verifier key than the one trusted")
-    verifier = note.parse_verifier_key(verifier_key or bundle.log_verifier_key)
+    verifier = note.parse_verifier_key(bundle.log_verifier_key)
+    if trusted is not None and trusted != verifier:
+        raise VerificationError(
+            f"the bundle names log key {bundle.log_verifier_key}, not the trusted {trusted.key()}"
+        )
     cp = open_checkpoint(bundle.checkpoint, verifier, None)
     leaves = _proven_leaves(bundle.entries, cp)
     a = parse_attestation(bundle.attestation)
@@ -450,8 +451,9 @@ def recompute(
 ) -> Rating:
     """``agent``'s rating from admitted ``entries`` (in log order), as the server computes it.
 
-    Settlements are weighted by the reporter's newest ``trustscore-v1`` snapshot row among the entries
-    logged before them; the agent's own snapshots of the model feed reliability.
+    Reports (settlements, marketplace events) are weighted by their reporter's newest snapshot row among
+    the entries logged before them, as :class:`ReporterWeights` decides; the agent's own snapshots of the
+    model feed reliability.
     """
     reporters = ReporterWeights()
     context = Context(reporter_weight=reporters.weight)
@@ -462,8 +464,7 @@ def recompute(
         snapshots += [
             s for s in derive_snapshots(stmt) if s.agent == agent and s.model_version == weights.model_version
         ]
-        if isinstance(stmt.predicate, RatingSnapshot) and stmt.predicate.model_version == REPORTER_MODEL:
-            reporters.add(index, stmt.predicate)
+        reporters.feed(index, stmt)  # as the projection does: only the reporter model's snapshots count
     [rating] = score_agents(evidence_batch(evidence), snapshots, weights, at, agents=[agent])
     return rating
 

@@ -1,0 +1,88 @@
+"""Signed rating attestations: a bundle for ``trustscore rating verify``, or a W3C Verifiable Credential."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+from litestar import Controller, get
+from litestar.di import NamedDependency
+from litestar.params import FromPath, QueryParameter
+
+from trustscore.ledger.attestation import Bundle
+from trustscore.services.attestations import AttestationService
+
+
+class SignatureOut(msgspec.Struct):
+    keyid: str
+    sig: str
+
+
+class EnvelopeOut(msgspec.Struct):
+    payloadType: str
+    payload: str
+    signatures: list[SignatureOut]
+
+
+class BundleEntryOut(msgspec.Struct):
+    index: int
+    leaf: str
+    proof: list[str]
+
+
+class BundleOut(msgspec.Struct):
+    attestation: EnvelopeOut
+    log_verifier_key: str
+    checkpoint: str
+    entries: list[BundleEntryOut]
+    weights_model: str
+
+
+class DataIntegrityProofOut(msgspec.Struct):
+    type: str
+    cryptosuite: str
+    created: str
+    verificationMethod: str
+    proofPurpose: str
+    context: list[str] = msgspec.field(name="@context")
+    proofValue: str
+
+
+class CredentialOut(msgspec.Struct):
+    context: list[str] = msgspec.field(name="@context")
+    type: list[str]
+    issuer: str
+    validFrom: str
+    credentialSubject: dict[str, Any]
+    proof: DataIntegrityProofOut
+
+
+Attestations = NamedDependency[AttestationService]
+Model = Annotated[str | None, QueryParameter(description="model version (default trustscore-v1)")]
+Format = Annotated[
+    Literal["bundle", "vc"],
+    QueryParameter(description="bundle: for `trustscore rating verify`; vc: a W3C VC 2.0 (eddsa-jcs-2022)"),
+]
+
+
+def bundle_out(bundle: Bundle) -> BundleOut:
+    return msgspec.convert(msgspec.to_builtins(bundle), BundleOut)
+
+
+class AttestationController(Controller):
+    path = "/v1"
+    tags = ["public"]  # noqa: RUF012 - Litestar class attribute
+
+    @get("/agents/{agent_id:str}/rating/attestation", operation_id="getRatingAttestation")
+    async def attestation(
+        self,
+        attestations: Attestations,
+        agent_id: FromPath[str],
+        model: Model = None,
+        format: Format = "bundle",
+    ) -> BundleOut | CredentialOut:
+        """The served rating signed by the server with the checkpoint and inclusion proofs of every entry
+        it was computed from (``format=bundle``), or the same rating as a Verifiable Credential (``vc``)."""
+        if format == "vc":
+            return msgspec.convert(await attestations.credential(agent_id, model), CredentialOut)
+        return bundle_out(await attestations.bundle(agent_id, model))

@@ -1,0 +1,74 @@
+"""Read-only SQL for rating attestations: which log entries an agent's rating was computed from.
+
+The log and its projections are append-only and every query is bounded by ``size`` (the projected log
+size the rating reflects), so answers never change once given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import asyncpg
+
+
+class AttestationStore:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+
+    async def evidence_entries(self, agent: str, size: int) -> list[tuple[int, str | None]]:
+        """(index, issuer) of every entry below ``size`` that gave ``agent`` evidence."""
+        rows = await self.pool.fetch(
+            "SELECT DISTINCT idx, issuer FROM evidence WHERE agent = $1 AND idx < $2 ORDER BY idx",
+            agent,
+            size,
+        )
+        return [(r["idx"], r["issuer"]) for r in rows]
+
+    async def snapshot_entries(self, agent: str, model_version: str, size: int) -> list[int]:
+        """Every rating snapshot below ``size`` of ``model_version`` with a row for ``agent``."""
+        rows = await self.pool.fetch(
+            "SELECT idx FROM snapshots WHERE agent = $1 AND model_version = $2 AND idx < $3 ORDER BY idx",
+            agent,
+            model_version,
+            size,
+        )
+        return [r["idx"] for r in rows]
+
+    async def newest_snapshots_before(
+        self, reports: Iterable[tuple[int, str]], model_version: str
+    ) -> list[int]:
+        """For each (report index, issuer): the newest snapshot of ``model_version`` logged before the
+        report with a row for the issuer (what weights the report); none where there is none."""
+        pairs = sorted(set(reports))
+        if not pairs:
+            return []
+        rows = await self.pool.fetch(
+            "SELECT DISTINCT s.idx FROM unnest($1::bigint[], $2::text[]) AS t(before, reporter) "
+            "CROSS JOIN LATERAL (SELECT max(idx) AS idx FROM snapshots "
+            "  WHERE agent = t.reporter AND model_version = $3 AND idx < t.before) AS s "
+            "WHERE s.idx IS NOT NULL ORDER BY s.idx",
+            [i for i, _ in pairs],
+            [r for _, r in pairs],
+            model_version,
+        )
+        return [r["idx"] for r in rows]
+
+    async def signers(self, indexes: Iterable[int]) -> set[str]:
+        """The signers of the entries at ``indexes``."""
+        rows = await self.pool.fetch(
+            "SELECT DISTINCT signer FROM entries WHERE idx = ANY($1::bigint[])", sorted(set(indexes))
+        )
+        return {r["signer"] for r in rows}
+
+    async def registration_entries(self, ids: Iterable[str]) -> dict[str, int]:
+        """The index of the card that registered each key among ``ids`` (unregistered ids are absent)."""
+        rows = await self.pool.fetch(
+            "SELECT id, first_idx FROM keys WHERE id = ANY($1::text[])", sorted(set(ids))
+        )
+        return {r["id"]: r["first_idx"] for r in rows}
+
+    async def leaves(self, indexes: Iterable[int]) -> list[tuple[int, bytes]]:
+        rows = await self.pool.fetch(
+            "SELECT idx, leaf FROM entries WHERE idx = ANY($1::bigint[]) ORDER BY idx", sorted(set(indexes))
+        )
+        return [(r["idx"], bytes(r["leaf"])) for r in rows]

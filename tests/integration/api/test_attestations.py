@@ -1,0 +1,315 @@
+"""Rating attestations on a real database: a bundle of real evidence (exam, settlements weighted by a
+reporter's snapshot, marketplace events, the agent's own snapshots) verifies offline with
+``trustscore rating verify``; a changed number, a flipped proof bit or a dropped entry is named."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+import pytest
+from litestar import Litestar
+from litestar.di import Provide
+from litestar.testing import AsyncTestClient
+
+from tests.helpers import new_card
+from trustscore import canonical
+from trustscore.api.attestation_routes import AttestationController
+from trustscore.api.problems import EXCEPTION_HANDLERS
+from trustscore.cli import rating as rating_cli
+from trustscore.errors import TrustscoreError
+from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, load_exam
+from trustscore.ledger import attestation, dsse, keys, note
+from trustscore.ledger.events import EventName, make_event
+from trustscore.ledger.parties import make_party_card
+from trustscore.ledger.settlements import make_settlement
+from trustscore.sdk import agent_from_spec, run_exam
+from trustscore.sdk.runner import sign_run
+from trustscore.services import logkey, snapshots
+from trustscore.services.attestations import AttestationService, build_bundle
+from trustscore.services.log import LogService
+from trustscore.services.metrics import Metrics
+from trustscore.services.public import PublicService
+from trustscore.services.ratings import RatingService, load_models
+from trustscore.settings import Settings
+from trustscore.store import db
+from trustscore.store.attestations import AttestationStore
+from trustscore.store.log import LogStore
+from trustscore.store.projection import ProjectionStore
+
+Client = AsyncTestClient[Litestar]
+AGENTS = DEFAULT_PUBLIC_DIR.parent / "examples" / "agents" / "scripted.py"
+MODELS = ("trustscore-v1", "baseline-v0.3")
+T = TypeVar("T")
+
+
+async def on_app(client: Client, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+    """Run ``fn(*args)`` on the app's own event loop (its database pool lives there)."""
+    result: T = await asyncio.to_thread(client.blocking_portal.call, fn, *args)
+    return result
+
+
+async def post(client: Client, path: str, envelope: Any) -> int:
+    r = await client.post(path, content=msgspec.json.encode(envelope))
+    assert r.status_code == 201, r.text
+    data = r.json()
+    index: int = (
+        data["entries"][0]["index"] if "entries" in data else data.get("evidence_index", data.get("index"))
+    )
+    return index
+
+
+async def rated(client: Client, agent: str, model: str, size: int) -> dict[str, Any]:
+    for _ in range(400):
+        r = await client.get(f"/v1/agents/{agent}/rating", params={"model": model})
+        if r.status_code == 200 and r.json()["log_size"] >= size:
+            data: dict[str, Any] = r.json()
+            return data
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no rating of {agent} covering {size} entries")
+
+
+def public_of(client: Client) -> PublicService:
+    public = client.app.dependencies["public"].dependency()
+    assert isinstance(public, PublicService)
+    return public
+
+
+def verify_cli(tmp_path: Path, bundle: Any, *extra: str) -> tuple[int, str]:
+    """``trustscore rating verify`` as ``main`` runs it: the exit code and the one-line message."""
+    path = tmp_path / "bundle.json"
+    path.write_bytes(msgspec.json.encode(bundle))
+    parser = argparse.ArgumentParser()
+    rating_cli.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["rating", "verify", str(path), *extra])
+    try:
+        return args.func(args), ""
+    except TrustscoreError as exc:
+        return 1, exc.message
+
+
+@pytest.fixture
+async def world(client: Client, settings: Settings) -> dict[str, Any]:
+    """An agent with graded exam evidence, marketplace events, a settlement from a buyer rated in a
+    snapshot logged before it, and snapshots of its own."""
+    public = public_of(client)
+    service = logkey.load_or_create(settings.service_key_file)
+    agent, agent_card = new_card("attested")
+    market, buyer = keys.SigningKey.generate(), keys.SigningKey.generate()
+    await post(client, "/v1/log/entries", agent_card)
+    await post(
+        client, "/v1/log/entries", dsse.sign(make_party_card(market.public_key, "m", "marketplace"), [market])
+    )
+    await post(
+        client, "/v1/log/entries", dsse.sign(make_party_card(buyer.public_key, "b", "counterparty"), [buyer])
+    )
+    paid = make_settlement(
+        deal_id="first",
+        seller=agent.id,
+        buyer=buyer.id,
+        reporter_role="seller",
+        settled_at="2026-11-20T00:00:00Z",
+        payment="pass",
+    )
+    last = await post(client, "/v1/settlements", dsse.sign(paid, [agent]))
+    await rated(client, buyer.id, "trustscore-v1", last + 1)
+    # One snapshot per model (sorted by name); trustscore-v1's, the last, weights the buyer's report.
+    snap = (await on_app(client, snapshots.take, public.log, public.ratings, service))[-1]
+    delivered = make_settlement(
+        deal_id="second",
+        seller=agent.id,
+        buyer=buyer.id,
+        reporter_role="buyer",
+        settled_at="2026-11-21T00:00:00Z",
+        delivery="pass",
+        confirmed=True,
+    )
+    settlement = await post(client, "/v1/settlements", dsse.sign(delivered, [buyer]))
+    assert settlement > snap.index
+    names: tuple[EventName, ...] = ("delivered", "confirmed", "negotiation_expired")
+    for i, name in enumerate(names):
+        event = make_event(
+            marketplace=market.id, agent=agent.id, event=name, ref=f"o{i}", occurred_at="2026-11-22T00:00:00Z"
+        )
+        await post(client, "/v1/events", dsse.sign(event, [market]))
+    exam = load_exam("integrity@1", ExamDirs())
+    run = run_exam(exam, agent_from_spec(f"python:{AGENTS}:good"))
+    graded = await post(client, "/v1/reports", sign_run(run, agent))
+    await rated(client, agent.id, "trustscore-v1", graded + 1)
+    own = await on_app(client, snapshots.take, public.log, public.ratings, service)
+    size = max(a.index for a in own) + 1
+    for model in MODELS:
+        await rated(client, agent.id, model, size)
+    store = AttestationStore(public.store.pool)
+    return {
+        "public": public,
+        "store": store,
+        "service": service,
+        "agent": agent,
+        "buyer": buyer,
+        "snap": snap,
+        "graded": graded,
+    }
+
+
+async def test_a_bundle_of_real_evidence_verifies_offline(
+    client: Client, world: dict[str, Any], tmp_path: Path
+) -> None:
+    agent = world["agent"]
+    vkey = (await client.get("/v1/log/key")).text.strip()
+    for model in MODELS:
+        bundle = await on_app(
+            client, build_bundle, world["public"], world["store"], world["service"], agent.id, model
+        )
+        served = (await client.get(f"/v1/agents/{agent.id}/rating", params={"model": model})).json()
+        a = attestation.parse_attestation(bundle.attestation)
+        assert (a.total, a.adjusted, a.grade, a.n) == (
+            served["total"],
+            served["adjusted"],
+            served["grade"],
+            served["n"],
+        )
+        assert a.dimensions == {
+            name: None if d["score"] is None else attestation.micros(d["score"])
+            for name, d in served["dimensions"].items()
+        }
+        assert a.coverage_micros == attestation.micros(served["coverage"])
+        assert a.computed_at == served["computed_at"] and a.log_size == served["log_size"]
+        assert a.total is not None and a.n > 0
+        # The entries: service card, the agent's and counterparties' cards, evidence, and snapshots.
+        assert 0 in a.evidence_entries and world["snap"].index in a.evidence_entries
+        code, message = verify_cli(tmp_path, bundle, "--verifier-key", vkey)
+        assert (code, message) == (0, ""), message
+
+
+async def test_tampering_is_named(client: Client, world: dict[str, Any], tmp_path: Path) -> None:
+    agent, service = world["agent"], world["service"]
+    bundle = await on_app(
+        client, build_bundle, world["public"], world["store"], service, agent.id, "baseline-v0.3"
+    )
+    good: dict[str, Any] = msgspec.to_builtins(bundle)
+    raw = json.loads(canonical.b64decode(bundle.attestation.payload))
+    total = raw["predicate"]["total"]
+
+    # A number changed in the signed payload: the attestation's signature fails.
+    data = json.loads(json.dumps(good))
+    changed = {**raw, "predicate": {**raw["predicate"], "total": total + 1}}
+    data["attestation"]["payload"] = canonical.b64encode(canonical.encode(changed))
+    code, message = verify_cli(tmp_path, data)
+    assert code == 1 and message.startswith(f"attestation: signature by {service.id} does not verify"), (
+        message
+    )
+
+    # A number changed and signed again with the server's own key: recomputation names it.
+    data = json.loads(json.dumps(good))
+    data["attestation"] = msgspec.to_builtins(dsse.sign(canonical.encode(changed), [service]))
+    code, message = verify_cli(tmp_path, data)
+    assert (code, message) == (1, f"total: attested {total + 1}, recomputed {total}")
+
+    # One bit of one proof hash flipped: the entry is named.
+    data = json.loads(json.dumps(good))
+    entry = next(e for e in data["entries"] if e["proof"])
+    proof = bytearray(base64.b64decode(entry["proof"][-1]))
+    proof[7] ^= 0x10
+    entry["proof"][-1] = base64.b64encode(bytes(proof)).decode()
+    code, message = verify_cli(tmp_path, data)
+    assert code == 1 and message.startswith(f"entry {entry['index']}: inclusion proof does not verify"), (
+        message
+    )
+
+    # An evidence entry dropped from the bundle: named.
+    data = json.loads(json.dumps(good))
+    evidence_index = max(e["index"] for e in data["entries"])
+    data["entries"] = [e for e in data["entries"] if e["index"] != evidence_index]
+    code, message = verify_cli(tmp_path, data)
+    assert (code, message) == (
+        1,
+        f"entry {evidence_index} is listed in evidence_entries but missing from the bundle",
+    )
+
+    # The graded exam dropped from the signed list too (the server lying by omission): the count and the
+    # numbers recomputed from what is left differ from those attested.
+    data = json.loads(json.dumps(good))
+    data["entries"] = [e for e in data["entries"] if e["index"] != world["graded"]]
+    kept = [i for i in raw["predicate"]["evidence_entries"] if i != world["graded"]]
+    omitted = {**raw, "predicate": {**raw["predicate"], "evidence_entries": kept}}
+    a = msgspec.convert(omitted["predicate"], attestation.RatingAttestation)
+    omitted["subject"] = [msgspec.to_builtins(attestation.attestation_subject(a))]
+    data["attestation"] = msgspec.to_builtins(dsse.sign(canonical.encode(omitted), [service]))
+    code, message = verify_cli(tmp_path, data)
+    assert code == 1 and message.startswith(("total: attested", "n: attested")), message
+
+    # Another log's key trusted: refused before anything else.
+    other = keys.SigningKey.generate()
+    code, message = verify_cli(
+        tmp_path, good, "--verifier-key", note.make_verifier_key("x", other.public_key)
+    )
+    assert code == 1 and "not the trusted" in message
+
+
+def attestation_app(settings: Settings, dsn: str) -> Litestar:
+    """The controller on its own app, wired as api/app.py would wire it, reading the same database."""
+    services: dict[str, AttestationService] = {}
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Litestar) -> AsyncIterator[None]:
+        pool = await db.create_pool(dsn, min_size=1, max_size=4)
+        try:
+            log_key = logkey.load_or_create(settings.log_key_file)
+            log = LogService(LogStore(pool), log_key, settings.log_origin, max_batch=settings.max_batch)
+            projections = ProjectionStore(pool)
+            ratings = RatingService(projections, load_models(), Metrics())
+            await ratings.refresh()
+            public = PublicService(log, projections, ratings, ExamDirs())
+            service_key = logkey.load_or_create(settings.service_key_file)
+            services["attestations"] = AttestationService(public, AttestationStore(pool), service_key)
+            yield
+        finally:
+            await pool.close()
+
+    return Litestar(
+        route_handlers=[AttestationController],
+        dependencies={"attestations": Provide(lambda: services["attestations"], sync_to_thread=False)},
+        lifespan=[lifespan],
+        exception_handlers=EXCEPTION_HANDLERS,
+    )
+
+
+async def test_the_route_serves_bundles_and_credentials(
+    world: dict[str, Any], settings: Settings, dsn: str, tmp_path: Path
+) -> None:
+    agent = world["agent"]
+    async with AsyncTestClient(app=attestation_app(settings, dsn)) as c:
+        r = await c.get(f"/v1/agents/{agent.id}/rating/attestation")
+        assert r.status_code == 200, r.text
+        code, message = verify_cli(tmp_path, r.json())
+        assert code == 0, message
+        r = await c.get(
+            f"/v1/agents/{agent.id}/rating/attestation", params={"format": "vc", "model": "baseline-v0.3"}
+        )
+        assert r.status_code == 200, r.text
+        credential = r.json()
+        assert credential["type"] == ["VerifiableCredential", "TrustscoreRatingCredential"]
+        assert credential["issuer"] == "did:key:" + credential["proof"]["verificationMethod"].split("#")[1]
+        document = attestation.verify_rating_credential(credential)
+        assert document["credentialSubject"]["agent"] == agent.id
+        path = tmp_path / "vc.json"
+        path.write_text(json.dumps(credential))
+        parser = argparse.ArgumentParser()
+        rating_cli.register(parser.add_subparsers(dest="command"))
+        args = parser.parse_args(["rating", "verify-vc", str(path)])
+        assert args.func(args) == 0
+        credential["credentialSubject"]["total"] += 1
+        with pytest.raises(TrustscoreError, match="does not verify"):
+            attestation.verify_rating_credential(credential)
+        r = await c.get(f"/v1/agents/ts1_{'0' * 40}/rating/attestation")
+        assert r.status_code == 404
+        schema = (await c.get("/schema/openapi.json")).json()
+        assert "getRatingAttestation" in json.dumps(schema)
