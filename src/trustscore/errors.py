@@ -123,3 +123,11 @@ class RateLimited(TrustscoreError):
     code = "rate-limited"
     status = 429
     title = "Too many requests"
+
+
+class Busy(TrustscoreError):
+    """The server cannot take this work now; the client may retry."""
+
+    code = "busy"
+    status = 503
+    title = "Service busy"

@@ -141,7 +141,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         """Prometheus metrics: ingest, grading and rating latency, counts."""
         return Response(runtime.metrics.render(), media_type="text/plain; version=0.0.4")
 
-    def writes_only(request: Request[Any, Any, Any]) -> bool:
+    async def writes_only(request: Request[Any, Any, Any]) -> bool:  # async: no thread hop per request
         return request.method == "POST"
 
     rate_limit = RateLimitConfig(

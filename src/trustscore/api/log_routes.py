@@ -1,4 +1,4 @@
-"""HTTP routes of the evidence log (see docs/api.md)."""
+"""HTTP routes of the evidence log (see docs/ledger-format.md)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,8 @@ class KeyResponse(msgspec.Struct):
     index: int
 
 
-NonNegative = Annotated[int, QueryParameter(ge=0)]
+MAX_INDEX = 2**62  # far beyond any log; keeps query values inside PostgreSQL's bigint
+NonNegative = Annotated[int, QueryParameter(ge=0, le=MAX_INDEX)]
 Log = NamedDependency[LogService]
 MaxPage = NamedDependency[int]
 TEXT = "text/plain; charset=utf-8"
@@ -89,11 +90,12 @@ class LogController(Controller):
         log_service: Log,
         max_page: MaxPage,
         start: NonNegative = 0,
-        end: Annotated[int | None, QueryParameter(ge=0)] = None,
+        end: Annotated[int | None, QueryParameter(ge=0, le=MAX_INDEX)] = None,
     ) -> EntriesResponse:
         """Entries ``[start, end)`` with their exact leaf bytes (base64), at most one page at a time."""
         rows = await log_service.entries(start, end, max_page)
-        nxt = rows[-1].index + 1 if rows and (end is None or rows[-1].index + 1 < end) else None
+        full = len(rows) == max_page
+        nxt = rows[-1].index + 1 if rows and full and (end is None or rows[-1].index + 1 < end) else None
         return EntriesResponse(
             [LogEntry(r.index, b64encode(r.leaf), b64encode(r.leaf_hash)) for r in rows], nxt
         )
@@ -110,8 +112,8 @@ class LogController(Controller):
     async def consistency(
         self,
         log_service: Log,
-        from_size: Annotated[int, QueryParameter(name="from", ge=0)],
-        to_size: Annotated[int, QueryParameter(name="to", ge=0)],
+        from_size: Annotated[int, QueryParameter(name="from", ge=0, le=MAX_INDEX)],
+        to_size: Annotated[int, QueryParameter(name="to", ge=0, le=MAX_INDEX)],
     ) -> ConsistencyProofResponse:
         """The RFC 6962 consistency proof between the trees of sizes ``from`` and ``to``."""
         proof = await log_service.consistency_proof(from_size, to_size)

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import msgspec
-from litestar import Controller, get
+from litestar import Controller, Response, get
 from litestar.datastructures import CacheControlHeader
 from litestar.di import NamedDependency
 from litestar.params import FromPath, QueryParameter
 
+from trustscore.errors import InvalidInput
 from trustscore.ledger import statements
 from trustscore.services.log import LogService
 from trustscore.services.public import PublicService
@@ -72,7 +73,7 @@ class EvidenceOut(msgspec.Struct):
 class EvidencePage(msgspec.Struct):
     agent: str
     items: list[EvidenceOut]
-    next_after: int | None
+    next: str | None  # the cursor of the next page ("index.seq"), None on the last page
 
 
 class RankedOut(msgspec.Struct):
@@ -120,6 +121,20 @@ Log = NamedDependency[LogService]
 Model = Annotated[str | None, QueryParameter(description="model version (default trustscore-v1)")]
 
 
+def parse_cursor(text: str | None) -> tuple[int, int]:
+    """An evidence cursor ``index.seq``; before everything when absent."""
+    if text is None:
+        return (-1, -1)
+    index, dot, seq = text.partition(".")
+    if not (dot and index.isdigit() and seq.isdigit() and len(index) <= 18 and len(seq) <= 9):
+        raise InvalidInput("after must be a cursor of the form INDEX.SEQ from a previous page")
+    return (int(index), int(seq))
+
+
+def encode_rating(rated: RatedAgent, checkpoint_size: int | None) -> bytes:
+    return msgspec.json.encode(rating_out(rated, checkpoint_size))
+
+
 def rating_out(r: RatedAgent, checkpoint_size: int | None) -> RatingOut:
     rating = r.rating
     stats = rating.uncertainty.dimensions if rating.uncertainty else {}
@@ -165,12 +180,11 @@ class PublicController(Controller):
         return AgentOut(c.id, c.kind, c.name, c.endpoint, c.controller, c.index, c.card, "unverified")
 
     @get("/agents/{agent_id:str}/rating", operation_id="getRating")
-    async def rating(
-        self, public: Public, log_service: Log, agent_id: FromPath[str], model: Model = None
-    ) -> RatingOut:
-        """The agent's rating under a model, with every dimension's n, interval and null reason."""
-        rated = await public.rating(agent_id, model)
-        return rating_out(rated, log_service.checkpoint_size)
+    async def rating(self, public: Public, agent_id: FromPath[str], model: Model = None) -> Response[bytes]:
+        """The agent's rating under a model, with every dimension's n, interval and null reason
+        (a `RatingOut`); the encoded body is reused until the rating or the log moves on."""
+        body = await public.rating_body(agent_id, model, encode_rating)
+        return Response(body, media_type="application/json")
 
     @get("/agents/{agent_id:str}/evidence", operation_id="getEvidence")
     async def evidence(
@@ -178,12 +192,12 @@ class PublicController(Controller):
         public: Public,
         agent_id: FromPath[str],
         after: Annotated[
-            int, QueryParameter(ge=-1, description="list evidence from log entries after this index")
-        ] = -1,
+            str | None, QueryParameter(description="the previous page's `next` cursor (INDEX.SEQ)")
+        ] = None,
         limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
     ) -> EvidencePage:
-        """The evidence items about an agent, each with the log index that proves it, paged."""
-        rows = await public.evidence(agent_id, after, limit)
+        """The evidence items about an agent in log order, each with the log index that proves it, paged."""
+        rows = await public.evidence(agent_id, parse_cursor(after), limit)
         items = [
             EvidenceOut(
                 r.index,
@@ -199,7 +213,9 @@ class PublicController(Controller):
             )
             for r in rows
         ]
-        return EvidencePage(agent_id, items, rows[-1].index if len(rows) == limit else None)
+        return EvidencePage(
+            agent_id, items, f"{rows[-1].index}.{rows[-1].seq}" if len(rows) == limit else None
+        )
 
     @get("/leaderboard", operation_id="getLeaderboard")
     async def leaderboard(

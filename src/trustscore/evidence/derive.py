@@ -99,7 +99,7 @@ def derive(entry_index: int, statement: ParsedStatement, context: Context) -> li
     if isinstance(p, Settlement):
         return _settlement(entry_index, p, context)
     if isinstance(p, Event):
-        return [_event(entry_index, p)]
+        return [_event(entry_index, p, context)]
     if statement.kind.predicate_type in NO_EVIDENCE:
         return []
     raise UnsupportedKind(f"no evidence mapping for {statement.kind.predicate_type}")
@@ -162,7 +162,8 @@ def _settlement(index: int, s: Settlement, context: Context) -> list[DerivedEvid
     ]
 
 
-def _event(index: int, e: Event) -> DerivedEvidence:
+def _event(index: int, e: Event, context: Context) -> DerivedEvidence:
+    """A marketplace's word counts like a counterparty's: weighted by the marketplace's own rating."""
     dimension, result, source = _EVENTS[e.event]
     return DerivedEvidence(
         index=index,
@@ -174,6 +175,7 @@ def _event(index: int, e: Event) -> DerivedEvidence:
         result=result,
         key=f"event:{e.marketplace}:{e.ref}:{dimension}",
         issuer=e.marketplace,
+        extra_weight=context.reporter_weight(e.marketplace, index),
     )
 
 

@@ -5,8 +5,8 @@ so the evidence a rating was computed from can be re-derived by anyone from the 
 (``verify=True``) every entry's signatures and admission rules are re-checked; the server, which
 checked both at ingest, may skip that.
 
-Reporter weights follow the rating snapshots of :data:`REPORTER_MODEL` only, so one model's
-calibration decides how much a counterparty's word counts.
+Reporter weights follow the rating snapshots of one model only
+(:data:`trustscore.evidence.reporters.REPORTER_MODEL`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import msgspec
 
 from trustscore.errors import TrustscoreError
 from trustscore.evidence.derive import Context, DerivedEvidence, derive, derive_snapshots
+from trustscore.evidence.reporters import REPORTER_MODEL as REPORTER_MODEL
 from trustscore.evidence.reporters import ReporterWeights
 from trustscore.ledger import audit, keys, kinds_all
 from trustscore.ledger.admission import Registration, admit, registration_of
@@ -28,7 +29,6 @@ from trustscore.ledger.snapshots import RatingSnapshot
 from trustscore.ledger.submission import check
 from trustscore.scoring.inputs import Snapshot
 
-REPORTER_MODEL = "trustscore-v1"
 assert kinds_all.ALL_KINDS  # every kind registered before any entry is parsed
 
 
@@ -84,8 +84,7 @@ class ProjectionState:
         return None if reg is None else reg.public_key
 
     def feed_snapshot(self, index: int, snapshot: RatingSnapshot) -> None:
-        if snapshot.model_version == REPORTER_MODEL:
-            self.reporters.add(index, snapshot)
+        self.reporters.add(index, snapshot)
 
 
 def _card_row(index: int, reg: Registration, predicate: object) -> CardRow:

@@ -15,6 +15,8 @@ from trustscore.ledger.statements import ParsedStatement
 
 #: The weight of a reporter with no rating yet (and the floor of every weight).
 UNRATED_WEIGHT = 0.5
+#: Reporter weights follow this model's rating snapshots only (one calibration decides).
+REPORTER_MODEL = "trustscore-v1"
 
 
 def rating_weight(rating: int | None) -> float:
@@ -43,7 +45,10 @@ class ReporterWeights:
         self._last = -1
 
     def add(self, index: int, snapshot: RatingSnapshot) -> None:
-        """Record the snapshot logged at ``index``; indexes must strictly increase."""
+        """Record the snapshot logged at ``index`` if it is of :data:`REPORTER_MODEL`; indexes must
+        strictly increase."""
+        if snapshot.model_version != REPORTER_MODEL:
+            return
         if index <= self._last:
             raise InvalidInput(f"snapshots must be fed in log order: {index} after {self._last}")
         self._last = index

@@ -13,7 +13,7 @@ Rules (docs/evidence-mapping.md):
 - rating snapshots must be signed by a service key with the ``snapshot`` role;
 - a settlement's two parties must be registered non-service parties and not one interest
   (the same key, the same controller, or one controlling the other);
-- an event must be signed by a registered marketplace, about a registered agent.
+- an event must be signed by a registered marketplace, about a registered agent of another interest.
 """
 
 from __future__ import annotations
@@ -117,8 +117,10 @@ def admit(
         if _same_interest(seller, buyer):
             raise InvalidInput("self-dealing: seller and buyer are the same key or share a controller")
     elif name == "event":
-        _registered(lookup, stmt.facts.signer, "marketplace", ["marketplace"])
-        _registered(lookup, stmt.facts.subject, "agent", ["agent"])
+        market = _registered(lookup, stmt.facts.signer, "marketplace", ["marketplace"])
+        agent = _registered(lookup, stmt.facts.subject, "agent", ["agent"])
+        if _same_interest(market, agent):
+            raise InvalidInput("self-dealing: the marketplace and the agent share a controller")
     else:
         raise InvalidInput(f"no admission rule for {name}")
     return None

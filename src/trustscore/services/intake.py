@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from trustscore.errors import Conflict
+from trustscore.errors import Busy, Conflict, InvalidInput, NonceReplay, TrustscoreError
 from trustscore.exams.loader import ExamDirs
 from trustscore.exams.report import ExamReport, exam_for, grade_report
 from trustscore.grading.model import ItemGrade
@@ -37,22 +37,60 @@ class GradedReport:
 
 class Intake:
     def __init__(
-        self, log: LogService, grader_key: SigningKey, exam_dirs: ExamDirs, metrics: Metrics
+        self,
+        log: LogService,
+        grader_key: SigningKey,
+        exam_dirs: ExamDirs,
+        metrics: Metrics,
+        *,
+        max_gradings: int = 2,
+        grading_wait: float = 30.0,
+        clock_skew: float = 300.0,
     ) -> None:
         self.log = log
         self.grader_key = grader_key
         self.exam_dirs = exam_dirs
         self.metrics = metrics
+        self._grading = asyncio.Semaphore(max_gradings)
+        self.grading_wait = grading_wait
+        self.clock_skew = dt.timedelta(seconds=clock_skew)
 
     async def report(self, body: bytes) -> GradedReport:
-        """Verify, re-grade and log an exam report with the server's graded evidence (all or nothing)."""
+        """Verify, re-grade and log an exam report with the server's graded evidence (all or nothing).
+
+        Everything cheap is checked before grading (which runs sandboxed code): signature, admission,
+        the signer's rate limit, a replay, the exam version and digest, and that the set is public.
+        """
+        try:
+            return await self._report(body)
+        except TrustscoreError as exc:
+            self.metrics.submissions_refused.labels(exc.code).inc()
+            raise
+
+    async def _report(self, body: bytes) -> GradedReport:
         [prepared] = self.log.parse_body(body, kinds={"exam-report"}, single=True)
         report = prepared.statement.predicate
         assert isinstance(report, ExamReport)
-        await self.log.check_prepared([prepared], batch=False)  # signature and admission before grading
+        await self.log.check_prepared([prepared], batch=False)
+        self._not_in_future(report.issued_at, "issued_at")
+        existing = await self.log.store.statement_index(prepared.statement_hash)
+        if existing is not None:
+            raise Conflict(f"this report is already in the log as entry {existing}")
+        if await self.log.store.nonce_used(report.agent, report.nonce):
+            raise NonceReplay(f"nonce {report.nonce!r} of {report.agent} was already used")
         exam = exam_for(report, self.exam_dirs)
+        if exam.file.tier != "public":
+            raise InvalidInput(f"{exam.id} is not a public exam set; the server asks private items itself")
+        self.log.charge([report.agent])
+        try:
+            await asyncio.wait_for(self._grading.acquire(), self.grading_wait)
+        except TimeoutError as exc:
+            raise Busy("the server is busy grading other reports; retry later") from exc
         started = time.perf_counter()
-        grades = await asyncio.to_thread(grade_report, report, exam)
+        try:
+            grades = await asyncio.to_thread(grade_report, report, exam)
+        finally:
+            self._grading.release()
         self.metrics.grading_seconds.observe(time.perf_counter() - started)
         self.metrics.items_graded.inc(len(grades))
         graded_at = statements.format_time(dt.datetime.now(dt.UTC))
@@ -85,15 +123,32 @@ class Intake:
             envelope = dsse.sign(payload, [self.grader_key])
             return [prepare(msgspec.to_builtins(envelope))]
 
-        rep, ev = await self.log.append([prepared], batch=False, follow=follow)
+        rep, ev = await self.log.append([prepared], batch=False, follow=follow, charged=True)
+        self.metrics.ingest_seconds.labels("reports").observe(time.perf_counter() - started)
         return GradedReport(rep, ev, exam.id, grades)
 
     async def settlement(self, body: bytes) -> Appended:
-        prepared = self.log.parse_body(body, kinds={"settlement"}, single=True)
-        [appended] = await self.log.append(prepared, batch=False)
-        return appended
+        return await self._simple(body, "settlement", "settled_at")
 
     async def event(self, body: bytes) -> Appended:
-        prepared = self.log.parse_body(body, kinds={"event"}, single=True)
-        [appended] = await self.log.append(prepared, batch=False)
+        return await self._simple(body, "event", "occurred_at")
+
+    async def _simple(self, body: bytes, kind: str, when: str) -> Appended:
+        started = time.perf_counter()
+        try:
+            prepared = self.log.parse_body(body, kinds={kind}, single=True)
+            predicate = prepared[0].statement.predicate
+            self._not_in_future(predicate.issued_at, "issued_at")
+            self._not_in_future(getattr(predicate, when), when)
+            [appended] = await self.log.append(prepared, batch=False)
+        except TrustscoreError as exc:
+            self.metrics.submissions_refused.labels(exc.code).inc()
+            raise
+        self.metrics.ingest_seconds.labels(kind).observe(time.perf_counter() - started)
         return appended
+
+    def _not_in_future(self, text: str, what: str) -> None:
+        """Refuse times ahead of the server's clock: evidence dated in the future would escape decay."""
+        at = statements.parse_time(text, what=what)
+        if at > dt.datetime.now(dt.UTC) + self.clock_skew:
+            raise InvalidInput(f"{what} {text} is in the future")

@@ -7,7 +7,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
 
 import msgspec
 
@@ -48,11 +47,6 @@ _GROUP_ENTRIES = 10_000  # appends waiting for the log are committed together, u
 # The common case, decoded straight into envelopes in one pass; anything this rejects is decoded again
 # generically so that errors name the offending position exactly as before.
 _envelopes_decoder = msgspec.json.Decoder(list[dsse.Envelope] | dsse.Envelope)
-
-
-@dataclass(frozen=True)
-class Proof:
-    hashes: list[bytes]
 
 
 def _at(pos: int | None, exc: TrustscoreError) -> TrustscoreError:
@@ -205,20 +199,17 @@ class LogService:
         *,
         batch: bool = True,
         follow: Callable[[list[Appended]], list[Prepared]] | None = None,
+        charged: bool = False,
     ) -> list[Appended]:
         """Verify and admit every envelope, then append them all in one transaction (all or nothing).
 
         ``follow`` makes statements that must enter the log right after these, in the same transaction,
-        from their results (the server's graded evidence pointing at a report's index).
+        from their results (the server's graded evidence pointing at a report's index). ``charged``: the
+        caller already charged the signers' rate limits.
         """
         checked = await self.check_prepared(prepared, batch=batch)
-        if self.limiter is not None:
-            counts: dict[str, int] = {}
-            for e in checked:
-                counts[e.signer] = counts.get(e.signer, 0) + 1
-            for signer, n in sorted(counts.items()):
-                if signer not in (self.log_key.id,):
-                    self.limiter.take(signer, n)
+        if not charged:
+            self.charge([e.signer for e in checked])
         store_follow: Follow | None = None
         if follow is not None:
             make = follow
@@ -229,6 +220,17 @@ class LogService:
         out = await self._commit(checked, store_follow)
         self.metrics.entries_appended.inc(sum(not a.duplicate for a in out))
         return out
+
+    def charge(self, signers: list[str]) -> None:
+        """Spend the per-key write allowance of ``signers`` (one per statement); the server's keys are free."""
+        if self.limiter is None:
+            return
+        counts: dict[str, int] = {}
+        for signer in signers:
+            if signer not in self._own_keys:
+                counts[signer] = counts.get(signer, 0) + 1
+        for signer, n in sorted(counts.items()):
+            self.limiter.take(signer, n)
 
     def trust_own_key(self, key: SigningKey) -> None:
         """Let statements the server makes with ``key`` (already registered) follow others in a transaction."""

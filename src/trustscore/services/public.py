@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +40,9 @@ class PublicService:
         self.store = store
         self.ratings = ratings
         self.exam_dirs = exam_dirs
+        # Encoded rating bodies by (model, agent): reused while the rating object, the log size and the
+        # checkpoint size stay the same. Bounded by the agents the rating service holds anyway.
+        self._bodies: dict[tuple[str, str], tuple[object, int, int | None, bytes]] = {}
 
     async def card(self, agent: str) -> Card:
         card = await self.store.card(agent)
@@ -55,7 +59,19 @@ class PublicService:
             raise NotFound(f"{agent} is a service key, which is not rated")
         return self.ratings.unrated(agent, model)
 
-    async def evidence(self, agent: str, after: int, limit: int) -> list[EvidenceRow]:
+    async def rating_body(
+        self, agent: str, model: str | None, encode: Callable[[RatedAgent, int | None], bytes]
+    ) -> bytes:
+        """The encoded rating response of ``agent``, encoded again only when something it shows changed."""
+        rated = await self.rating(agent, model)
+        size = self.log.checkpoint_size
+        key = (rated.rating.model_version, agent)
+        cached = self._bodies.get(key)
+        if cached is None or cached[0] is not rated.rating or cached[1:3] != (rated.log_size, size):
+            cached = self._bodies[key] = (rated.rating, rated.log_size, size, encode(rated, size))
+        return cached[3]
+
+    async def evidence(self, agent: str, after: tuple[int, int], limit: int) -> list[EvidenceRow]:
         if not 1 <= limit <= 1000:
             raise InvalidInput("limit must be 1..1000")
         await self.card(agent)

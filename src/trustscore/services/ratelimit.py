@@ -1,21 +1,29 @@
-"""Per-key rate limits on writes: a token bucket per signer id, in memory."""
+"""Per-key rate limits on writes: a token bucket per signer id, in bounded memory."""
 
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 
 from trustscore.errors import RateLimited
 
 
 class KeyRateLimiter:
-    """At most ``burst`` writes at once per key, refilled at ``rate`` per second."""
+    """At most ``burst`` writes at once per key, refilled at ``rate`` per second.
 
-    def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
+    Buckets live in an LRU of at most ``max_keys``: a forgotten key starts again with a full bucket, so
+    the bound trades a little leniency towards keys idle long enough to be evicted for O(1) work per take.
+    """
+
+    def __init__(
+        self, rate: float, burst: int, *, max_keys: int = 100_000, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.rate = rate
         self.burst = burst
+        self.max_keys = max_keys
         self.clock = clock
-        self._buckets: dict[str, tuple[float, float]] = {}
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
 
     def take(self, key_id: str, n: int = 1) -> None:
         """Spend ``n`` tokens of ``key_id``'s bucket or raise :class:`RateLimited`."""
@@ -27,6 +35,6 @@ class KeyRateLimiter:
         if tokens < n:
             raise RateLimited(f"signer {key_id} is over its rate limit ({self.rate:g}/s, burst {self.burst})")
         self._buckets[key_id] = (tokens - n, now)
-        if len(self._buckets) > 100_000:  # forget idle keys rather than grow without bound
-            cutoff = now - self.burst / self.rate
-            self._buckets = {k: v for k, v in self._buckets.items() if v[1] >= cutoff}
+        self._buckets.move_to_end(key_id)
+        while len(self._buckets) > self.max_keys:
+            self._buckets.popitem(last=False)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from trustscore.errors import NonceReplay
+from trustscore.errors import InvalidInput, NonceReplay
 from trustscore.ledger import merkle
 from trustscore.ledger.admission import Registration, registration_of
 from trustscore.ledger.submission import CheckedEntry
@@ -49,13 +49,6 @@ class LogStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
 
-    async def resolve_keys(self, ids: Iterable[str]) -> dict[str, bytes]:
-        wanted = sorted(set(ids))
-        if not wanted:
-            return {}
-        rows = await self.pool.fetch("SELECT id, public_key FROM keys WHERE id = ANY($1::text[])", wanted)
-        return {r["id"]: bytes(r["public_key"]) for r in rows}
-
     async def registrations(self, ids: Iterable[str]) -> dict[str, Registration]:
         """What admission needs of each registered key among ``ids``."""
         wanted = sorted(set(ids))
@@ -70,6 +63,19 @@ class LogStore:
             )
             for r in rows
         }
+
+    async def statement_index(self, statement_hash: bytes) -> int | None:
+        """The index of the entry holding the statement with this hash, if any."""
+        idx: int | None = await self.pool.fetchval(
+            "SELECT idx FROM entries WHERE statement_hash = $1", statement_hash
+        )
+        return idx
+
+    async def nonce_used(self, signer: str, nonce: str) -> bool:
+        used: bool = await self.pool.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM entries WHERE signer = $1 AND nonce = $2)", signer, nonce
+        )
+        return used
 
     async def leaves_of_kind(self, kind: str, before: int) -> list[tuple[int, bytes]]:
         rows = await self.pool.fetch(
@@ -177,6 +183,17 @@ class LogStore:
         introduced = {
             reg.id: (reg, i) for i, e in reversed(new) if (reg := registration_of(e.statement)) is not None
         }
+        if introduced:
+            # Admission read the registrations before this transaction held the sequence lock; a card
+            # committed since then must not be contradicted (a key's type, controller and roles are fixed).
+            for r in await conn.fetch(
+                "SELECT id, kind, controller, roles FROM keys WHERE id = ANY($1::text[])", list(introduced)
+            ):
+                reg = introduced[r["id"]][0]
+                if (r["kind"], r["controller"], tuple(r["roles"])) != (reg.kind, reg.controller, reg.roles):
+                    raise InvalidInput(
+                        f"{reg.id} is registered as {r['kind']}; a key's card type, controller and roles never change"
+                    )
         if introduced:
             regs = list(introduced.values())
             await conn.execute(

@@ -142,12 +142,14 @@ class ProjectionStore:
         )
         return [_evidence_row(r) for r in rows]
 
-    async def evidence_of(self, agent: str, after: int, limit: int) -> list[EvidenceRow]:
+    async def evidence_of(self, agent: str, after: tuple[int, int], limit: int) -> list[EvidenceRow]:
+        """``agent``'s evidence after the cursor ``(index, seq)`` in log order, at most ``limit`` rows."""
         rows = await self.pool.fetch(
             "SELECT idx, seq, agent, dimension, source, value, result, key, at, issuer, extra_weight "
-            "FROM evidence WHERE agent = $1 AND (idx, seq) > ($2, 2147483647) ORDER BY idx, seq LIMIT $3",
+            "FROM evidence WHERE agent = $1 AND (idx, seq) > ($2, $3) ORDER BY idx, seq LIMIT $4",
             agent,
-            after,
+            after[0],
+            after[1],
             limit,
         )
         return [_evidence_row(r) for r in rows]

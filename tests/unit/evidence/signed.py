@@ -131,7 +131,7 @@ def busy_log() -> Log:
     )
     snapshot = make_rating_snapshot(
         signer=svc.id,
-        model_version="baseline-v0.3",
+        model_version="trustscore-v1",
         weights_digest=DIGEST,
         log_size=5,
         taken_at=T1,

@@ -178,7 +178,7 @@ def test_marketplace_events(event: EventName, dimension: str, result: str, sourc
         result=result,  # type: ignore[arg-type]
         key=f"event:{market}:o-9:{dimension}",
         issuer=market,
-        extra_weight=1.0,
+        extra_weight=0.5,  # an unrated marketplace counts like an unrated counterparty
     )
 
 
@@ -247,7 +247,7 @@ def test_derive_log_weights_each_report_as_of_its_index() -> None:
         (4, "economic", 0.5),
         (6, "delivery", 0.8),  # buyer adjusted 600 -> 0.5 + 0.5 * 0.6
         (7, "reliability", 0.7),  # seller: adjusted null, total 400
-        (8, "delivery", 1.0),  # marketplace events are not weighted
+        (8, "delivery", 0.5),  # an unrated marketplace weighs like an unrated counterparty
     ]
     assert [s.total for s in out.snapshots] == [r.total for r in log.entries[5].statement.predicate.ratings]  # type: ignore[attr-defined]
 

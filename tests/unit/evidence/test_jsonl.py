@@ -40,7 +40,7 @@ def test_evidence_line_format() -> None:
         "agent": s.agent,
         "at": "2026-03-02T12:00:00Z",
         "total": s.total,
-        "model_version": "baseline-v0.3",
+        "model_version": "trustscore-v1",
     }
 
 

@@ -81,7 +81,12 @@ def test_feed_ignores_other_kinds() -> None:
     w.feed(0, other)
     row = SnapshotRow(agent=A, total=500, adjusted=500)
     payload = make_rating_snapshot(
-        signer=new_id(), model_version="m", weights_digest=DIGEST, log_size=1, taken_at=T0, ratings=[row]
+        signer=new_id(),
+        model_version="trustscore-v1",
+        weights_digest=DIGEST,
+        log_size=1,
+        taken_at=T0,
+        ratings=[row],
     )
     w.feed(1, statements.parse_statement(payload))
     assert w.weight(A, 2) == 0.75
@@ -100,3 +105,21 @@ def test_incremental_equals_replay(ratings: list[int | None], before: int) -> No
     last = ratings[:before][-1] if ratings[:before] else None
     assert incremental.weight(A, before) == rating_weight(last)
     assert 0.5 <= incremental.weight(A, before) <= 1.0
+
+
+def test_only_the_reporter_model_s_snapshots_count() -> None:
+    weights = ReporterWeights()
+    for model in ("baseline-v0.3", "trustscore-v1"):
+        snap = RatingSnapshot(
+            nonce="n" * 32,
+            issued_at=T0,
+            signer=new_id(),
+            model_version=model,
+            weights_digest=DIGEST,
+            log_size=1,
+            taken_at=T0,
+            ratings=[SnapshotRow(agent="a", total=900, adjusted=900)],
+        )
+        weights.add(1 if model.startswith("b") else 2, snap)
+    assert weights.rating("a", 2) is None  # the baseline snapshot at 1 does not count
+    assert weights.rating("a", 3) == 900
