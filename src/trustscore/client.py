@@ -97,8 +97,11 @@ class LogClient:
             if not page:
                 break
             for e in page:
-                out.append((int(e["index"]), b64decode(e["leaf"], what="leaf")))
-            start = out[-1][0] + 1
+                index = int(e["index"])
+                if index != start:  # a server must not repeat, skip or reorder entries
+                    raise InvalidInput(f"{self.server} returned entry {index} where {start} was due")
+                out.append((index, b64decode(e["leaf"], what="leaf")))
+                start += 1
         return out
 
     def inclusion_proof(self, index: int, size: int) -> list[bytes]:

@@ -15,6 +15,7 @@ from litestar.middleware.rate_limit import RateLimitConfig
 from litestar.openapi import OpenAPIConfig
 
 from trustscore import __version__
+from trustscore.api.attestation_routes import AttestationController
 from trustscore.api.evidence_routes import EvidenceController
 from trustscore.api.log_routes import LogController
 from trustscore.api.problems import EXCEPTION_HANDLERS
@@ -23,6 +24,7 @@ from trustscore.errors import StorageError
 from trustscore.exams.loader import ExamDirs
 from trustscore.ledger import keys
 from trustscore.services import logkey, service_keys, snapshots
+from trustscore.services.attestations import AttestationService
 from trustscore.services.intake import Intake
 from trustscore.services.log import LogService
 from trustscore.services.metrics import Metrics
@@ -32,6 +34,7 @@ from trustscore.services.ratelimit import KeyRateLimiter
 from trustscore.services.ratings import RatingService, load_models
 from trustscore.settings import Settings
 from trustscore.store import db
+from trustscore.store.attestations import AttestationStore
 from trustscore.store.log import LogStore
 from trustscore.store.projection import ProjectionStore
 
@@ -47,6 +50,7 @@ class Runtime:
     intake: Intake | None = None
     public: PublicService | None = None
     projector: Projector | None = None
+    attestations: AttestationService | None = None
     ready: bool = False
 
 
@@ -92,6 +96,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             runtime.projector = projector
             runtime.intake = Intake(service, service_key, exam_dirs, runtime.metrics)
             runtime.public = PublicService(service, projections, ratings, exam_dirs)
+            runtime.attestations = AttestationService(runtime.public, AttestationStore(pool), service_key)
             tasks = [
                 asyncio.create_task(
                     service.run_integrator(settings.integrate_interval, stop, settings.integrate_batch)
@@ -149,11 +154,20 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
     )
 
     return Litestar(
-        route_handlers=[LogController, EvidenceController, PublicController, health, ready, metrics],
+        route_handlers=[
+            LogController,
+            EvidenceController,
+            PublicController,
+            AttestationController,
+            health,
+            ready,
+            metrics,
+        ],
         dependencies={
             "log_service": provide("log_service"),
             "intake": provide("intake"),
             "public": provide("public"),
+            "attestations": provide("attestations"),
             "max_page": Provide(lambda: settings.max_page, sync_to_thread=False),
         },
         lifespan=[lifespan],

@@ -225,8 +225,9 @@ class PublicController(Controller):
         dimension: Annotated[str | None, QueryParameter()] = None,
         limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
     ) -> LeaderboardOut:
-        """Agents ranked by total (or one dimension); agents without a score are listed apart, unranked."""
-        board = public.leaderboard(model, dimension, limit)
+        """Agents ranked by total (or one dimension); registered agents without a score are listed apart
+        with the reason (at most ``limit`` of each)."""
+        board = await public.leaderboard(model, dimension, limit)
         return LeaderboardOut(
             board.model,
             board.dimension,

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from trustscore import logs
 from trustscore import settings as settings_mod
 from trustscore.ledger import note
 from trustscore.services import logkey
@@ -43,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
     from trustscore.api.app import create_app
 
+    logs.configure()
     s = resolve_settings(args)
     s.data_dir.mkdir(parents=True, exist_ok=True)
     dsn = database_dsn(s)
@@ -51,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"trustscore listening on http://{s.host}:{s.port} ({where})", flush=True)
     print(f"log verifier key: {note.make_verifier_key(s.log_origin, key.public_key)}", flush=True)
     config = uvicorn.Config(
-        create_app(s, dsn), host=s.host, port=s.port, log_level="warning", access_log=False, lifespan="on"
+        create_app(s, dsn), host=s.host, port=s.port, log_config=None, access_log=False, lifespan="on"
     )
     server = uvicorn.Server(config)
     server.run()

@@ -26,20 +26,6 @@ def verify_leaf(leaf: bytes, resolve: Callable[[str], bytes | None]) -> CheckedE
     return check(parse_leaf(leaf), resolve)
 
 
-def card_keys(leaves: Sequence[bytes]) -> dict[str, bytes]:
-    """Every key introduced by a statement in ``leaves`` (first introduction wins)."""
-    found: dict[str, bytes] = {}
-    for leaf in leaves:
-        try:
-            p = parse_leaf(leaf)
-        except TrustscoreError:
-            continue
-        k = p.statement.facts.introduces_key
-        if k is not None:
-            found.setdefault(p.statement.facts.subject, k)
-    return found
-
-
 @dataclass
 class FsckReport:
     entries: int
@@ -67,13 +53,16 @@ def fsck(
     """
     latest = max((s for s, _ in checkpoints), default=0)
     report = FsckReport(entries=len(leaves), checkpoint_size=latest)
-    keys = {**card_keys(leaves), **(trusted or {})}
+    keys = dict(trusted or {})  # grows in log order: a key counts only after the entry registering it
     hashes = [merkle.leaf_hash(leaf) for leaf in leaves]
     for i, leaf in enumerate(leaves):
         try:
-            verify_leaf(leaf, keys.get)
+            entry = verify_leaf(leaf, keys.get)
         except TrustscoreError as exc:
             report.problems.append(f"entry {i}: {exc.message}")
+        else:
+            if entry.introduces_key is not None:
+                keys.setdefault(entry.subject, entry.introduces_key)
         if stored_leaf_hashes is not None and stored_leaf_hashes[i] != hashes[i]:
             report.problems.append(f"entry {i}: stored leaf hash does not match its leaf")
     if latest > len(leaves):

@@ -10,7 +10,7 @@ import msgspec
 from trustscore.errors import InvalidInput, StorageError, TrustscoreError
 from trustscore.ledger import dsse
 
-# The log accepts any signed statement here; a dedicated reports endpoint may replace it later.
+# Reports go to their own route: the server re-grades them and logs its graded evidence beside them.
 SUBMIT_PATH = "/v1/reports"
 
 

@@ -294,6 +294,7 @@ class LogService:
             latest = await self.store.latest_checkpoint()
             self.checkpoint_size = None if latest is None else latest.size
         else:
+            self.metrics.integrated_size.inc(cp.size - (self.checkpoint_size or 0))
             self.checkpoint_size = cp.size
         return cp
 

@@ -53,8 +53,9 @@ class Projector:
             raise
 
     async def catch_up(self) -> None:
+        """Project everything new, refreshing ratings after every step so they never wait on ingest."""
         while await self.step() is not None:
-            pass
+            await self.ratings.refresh()
         await self.ratings.refresh()
 
     async def run(self, interval: float, stop: asyncio.Event) -> None:

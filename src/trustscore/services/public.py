@@ -77,15 +77,24 @@ class PublicService:
         await self.card(agent)
         return await self.store.evidence_of(agent, after, limit)
 
-    def leaderboard(self, model: str | None, dimension: str | None, limit: int) -> Leaderboard:
+    async def leaderboard(self, model: str | None, dimension: str | None, limit: int) -> Leaderboard:
+        """Agents ranked by total (or one dimension). Registered agents without a score, including those
+        with no evidence at all, are listed apart with the reason, never ranked. Parties are not ranked."""
         if dimension is not None and dimension not in DIMENSIONS:
             raise InvalidInput(f"unknown dimension {dimension!r}; one of {', '.join(DIMENSIONS)}")
         if not 1 <= limit <= 1000:
             raise InvalidInput("limit must be 1..1000")
         weights = self.ratings.model(model)
+        agents = {c.id for c in await self.store.cards("agent")}
         scored: list[tuple[float, RatedAgent]] = []
         unranked: list[tuple[RatedAgent, str]] = []
-        for r in self.ratings.all(weights.model_version):
+        rated = {
+            r.rating.agent: r for r in self.ratings.all(weights.model_version) if r.rating.agent in agents
+        }
+        for agent in sorted(agents - rated.keys()):
+            r = self.ratings.unrated(agent, weights.model_version)
+            unranked.append((r, "no_evidence"))
+        for r in rated.values():
             if dimension is None:
                 value: float | None = None if r.rating.total is None else float(r.rating.total)
                 reason = r.rating.null_reasons.get("total", "no_scored_dimensions")
@@ -97,8 +106,9 @@ class PublicService:
             else:
                 scored.append((value, r))
         scored.sort(key=lambda t: (-t[0], t[1].rating.agent))
+        unranked.sort(key=lambda t: t[0].rating.agent)
         ranked = [Ranked(i + 1, r, v) for i, (v, r) in enumerate(scored[:limit])]
-        return Leaderboard(weights.model_version, dimension, ranked, unranked)
+        return Leaderboard(weights.model_version, dimension, ranked, unranked[:limit])
 
     def methodology(self) -> tuple[str, list[tuple[str, str, str, bool]]]:
         """The methodology document and each served model's (version, digest, weights file text, default)."""
