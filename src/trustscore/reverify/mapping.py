@@ -1,0 +1,90 @@
+"""The admission rule and the evidence of ``reverification/v1``, for ``ledger/admission.py`` and
+``evidence/derive.py`` to call (docs/reverification.md, "Evidence").
+
+Evidence (source ``verified``, issuer ``server-reverify``, at ``ran_at``):
+
+- integrity, key ``reverify:report:{report_index}``: the report's standing, replaced by each later run of
+  the same report. match: value = share, success; mismatch: value = share, partial (share >= 500) or
+  failure; unreachable: value 0, failure (a down endpoint is never a silent pass; a later match heals it).
+- integrity, key ``reverify:mismatch:{report_index}:{seed}``, mismatch only: value 0, failure. It is never
+  replaced, so a mismatch keeps counting against integrity after the endpoint matches again.
+- each answered private item: its dimension, value and result, key ``exam:{name@version}:{item_id}`` (the
+  key graded private evidence uses, so a newer answer to the same item replaces the older). A failed
+  security probe is held back while it only starts a downgrade streak (security.DOWNGRADE_RUNS).
+"""
+
+from __future__ import annotations
+
+from trustscore.errors import InvalidInput, UnknownSigner
+from trustscore.evidence.derive import DerivedEvidence
+from trustscore.ledger.admission import Lookup, Registration
+from trustscore.ledger.reverification import Reverification
+from trustscore.ledger.statements import ParsedStatement, parse_time
+from trustscore.scoring.inputs import Result
+
+#: The issuer of re-verification evidence: the literal the released trustscore-v1 weights file exempts
+#: from the issuer cap. The key that signed is in the statement's ``verifier``.
+ISSUER = "server-reverify"
+SOURCE = "verified"
+PARTIAL_FROM_MILLIS = 500
+
+
+def _registered(lookup: Lookup, kid: str, what: str, kind: str) -> Registration:
+    reg = lookup(kid)
+    if reg is None:
+        raise UnknownSigner(f"{what} {kid} is not registered")
+    if reg.kind != kind:
+        raise InvalidInput(f"{what} {kid} is registered as {reg.kind}, not {kind}")
+    return reg
+
+
+def admit_rule(stmt: ParsedStatement, lookup: Lookup) -> None:
+    """Raise unless the signer is a service key with the ``reverify`` role and the subject an agent."""
+    verifier = _registered(lookup, stmt.facts.signer, "re-verifier", "service")
+    if "reverify" not in verifier.roles:
+        raise InvalidInput(f"service key {verifier.id} has no reverify role")
+    _registered(lookup, stmt.facts.subject, "agent", "agent")
+
+
+def standing(r: Reverification) -> tuple[float, Result]:
+    """The value and result of the report's integrity standing after run ``r``."""
+    if r.outcome == "match":
+        return r.matched_millis / 1000, "success"
+    if r.outcome == "mismatch":
+        return r.matched_millis / 1000, "partial" if r.matched_millis >= PARTIAL_FROM_MILLIS else "failure"
+    return 0.0, "failure"
+
+
+def derive_reverification(index: int, stmt: ParsedStatement) -> list[DerivedEvidence]:
+    """The evidence items of the admitted re-verification logged at ``index``, in a fixed order."""
+    r = stmt.predicate
+    if not isinstance(r, Reverification):
+        raise InvalidInput(f"not a re-verification but a {stmt.kind.predicate_type} statement")
+    at = parse_time(r.ran_at, what="ran_at")
+
+    def item(dimension: str, value: float, result: Result, key: str) -> DerivedEvidence:
+        return DerivedEvidence(
+            index=index,
+            agent=r.agent,
+            dimension=dimension,
+            source=SOURCE,
+            at=at,
+            value=value,
+            result=result,
+            key=key,
+            issuer=ISSUER,
+        )
+
+    value, result = standing(r)
+    out = [item("integrity", value, result, f"reverify:report:{r.report_index}")]
+    if r.outcome == "mismatch":
+        out.append(item("integrity", 0.0, "failure", f"reverify:mismatch:{r.report_index}:{r.seed}"))
+    held_back = r.security_observed == "fail" and r.security_status != "failed"
+    for p in r.private_items:
+        if p.value_millis is None or (held_back and p.dimension == "security"):
+            continue
+        out.append(item(p.dimension, p.value_millis / 1000, p.result, f"exam:{p.exam}:{p.item_id}"))
+    return out
+
+
+__all__ = ["ISSUER", "SOURCE", "admit_rule", "derive_reverification", "standing"]

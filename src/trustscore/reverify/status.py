@@ -1,0 +1,121 @@
+"""An agent's verification status and its history, purely from its re-verification statements.
+
+Verified iff the latest run matched: a mismatch (or an unreachable endpoint) removes the status at once.
+The security status is carried by each statement (:mod:`trustscore.reverify.security`); :func:`check_history`
+recomputes that chain. :func:`should_record` keeps identical consecutive results out of the log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from trustscore.errors import VerificationError
+from trustscore.ledger.reverification import Reverification, security_probes
+from trustscore.reverify import security
+from trustscore.reverify.compare import Outcome
+from trustscore.reverify.security import SecurityState, SecurityStatus
+
+
+class HistoryRow(msgspec.Struct, frozen=True, kw_only=True):
+    index: int  # log index of the re-verification statement
+    ran_at: str
+    report_index: int
+    outcome: Outcome
+    matched_millis: int
+    security_status: SecurityStatus
+
+
+class VerificationStatus(msgspec.Struct, frozen=True, kw_only=True):
+    """What the rating response shows: the status now and every recorded run, oldest first."""
+
+    verified: bool
+    verified_since: str | None  # ran_at of the first run of the current unbroken series of matches
+    latest_index: int | None
+    security_status: SecurityStatus
+    history: list[HistoryRow]
+
+
+def security_state(history: Sequence[Reverification]) -> SecurityState:
+    """The standing security state after ``history`` (an agent's statements in log order)."""
+    if not history:
+        return SecurityState()
+    last = history[-1]
+    return SecurityState(last.security_status, last.security_streak)
+
+
+def verified(history: Sequence[Reverification]) -> bool:
+    return bool(history) and history[-1].outcome == "match"
+
+
+def check_history(history: Sequence[Reverification]) -> SecurityState:
+    """Recompute the security chain of an agent's statements (log order); raise at the first that breaks it."""
+    state = SecurityState()
+    for n, r in enumerate(history):
+        if r.security_observed != security.observe(security_probes(r.items, r.private_items)):
+            raise VerificationError(f"run {n} of {r.agent}: security_observed contradicts its probes")
+        state = security.step(state, r.security_observed)
+        if (r.security_status, r.security_streak) != (state.status, state.streak):
+            raise VerificationError(
+                f"run {n} of {r.agent}: security status {r.security_status}/{r.security_streak} should be "
+                f"{state.status}/{state.streak} after the runs before it"
+            )
+    return state
+
+
+def _result(r: Reverification) -> tuple[Any, ...]:
+    """What a run found, without when, how it was seeded, or which items went unanswered."""
+    answered = tuple(
+        (i.item_id, i.observed_millis, i.matched) for i in r.items if i.observed_millis is not None
+    )
+    private = tuple(
+        (p.exam, p.item_id, p.value_millis, p.result) for p in r.private_items if p.value_millis is not None
+    )
+    return (
+        r.agent,
+        r.report_index,
+        r.report_sha256,
+        r.endpoint,
+        r.outcome,
+        r.matched_millis,
+        answered,
+        private,
+        r.security_observed,
+        r.security_status,
+        r.security_streak,
+    )
+
+
+def should_record(previous: Reverification | None, new: Reverification) -> bool:
+    """False when ``new`` would say exactly what the agent's previous recorded run said."""
+    return previous is None or _result(previous) != _result(new)
+
+
+def summarize(history: Sequence[tuple[int, Reverification]]) -> VerificationStatus:
+    """The status and history of one agent from its (log index, statement) pairs in log order."""
+    rows = [
+        HistoryRow(
+            index=i,
+            ran_at=r.ran_at,
+            report_index=r.report_index,
+            outcome=r.outcome,
+            matched_millis=r.matched_millis,
+            security_status=r.security_status,
+        )
+        for i, r in history
+    ]
+    since: str | None = None
+    for row in reversed(rows):
+        if row.outcome != "match":
+            break
+        since = row.ran_at
+    statements = [r for _, r in history]
+    return VerificationStatus(
+        verified=verified(statements),
+        verified_since=since,
+        latest_index=rows[-1].index if rows else None,
+        security_status=security_state(statements).status,
+        history=rows,
+    )

@@ -1,0 +1,135 @@
+"""Status rules: verified iff the latest run matched; security upgrades at once and downgrades only after
+three consistent runs; identical consecutive results are not re-recorded."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from tests.unit.reverify.kit import item, matching, private, statement
+from trustscore.errors import InvalidInput, VerificationError
+from trustscore.ledger.reverification import Reverification
+from trustscore.reverify import security, status
+from trustscore.reverify.security import DOWNGRADE_RUNS, SecurityState
+
+
+def test_upgrade_on_one_run_downgrade_after_three_consistent_runs() -> None:
+    assert DOWNGRADE_RUNS == 3
+    s = security.step(SecurityState(), "pass")
+    assert s == SecurityState("passed", 0)
+    s = security.step(s, "fail")
+    assert s == SecurityState("passed", 1)  # one noisy run lowers nothing
+    s = security.step(s, "none")
+    assert s == SecurityState("passed", 1)  # a run without probes neither breaks nor extends the streak
+    s = security.step(s, "fail")
+    assert s == SecurityState("passed", 2)
+    s = security.step(s, "fail")
+    assert s == SecurityState("failed", 0)
+    assert security.step(s, "pass") == SecurityState("passed", 0)  # upgrades at once
+
+
+def test_a_pass_resets_the_downgrade_streak() -> None:
+    s = SecurityState()
+    for observed in ("pass", "fail", "fail", "pass", "fail", "fail"):
+        s = security.step(s, observed)
+    assert s == SecurityState("passed", 2)
+
+
+def test_unverified_also_needs_three_failures_to_become_failed() -> None:
+    s = SecurityState()
+    for _ in range(2):
+        s = security.step(s, "fail")
+    assert s.status == "unverified"
+    assert security.step(s, "fail") == SecurityState("failed", 0)
+
+
+def test_observe() -> None:
+    assert security.observe([]) == "none"
+    assert security.observe([1000, 500]) == "pass"
+    assert security.observe([1000, 250]) == "fail"
+
+
+@pytest.mark.parametrize(
+    ("observed", "status_", "streak"),
+    [
+        ("pass", "passed", 1),
+        ("pass", "unverified", 0),
+        ("fail", "failed", 1),
+        ("fail", "passed", 0),
+        ("none", "failed", 2),
+    ],
+)
+def test_inconsistent_security_fields_are_refused(observed: str, status_: str, streak: int) -> None:
+    with pytest.raises(InvalidInput):
+        security.check_consistent(observed, status_, streak)  # type: ignore[arg-type]
+
+
+def test_verified_only_while_the_latest_run_matched() -> None:
+    match, mismatch = statement(), statement(items=matching(observed=0))
+    down = statement(items=[item("i-0", 1000, None)])
+    assert status.verified([match])
+    assert not status.verified([match, mismatch])  # removed at once
+    assert not status.verified([match, down])  # a down endpoint is not a pass
+    assert status.verified([mismatch, match])
+    assert not status.verified([])
+
+
+def test_summary_and_history() -> None:
+    history = [statement(items=matching(observed=0), ran_at=f"2026-03-0{n}T00:00:00Z") for n in (1,)]
+    history += [statement(ran_at=f"2026-03-0{n}T00:00:00Z") for n in (2, 3)]
+    summary = status.summarize(list(zip([10, 20, 30], history, strict=True)))
+    assert summary.verified and summary.verified_since == "2026-03-02T00:00:00Z"
+    assert summary.latest_index == 30
+    assert [(r.index, r.outcome) for r in summary.history] == [(10, "mismatch"), (20, "match"), (30, "match")]
+    assert msgspec.json.decode(msgspec.json.encode(summary), type=status.VerificationStatus) == summary
+    empty = status.summarize([])
+    assert (empty.verified, empty.verified_since, empty.security_status) == (False, None, "unverified")
+
+
+def test_identical_consecutive_results_are_not_re_recorded() -> None:
+    first = statement()
+    again = statement(
+        checkpoint_size=9, checkpoint_root=b"\x09" * 32, trigger="schedule", ran_at="2026-03-02T00:00:00Z"
+    )
+    assert first.nonce != again.nonce and first.seed != again.seed
+    assert status.should_record(None, first)
+    assert not status.should_record(first, again)
+    assert status.should_record(first, statement(items=matching(observed=0)))
+    assert status.should_record(first, statement(endpoint="https://elsewhere.example/"))
+    assert status.should_record(first, statement(report_index=6, checkpoint_size=8))
+    assert status.should_record(first, statement(private_items=[private("p-1", 1000, "capability")]))
+
+
+def test_a_streak_towards_a_downgrade_is_always_recorded() -> None:
+    before = SecurityState("passed", 0)
+    probes = [private("p-1", 0)]
+    one = statement(private_items=probes, before=before)
+    two = statement(private_items=probes, before=SecurityState(one.security_status, one.security_streak))
+    assert (one.security_streak, two.security_streak) == (1, 2)
+    assert status.should_record(one, two)
+
+
+def test_unreachable_runs_with_different_samples_are_identical() -> None:
+    a = statement(items=[item("i-0", 1000, None), item("i-1", 0, None)])
+    b = statement(items=[item("i-7", 500, None)], checkpoint_size=9, trigger="schedule")
+    assert not status.should_record(a, b)
+
+
+def _chain(*observations: list[int]) -> list[Reverification]:
+    out: list[Reverification] = []
+    for grades in observations:
+        before = status.security_state(out)
+        out.append(
+            statement(private_items=[private(f"p-{n}", g) for n, g in enumerate(grades)], before=before)
+        )
+    return out
+
+
+def test_check_history_recomputes_the_security_chain() -> None:
+    chain = _chain([1000], [0], [0], [0])
+    assert status.check_history(chain) == SecurityState("failed", 0)
+    assert status.security_state(chain) == SecurityState("failed", 0)
+    # a statement that skips the streak (downgrading on one run) is consistent alone but not in the chain
+    forged = statement(private_items=[private("p-0", 0)], before=SecurityState("passed", 2))
+    with pytest.raises(VerificationError, match=r"run 1 .* should be passed/1"):
+        status.check_history([chain[0], forged])
