@@ -1,0 +1,457 @@
+"""``trustscore demo``: the whole product in one command, on a throwaway embedded database.
+
+It starts ``trustscore serve`` on the embedded PostgreSQL, registers the scripted example agents and a
+counterparty, has every agent sit every public exam, submits the signed reports (the server re-grades
+them), posts two settlements, then prints the leaderboard and one agent's rating with its proofs: the
+checkpoint's signature and two evidence entries' signatures and inclusion, verified here, trusting only
+the log's verifier key. The server is always stopped at the end. See docs/demo.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import msgspec
+
+from trustscore.canonical import b64encode
+from trustscore.cli.agent import card_envelope
+from trustscore.client import LogClient
+from trustscore.errors import InvalidInput, NotFound, StorageError, VerificationError
+from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, list_exams
+from trustscore.ledger import audit, checkpoint, dsse, keys, merkle, note
+from trustscore.ledger.parties import make_party_card, now
+from trustscore.ledger.settlements import Delivery, make_settlement
+from trustscore.ledger.submission import CheckedEntry
+from trustscore.sdk import agent_from_spec, run_exam
+from trustscore.sdk.runner import sign_run
+from trustscore.store import embedded
+
+REPO = DEFAULT_PUBLIC_DIR.parent
+AGENTS = REPO / "examples" / "agents" / "scripted.py"
+WEIGHTS = REPO / "weights"
+PERSONAS = ("good", "careless", "gullible", "bluffer")
+MODEL = "trustscore-v1"
+FEATURED = "good"  # the agent whose rating and proofs are shown
+START_TIMEOUT = 120.0
+WAIT_TIMEOUT = 60.0
+VERIFIER_LINE = "log verifier key: "
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "demo", help="run the whole product once on a throwaway server and show ratings with their proofs"
+    )
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        help="data directory to use and keep (default: a fresh temporary directory, removed at the end)",
+    )
+    p.add_argument("--port", type=int, help="port for the demo server (default: a free port)")
+    p.add_argument("--keep", action="store_true", help="keep the temporary data directory")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    temporary = args.data_dir is None
+    data_dir = Path(tempfile.mkdtemp(prefix="trustscore-demo-")) if temporary else args.data_dir
+    try:
+        with (
+            serving(data_dir, args.port or free_port()) as server,
+            contextlib.closing(DemoClient(server.url)) as client,
+        ):
+            shown = Demo(client, server).run()
+            print_commands(server, shown, data_dir if not temporary or args.keep else None)
+    finally:
+        if temporary and not args.keep:
+            shutil.rmtree(data_dir, ignore_errors=True)
+        elif temporary:
+            print(f"\ndata kept in {data_dir}")
+    return 0
+
+
+# --- the server --------------------------------------------------------------------------------------
+
+
+def check_port_free(port: int) -> None:
+    """Refuse a port something already listens on: the demo must talk to its own server, not another."""
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise InvalidInput(f"port {port} is not free on 127.0.0.1: {exc.strerror}") from exc
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@dataclass(frozen=True)
+class Server:
+    url: str
+    port: int
+    verifier_key: str  # as the server printed it at start-up
+
+
+@contextlib.contextmanager
+def serving(data_dir: Path, port: int) -> Iterator[Server]:
+    """A ``trustscore serve`` subprocess on the embedded PostgreSQL in ``data_dir``, stopped on exit."""
+    check_port_free(port)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log_path = data_dir / "demo-server.log"
+    env = {k: v for k, v in os.environ.items() if k != "TRUSTSCORE_DATABASE_URL"}
+    env |= {"TRUSTSCORE_SNAPSHOT_INTERVAL": "2", "TRUSTSCORE_INTEGRATE_INTERVAL": "0.05"}
+    argv = [sys.executable, "-m", "trustscore.cli.main", "serve", "--port", str(port)]
+    print(f"starting trustscore serve on http://127.0.0.1:{port} (embedded PostgreSQL in {data_dir / 'pg'})")
+    with log_path.open("ab") as log:
+        proc = subprocess.Popen(  # noqa: S603 - fixed argv: our interpreter and the serve command
+            [*argv, "--data-dir", str(data_dir)], env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        _wait_ready(proc, url, log_path)
+        yield Server(url, port, _printed_verifier_key(log_path))
+    finally:
+        _stop(proc, data_dir / "pg")
+
+
+def _last_line(path: Path) -> str:
+    lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "(no output)"
+
+
+def _wait_ready(proc: subprocess.Popen[bytes], url: str, log_path: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise StorageError(f"the demo server exited during start-up: {_last_line(log_path)}")
+        try:
+            if httpx.get(url + "/readyz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise StorageError(f"the demo server was not ready within {START_TIMEOUT:.0f} s (log: {log_path})")
+
+
+def _printed_verifier_key(log_path: Path) -> str:
+    for line in log_path.read_text(errors="replace").splitlines():
+        if line.startswith(VERIFIER_LINE):
+            return line.removeprefix(VERIFIER_LINE).strip()
+    raise StorageError(f"the demo server did not print its log verifier key (log: {log_path})")
+
+
+def _stop(proc: subprocess.Popen[bytes], pg_dir: Path) -> None:
+    """Stop the server (which stops its embedded PostgreSQL as it exits), then make sure of the latter."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    embedded.stop(pg_dir)
+    pid_file = pg_dir / "postmaster.pid"
+    deadline = time.monotonic() + 15
+    while pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+# --- talking to it -----------------------------------------------------------------------------------
+
+
+class DemoClient(LogClient):
+    """The log client plus the JSON reads and writes of the public and evidence APIs."""
+
+    def get(self, path: str, **params: Any) -> Any:
+        return self._json("GET", path, params=params)
+
+    def post(self, path: str, envelope: dsse.Envelope) -> Any:
+        body = msgspec.json.encode(envelope)
+        return self._json("POST", path, content=body, headers={"content-type": "application/json"})
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Rows as plain text in aligned columns (numbers right-aligned), indented two spaces."""
+    cells = [[str(h) for h in headers], *[["-" if c is None else str(c) for c in r] for r in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    numeric = [all(_is_number(r[i]) for r in cells[1:]) and len(cells) > 1 for i in range(len(headers))]
+    lines = []
+    for row in cells:
+        parts = [c.rjust(w) if num else c.ljust(w) for c, w, num in zip(row, widths, numeric, strict=True)]
+        lines.append("  " + "  ".join(parts).rstrip())
+    return "\n".join(lines)
+
+
+def _row(cells: Sequence[object], widths: Sequence[int], *, numeric: bool) -> str:
+    """One table row in fixed widths: the first two columns left-aligned, the rest right-aligned if
+    ``numeric`` (for rows printed one at a time, before the whole table is known)."""
+    parts = [
+        str(c).rjust(w) if numeric and n >= 2 else str(c).ljust(w)
+        for n, (c, w) in enumerate(zip(cells, widths, strict=True))
+    ]
+    return "  " + "  ".join(parts).rstrip()
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return text == "-"
+    return True
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def section(title: str) -> None:
+    print(f"\n== {title} ==", flush=True)
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What the demo verified, for the commands that let a reader check it again."""
+
+    verified_indexes: list[int]
+    log_size: int
+    computed_at: str
+
+
+class Demo:
+    def __init__(self, client: DemoClient, server: Server) -> None:
+        self.client = client
+        self.server = server
+        self.keys = {p: keys.SigningKey.generate() for p in PERSONAS}
+        self.buyer = keys.SigningKey.generate()
+        self.names = {k.id: p for p, k in self.keys.items()} | {self.buyer.id: "demo-buyer"}
+        self.last_index = 0
+
+    def run(self) -> Shown:
+        self.register()
+        self.sit_exams()
+        self.settle()
+        ratings = {p: self.wait_rating(p) for p in PERSONAS}
+        self.show_leaderboard()
+        featured = ratings[FEATURED]
+        self.show_rating(featured)
+        indexes = self.show_proofs(featured)
+        return Shown(indexes, featured["log_size"], featured["computed_at"])
+
+    def _appended(self, index: int) -> None:
+        self.last_index = max(self.last_index, index)
+
+    def register(self) -> None:
+        section("registering agents and a counterparty")
+        rows: list[tuple[str, str, str, int]] = []
+        for persona, key in self.keys.items():
+            [entry] = self.client.submit(card_envelope(key, persona))
+            rows.append((persona, "agent", key.id, entry["index"]))
+        card = make_party_card(self.buyer.public_key, "demo-buyer", "counterparty")
+        [entry] = self.client.submit(dsse.sign(card, [self.buyer]))
+        rows.append(("demo-buyer", "counterparty", self.buyer.id, entry["index"]))
+        for row in rows:
+            self._appended(row[3])
+        print(table(("name", "kind", "key id", "log index"), rows), flush=True)
+
+    def sit_exams(self) -> None:
+        exams = list_exams(ExamDirs())
+        section(f"every agent sits the {len(exams)} public exams; the server re-grades each report")
+        # Rows print as each report is graded (the capability exam runs code in a sandbox: seconds).
+        widths = (max(map(len, PERSONAS)), max(len(e.id) for e in exams), 5, 17, 9)
+        headers = ("agent", "exam", "items", "server mean grade", "log index")
+        print(_row(headers, widths, numeric=False), flush=True)
+        for persona in PERSONAS:
+            agent = agent_from_spec(f"python:{AGENTS}:{persona}")
+            try:
+                for exam in exams:
+                    envelope = sign_run(run_exam(exam, agent), self.keys[persona])
+                    graded = self.client.post("/v1/reports", envelope)
+                    self._appended(graded["evidence_index"])
+                    values = [i["value_millis"] for i in graded["items"]]
+                    mean = sum(values) / len(values) / 1000 if values else None
+                    cells = (persona, graded["exam"], len(values), _fmt(mean, 3), graded["evidence_index"])
+                    print(_row(cells, widths, numeric=True), flush=True)
+            finally:
+                agent.close()
+
+    def settle(self) -> None:
+        section("the counterparty reports two deals")
+        deals: tuple[tuple[str, Delivery, bool], ...] = (("good", "pass", True), ("careless", "late", False))
+        rows = []
+        for n, (persona, delivery, confirmed) in enumerate(deals, 1):
+            statement = make_settlement(
+                deal_id=f"demo-deal-{n}",
+                seller=self.keys[persona].id,
+                buyer=self.buyer.id,
+                reporter_role="buyer",
+                settled_at=now(),
+                delivery=delivery,
+                confirmed=confirmed,
+            )
+            index = self.client.post("/v1/settlements", dsse.sign(statement, [self.buyer]))["index"]
+            self._appended(index)
+            rows.append((f"demo-deal-{n}", persona, delivery, "yes" if confirmed else "no", index))
+        print(table(("deal", "seller", "delivery", "confirmed", "log index"), rows), flush=True)
+
+    def wait_rating(self, persona: str) -> dict[str, Any]:
+        """The agent's rating once it covers every entry written so far."""
+        agent = self.keys[persona].id
+        deadline = time.monotonic() + WAIT_TIMEOUT
+        while time.monotonic() < deadline:
+            with contextlib.suppress(NotFound):
+                rating: dict[str, Any] = self.client.get(f"/v1/agents/{agent}/rating", model=MODEL)
+                if rating["log_size"] > self.last_index:
+                    return rating
+            time.sleep(0.1)
+        raise StorageError(f"no rating of {persona} covering the log within {WAIT_TIMEOUT:.0f} s")
+
+    def show_leaderboard(self) -> None:
+        board = self.client.get("/v1/leaderboard", model=MODEL)
+        section(f"leaderboard ({board['model_version']})")
+        rows = [(r["rank"], self.name(r["agent"]), r["total"], r["grade"]) for r in board["ranked"]]
+        print(table(("rank", "agent", "total", "grade"), rows))
+        if board["unranked"]:
+            print("unranked:")
+            unranked = [(self.name(u["agent"]), u["reason"]) for u in board["unranked"]]
+            print(table(("agent", "reason"), unranked))
+        else:
+            print("unranked: none")
+
+    def name(self, agent_id: str) -> str:
+        """The persona's name; an agent of an earlier run on the same data dir by its card's name."""
+        if agent_id not in self.names:
+            card = self.client.get(f"/v1/agents/{agent_id}")
+            self.names[agent_id] = f"{card['name']} ({agent_id[:12]}, earlier run)"
+        return self.names[agent_id]
+
+    def show_rating(self, r: dict[str, Any]) -> None:
+        section(f"rating of {FEATURED} ({r['agent']})")
+        interval = r["total_interval"]
+        facts = [
+            ("model", f"{r['model_version']} ({r['weights_digest']})"),
+            ("computed at", f"{r['computed_at']} over log entries [0, {r['log_size']})"),
+            ("total", f"{_fmt(r['total'], 0)}  (90% interval {_interval(interval, 0)})"),
+            ("adjusted", _fmt(r["adjusted"], 0)),
+            ("grade", r["grade"] or "-"),
+            ("coverage", _fmt(r["coverage"], 3)),
+            ("confidence", _fmt(r["confidence"], 3)),
+            ("evidence items", r["n"]),
+        ]
+        width = max(len(k) for k, _ in facts)
+        for k, v in facts:
+            print(f"  {k.ljust(width)}  {v}")
+        rows = [
+            (name, _fmt(d["score"]), d["n"], _interval(d["interval"], 1), d["null_reason"])
+            for name, d in r["dimensions"].items()
+        ]
+        print(table(("dimension", "score", "n", "90% interval", "null reason"), rows), flush=True)
+
+    def show_proofs(self, rating: dict[str, Any]) -> list[int]:
+        """Verify and print the checkpoint and two evidence entries; return the entries' indexes."""
+        section(f"proofs for {FEATURED}, checked here trusting only the log's verifier key")
+        vkey = self.server.verifier_key
+        served = self.client.verifier_key()
+        if served != vkey:
+            raise VerificationError(f"the server serves verifier key {served!r}, not the one it printed")
+        verifier = note.parse_verifier_key(vkey)
+        print(f"  log verifier key: {vkey}")
+        cp = self.latest_checkpoint(verifier, rating["log_size"])
+        print(f"  checkpoint: size {cp.size}, root {b64encode(cp.root)}, signature verified")
+        items = self.sample_evidence(rating["agent"])
+        for item in items:
+            leaf = self.verify_included(cp, item["index"])
+            entry = self.verify_signed(cp, verifier, leaf)
+            print(
+                f"  entry {item['index']} ({entry.statement.kind.name}: {item['dimension']} "
+                f"from {item['source']}): signatures and inclusion in checkpoint {cp.size} verified"
+            )
+        return [i["index"] for i in items]
+
+    def latest_checkpoint(self, verifier: note.Verifier, min_size: int) -> checkpoint.Checkpoint:
+        """The latest signed checkpoint, once it covers ``min_size`` entries, its signature verified."""
+        deadline = time.monotonic() + WAIT_TIMEOUT
+        while True:
+            cp = checkpoint.open_checkpoint(self.client.checkpoint(), verifier, verifier.name)
+            if cp.size >= min_size:
+                return cp
+            if time.monotonic() > deadline:
+                raise StorageError(f"no checkpoint covering {min_size} entries within {WAIT_TIMEOUT:.0f} s")
+            time.sleep(0.1)
+
+    def sample_evidence(self, agent: str) -> list[dict[str, Any]]:
+        """Two evidence items: the first exam grade and the last (the settlement when there is one)."""
+        items: list[dict[str, Any]] = self.client.get(f"/v1/agents/{agent}/evidence", limit=1000)["items"]
+        if not items:
+            raise NotFound(f"the server lists no evidence about {agent}")
+        picked = [items[0]]
+        last = next((i for i in reversed(items) if i["index"] != items[0]["index"]), None)
+        return picked if last is None else [*picked, last]
+
+    def verify_included(self, cp: checkpoint.Checkpoint, index: int) -> bytes:
+        """Entry ``index``'s leaf, after checking its inclusion proof against the verified checkpoint."""
+        got = self.client.entries(index, index + 1)
+        if not got or got[0][0] != index:
+            raise VerificationError(f"the server did not return entry {index}")
+        leaf = got[0][1]
+        proof = self.client.inclusion_proof(index, cp.size)
+        merkle.verify_inclusion(merkle.leaf_hash(leaf), index, cp.size, proof, cp.root)
+        return leaf
+
+    def verify_signed(self, cp: checkpoint.Checkpoint, verifier: note.Verifier, leaf: bytes) -> CheckedEntry:
+        """The entry with every signature verified against the signer's card, itself proven in the log."""
+        log_key = {keys.key_id(verifier.public_key): verifier.public_key}
+        signers: dict[str, bytes] = {}
+        for sig in audit.parse_leaf(leaf).envelope.signatures:
+            card = audit.verify_leaf(self.verify_included(cp, self.client.key_index(sig.keyid)), log_key.get)
+            if card.introduces_key is None or card.subject != sig.keyid:
+                raise VerificationError(f"the card the server names for {sig.keyid} does not register it")
+            signers[sig.keyid] = card.introduces_key
+        return audit.verify_leaf(leaf, signers.get)
+
+
+def _interval(interval: Sequence[float] | None, digits: int) -> str:
+    if interval is None:
+        return "-"
+    low, high = interval
+    return f"[{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def print_commands(server: Server, shown: Shown, kept: Path | None) -> None:
+    """How a reader checks all this again with the ordinary commands, trusting only the verifier key."""
+    section("check it yourself")
+    vkey = shlex.quote(server.verifier_key)
+    url = server.url
+    indexes = " ".join(f"--index {i}" for i in shown.verified_indexes)
+    if kept is None:
+        print("  the demo server stops now; rerun with --keep (or --data-dir DIR) to keep its log, then:")
+    else:
+        print("  the demo server stops now; start it again on the kept data, then:")
+    print(f"  trustscore serve --data-dir {shlex.quote(str(kept or 'DIR'))} --port {server.port} &")
+    print(f"  trustscore log verify --server {url} --verifier-key {vkey} {indexes}")
+    print(f"  trustscore log fsck --server {url} --verifier-key {vkey}")
+    print(
+        f"  trustscore evidence export --server {url} --verifier-key {vkey} --size {shown.log_size} "
+        f"--model {MODEL} --evidence-out evidence.jsonl --snapshots-out snapshots.jsonl"
+    )
+    weights = shlex.quote(str(WEIGHTS / f"{MODEL}.toml"))
+    print(
+        f"  trustscore score --weights {weights} --evidence evidence.jsonl --snapshots snapshots.jsonl "
+        f"--at {shown.computed_at}"
+    )
