@@ -22,6 +22,8 @@ COMMAND_MODULES = (
     "trustscore.cli.score",
     "trustscore.cli.exam",
     "trustscore.cli.evidence",
+    "trustscore.cli.rating",
+    "trustscore.cli.demo",
 )
 
 
