@@ -11,6 +11,7 @@ sample (:func:`trustscore.reverify.sampling.recheck`). Register with ``register(
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from typing import Any
 
 from trustscore import canonical
@@ -18,10 +19,9 @@ from trustscore.cli import common
 from trustscore.client import LogClient
 from trustscore.errors import VerificationError
 from trustscore.exams.report import ExamReport
-from trustscore.ledger import audit, checkpoint, keys, merkle, note
+from trustscore.ledger import audit, checkpoint, dsse, keys, merkle, note
 from trustscore.ledger.reverification import Reverification
 from trustscore.ledger.service_card import ServiceCard
-from trustscore.ledger.submission import CheckedEntry
 from trustscore.reverify import sampling
 
 
@@ -50,23 +50,37 @@ def _included(client: LogClient, cp: checkpoint.Checkpoint, index: int) -> bytes
     return leaf
 
 
+def _reverifier_key(
+    client: LogClient, cp: checkpoint.Checkpoint, verifier: str, log_key: note.Verifier
+) -> bytes:
+    """The re-verifier's public key from its service card: co-signed by the log key, with the reverify role."""
+    card_index = client.key_index(verifier)
+    prepared = audit.parse_leaf(_included(client, cp, card_index))
+    service, own = prepared.statement.predicate, prepared.statement.facts.introduces_key
+    if not isinstance(service, ServiceCard) or own is None or prepared.statement.facts.subject != verifier:
+        raise VerificationError(f"entry {card_index} is not the service card of {verifier}")
+    log_id = keys.key_id(log_key.public_key)
+    known = {verifier: own, log_id: log_key.public_key}
+    signed = dsse.verify_envelope(prepared.envelope, known.get)
+    if not {verifier, log_id} <= set(signed.signer_ids):
+        raise VerificationError(
+            f"the service card of {verifier} (entry {card_index}) is not co-signed by the log key"
+        )
+    if "reverify" not in service.roles:
+        raise VerificationError(f"service key {verifier} has no reverify role")
+    return own
+
+
 def _reverification(
     client: LogClient, cp: checkpoint.Checkpoint, index: int, log_key: note.Verifier
-) -> CheckedEntry:
+) -> Reverification:
     leaf = _included(client, cp, index)
     r = audit.parse_leaf(leaf).statement.predicate
     if not isinstance(r, Reverification):
         raise VerificationError(f"entry {index} is not a reverification/v1 statement")
-    card_index = client.key_index(r.verifier)
-    trusted = {keys.key_id(log_key.public_key): log_key.public_key}
-    card = audit.verify_leaf(_included(client, cp, card_index), trusted.get)
-    service = card.statement.predicate
-    if not isinstance(service, ServiceCard) or card.subject != r.verifier or card.introduces_key is None:
-        raise VerificationError(f"entry {card_index} is not the service card of {r.verifier}")
-    if "reverify" not in service.roles:
-        raise VerificationError(f"service key {r.verifier} has no reverify role")
-    public = card.introduces_key
-    return audit.verify_leaf(leaf, lambda kid: public if kid == r.verifier else None)
+    public = _reverifier_key(client, cp, r.verifier, log_key)
+    audit.verify_leaf(leaf, lambda kid: public if kid == r.verifier else None)
+    return r
 
 
 def _report(client: LogClient, cp: checkpoint.Checkpoint, r: Reverification) -> tuple[ExamReport, bytes]:
@@ -97,16 +111,20 @@ def prove_root(client: LogClient, cp: checkpoint.Checkpoint, size: int, root: by
     merkle.verify_consistency(size, cp.size, client.consistency_proof(size, cp.size), root, cp.root)
 
 
-def run_check(args: argparse.Namespace) -> int:
-    log_key = common.verifier(args.verifier_key)
-    with LogClient(args.server) as client:
-        cp = checkpoint.open_checkpoint(client.checkpoint(), log_key, None)
-        entry = _reverification(client, cp, args.index, log_key)
-        r = entry.statement.predicate
-        assert isinstance(r, Reverification)
-        report, report_hash = _report(client, cp, r)
-        root = canonical.b64decode(r.checkpoint_root, what="checkpoint_root")
-        prove_root(client, cp, r.checkpoint_size, root)
+@dataclass(frozen=True)
+class Checked:
+    checkpoint_size: int  # the signed checkpoint everything was proven against
+    statement: Reverification
+    sample: list[str]
+
+
+def check(client: LogClient, log_key: note.Verifier, index: int) -> Checked:
+    """Prove and recheck the re-verification at ``index``; raise naming the first thing that fails."""
+    cp = checkpoint.open_checkpoint(client.checkpoint(), log_key, None)
+    r = _reverification(client, cp, index, log_key)
+    report, report_hash = _report(client, cp, r)
+    root = canonical.b64decode(r.checkpoint_root, what="checkpoint_root")
+    prove_root(client, cp, r.checkpoint_size, root)
     sample = sampling.recheck(
         report_index=r.report_index,
         report_sha256=report_hash,
@@ -116,13 +134,19 @@ def run_check(args: argparse.Namespace) -> int:
         checkpoint_root=root,
         statement=r,
     )
-    print(f"checkpoint: size {cp.size}, signature by {log_key.name} verified")
+    return Checked(cp.size, r, sample)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    log_key = common.verifier(args.verifier_key)
+    with LogClient(args.server) as client:
+        done = check(client, log_key, args.index)
+    r = done.statement
+    print(f"checkpoint: size {done.checkpoint_size}, signature by {log_key.name} verified")
     print(
         f"entry {args.index}: reverification by {r.verifier} of report {r.report_index}, signatures verified"
     )
-    print(
-        f"seed: root of size {r.checkpoint_size} proven consistent with checkpoint {cp.size}; seed {r.seed}"
-    )
-    print(f"sample: {len(sample)} items recomputed and equal: {', '.join(sample)}")
+    print(f"seed: root of size {r.checkpoint_size} proven consistent with checkpoint {done.checkpoint_size}")
+    print(f"sample: {len(done.sample)} items recomputed and equal: {', '.join(done.sample)}")
     print(f"outcome: {r.outcome} ({r.matched_millis / 10:.1f}% of sampled items matched)")
     return 0
