@@ -16,6 +16,7 @@ from typing import Any
 
 from trustscore import canonical
 from trustscore.cli import common
+from trustscore.cli.log import _verify_included as _included  # entry + inclusion proof; shared
 from trustscore.client import LogClient
 from trustscore.errors import VerificationError
 from trustscore.exams.report import ExamReport
@@ -35,19 +36,6 @@ def register(sub: Any) -> None:
     c.add_argument("--verifier-key", required=True, help="the log's verifier key, or a file holding it")
     c.add_argument("--index", type=int, required=True, help="log index of the reverification/v1 entry")
     c.set_defaults(func=run_check)
-
-
-def _included(client: LogClient, cp: checkpoint.Checkpoint, index: int) -> bytes:
-    if not 0 <= index < cp.size:
-        raise VerificationError(f"entry {index} is not in the checkpoint (size {cp.size})")
-    got = client.entries(index, index + 1)
-    if not got or got[0][0] != index:
-        raise VerificationError(f"server did not return entry {index}")
-    leaf = got[0][1]
-    merkle.verify_inclusion(
-        merkle.leaf_hash(leaf), index, cp.size, client.inclusion_proof(index, cp.size), cp.root
-    )
-    return leaf
 
 
 def _reverifier_key(
