@@ -15,12 +15,16 @@ Evidence (source ``verified``, issuer ``server-reverify``, at ``ran_at``):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from trustscore.errors import InvalidInput, UnknownSigner
-from trustscore.evidence.derive import DerivedEvidence
-from trustscore.ledger.admission import Lookup, Registration
 from trustscore.ledger.reverification import Reverification
 from trustscore.ledger.statements import ParsedStatement, parse_time
 from trustscore.scoring.inputs import Result
+
+if TYPE_CHECKING:  # admission.py and derive.py import this module: no run-time imports back
+    from trustscore.evidence.derive import DerivedEvidence
+    from trustscore.ledger.admission import Lookup, Registration
 
 #: The issuer of re-verification evidence: the literal the released trustscore-v1 weights file exempts
 #: from the issuer cap. The key that signed is in the statement's ``verifier``.
@@ -57,6 +61,8 @@ def standing(r: Reverification) -> tuple[float, Result]:
 
 def derive_reverification(index: int, stmt: ParsedStatement) -> list[DerivedEvidence]:
     """The evidence items of the admitted re-verification logged at ``index``, in a fixed order."""
+    from trustscore.evidence.derive import DerivedEvidence  # at call time: derive.py imports this module
+
     r = stmt.predicate
     if not isinstance(r, Reverification):
         raise InvalidInput(f"not a re-verification but a {stmt.kind.predicate_type} statement")
