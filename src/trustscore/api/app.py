@@ -175,4 +175,5 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         middleware=[rate_limit.middleware] if settings.address_rate_per_minute > 0 else [],
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(title="trustscore", version=__version__, path="/schema"),
+        logging_config=None,  # logging is configured by the process (trustscore.logs), not the app
     )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -56,5 +58,8 @@ def run(args: argparse.Namespace) -> int:
         create_app(s, dsn), host=s.host, port=s.port, log_config=None, access_log=False, lifespan="on"
     )
     server = uvicorn.Server(config)
+    # uvicorn re-raises SIGTERM/SIGINT after a graceful shutdown; exiting normally instead lets the
+    # embedded PostgreSQL's exit hook stop it rather than leave it running.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     server.run()
     return 0 if server.started else 1
