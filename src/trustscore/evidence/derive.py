@@ -20,10 +20,12 @@ from trustscore.ledger.cards import AGENT_CARD
 from trustscore.ledger.events import Event, EventName
 from trustscore.ledger.graded import GradedEvidence
 from trustscore.ledger.parties import PARTY_CARD
+from trustscore.ledger.reverification import Reverification
 from trustscore.ledger.service_card import SERVICE_CARD
 from trustscore.ledger.settlements import Settlement
 from trustscore.ledger.snapshots import RATING_SNAPSHOT, RatingSnapshot
 from trustscore.ledger.statements import PREDICATE_PREFIX, ParsedStatement, parse_time
+from trustscore.reverify.mapping import derive_reverification
 from trustscore.scoring.inputs import EvidenceBatch, EvidenceItem, Result, Snapshot
 
 #: Kinds that carry no evidence items (cards register keys; snapshots feed ``derive_snapshots``; an exam
@@ -100,6 +102,8 @@ def derive(entry_index: int, statement: ParsedStatement, context: Context) -> li
         return _settlement(entry_index, p, context)
     if isinstance(p, Event):
         return [_event(entry_index, p, context)]
+    if isinstance(p, Reverification):
+        return derive_reverification(entry_index, statement)
     if statement.kind.predicate_type in NO_EVIDENCE:
         return []
     raise UnsupportedKind(f"no evidence mapping for {statement.kind.predicate_type}")

@@ -13,7 +13,8 @@ Rules (docs/evidence-mapping.md):
 - rating snapshots must be signed by a service key with the ``snapshot`` role;
 - a settlement's two parties must be registered non-service parties and not one interest
   (the same key, the same controller, or one controlling the other);
-- an event must be signed by a registered marketplace, about a registered agent of another interest.
+- an event must be signed by a registered marketplace, about a registered agent of another interest;
+- a re-verification must be signed by a service key with the ``reverify`` role, about a registered agent.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from trustscore.ledger.parties import PartyCard
 from trustscore.ledger.service_card import ServiceCard
 from trustscore.ledger.settlements import Settlement
 from trustscore.ledger.statements import ParsedStatement
+from trustscore.reverify import mapping
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,8 @@ def admit(
         agent = _registered(lookup, stmt.facts.subject, "agent", ["agent"])
         if _same_interest(market, agent):
             raise InvalidInput("self-dealing: the marketplace and the agent share a controller")
+    elif name == "reverification":
+        mapping.admit_rule(stmt, lookup)
     else:
         raise InvalidInput(f"no admission rule for {name}")
     return None

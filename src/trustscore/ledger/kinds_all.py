@@ -1,8 +1,8 @@
 """Import this module to register every statement kind the server and verifiers must know.
 
 Kinds register themselves when their module is imported; this module imports them all in one place:
-agent cards, exam reports, party and service cards, settlements, marketplace events, graded evidence and
-rating snapshots.
+agent cards, exam reports, party and service cards, settlements, marketplace events, graded evidence,
+rating snapshots and re-verifications.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from trustscore.ledger.cards import AGENT_CARD
 from trustscore.ledger.events import EVENT
 from trustscore.ledger.graded import GRADED_EVIDENCE
 from trustscore.ledger.parties import PARTY_CARD
+from trustscore.ledger.reverification import REVERIFICATION
 from trustscore.ledger.service_card import SERVICE_CARD
 from trustscore.ledger.settlements import SETTLEMENT
 from trustscore.ledger.snapshots import RATING_SNAPSHOT
@@ -28,6 +29,7 @@ ALL_KINDS: tuple[Kind[Any], ...] = (
     EVENT,
     GRADED_EVIDENCE,
     RATING_SNAPSHOT,
+    REVERIFICATION,
 )
 
 __all__ = ["ALL_KINDS"]

@@ -16,6 +16,7 @@ def test_kinds_all_registers_every_kind() -> None:
         "event/v1",
         "graded-evidence/v1",
         "rating-snapshot/v1",
+        "reverification/v1",
     }
     registered = statements.kinds()
     for kind in kinds_all.ALL_KINDS:
