@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
+import tempfile
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -23,13 +26,26 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="session")
-def admin_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A DSN with the right to create databases."""
+def admin_dsn() -> Iterator[str]:
+    """A DSN with the right to create databases.
+
+    The embedded server lives in its own temporary directory, not pytest's: pytest prunes old session
+    directories, which would pull the data directory from under a server another session still runs.
+    """
     external = os.environ.get("TRUSTSCORE_TEST_DATABASE_URL")
     if external:
         yield external
         return
-    yield embedded.start(tmp_path_factory.mktemp("pg") / "pg")
+    base = Path(tempfile.mkdtemp(prefix="trustscore-test-pg-"))
+    try:
+        yield embedded.start(base / "pg")
+    finally:
+        embedded.stop(base / "pg")
+        for _ in range(100):  # wait for the server to exit before removing its directory
+            if not (base / "pg" / "postmaster.pid").exists():
+                break
+            time.sleep(0.1)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def _with_database(dsn: str, name: str) -> str:

@@ -32,10 +32,20 @@ class Settings:
     key_rate: float = 50.0  # writes per second per signer key (0: unlimited)
     key_burst: int = 2000  # entries a key may write at once
     address_rate_per_minute: int = 6000  # POSTs per minute per client address (0: unlimited)
+    reverify_interval: float = 86_400.0  # scheduled re-verification of every agent (0: only after reports)
+    reverify_k: int = 10  # public items re-asked per run
+    reverify_k_private: int = 3  # private items asked per run (when a private exam dir is configured)
+    reverify_deadline: float = 120.0  # seconds a whole run may take
+    outbound_allow_loopback: bool = False  # let re-verification call loopback addresses (tests, demos)
+    outbound_allow_private: bool = False  # ... and private networks (RFC 1918, ULA, CGNAT)
 
     @property
     def log_key_file(self) -> Path:
         return self.data_dir / "log.key"
+
+    @property
+    def reverify_key_file(self) -> Path:
+        return self.data_dir / "reverify.key"
 
     @property
     def service_key_file(self) -> Path:
@@ -63,6 +73,14 @@ def _float(name: str, raw: str) -> float:
         raise ConfigError(f"{ENV_PREFIX}{name} must be a number, got {raw!r}") from exc
 
 
+def _bool(name: str, raw: str) -> bool:
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{ENV_PREFIX}{name} must be true or false, got {raw!r}")
+
+
 def from_env(env: dict[str, str] | None = None) -> Settings:
     """Settings from ``TRUSTSCORE_*`` environment variables; unset ones keep their defaults."""
     env = dict(os.environ) if env is None else env
@@ -83,6 +101,14 @@ def from_env(env: dict[str, str] | None = None) -> Settings:
         "key_rate": _float("KEY_RATE", v) if (v := get("KEY_RATE")) else None,
         "address_rate_per_minute": _int("ADDRESS_RATE_PER_MINUTE", v)
         if (v := get("ADDRESS_RATE_PER_MINUTE"))
+        else None,
+        "reverify_interval": _float("REVERIFY_INTERVAL", v) if (v := get("REVERIFY_INTERVAL")) else None,
+        "reverify_deadline": _float("REVERIFY_DEADLINE", v) if (v := get("REVERIFY_DEADLINE")) else None,
+        "outbound_allow_loopback": _bool("OUTBOUND_ALLOW_LOOPBACK", v)
+        if (v := get("OUTBOUND_ALLOW_LOOPBACK"))
+        else None,
+        "outbound_allow_private": _bool("OUTBOUND_ALLOW_PRIVATE", v)
+        if (v := get("OUTBOUND_ALLOW_PRIVATE"))
         else None,
     }
     return s.with_overrides(**overrides)

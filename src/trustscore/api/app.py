@@ -23,6 +23,7 @@ from trustscore.api.public_routes import PublicController
 from trustscore.errors import StorageError
 from trustscore.exams.loader import ExamDirs
 from trustscore.ledger import keys
+from trustscore.sdk.outbound import OutboundPolicy
 from trustscore.services import logkey, service_keys, snapshots
 from trustscore.services.attestations import AttestationService
 from trustscore.services.intake import Intake
@@ -32,11 +33,13 @@ from trustscore.services.projector import Projector
 from trustscore.services.public import PublicService
 from trustscore.services.ratelimit import KeyRateLimiter
 from trustscore.services.ratings import RatingService, load_models
+from trustscore.services.reverify import Reverifier, ReverifyConfig
 from trustscore.settings import Settings
 from trustscore.store import db
 from trustscore.store.attestations import AttestationStore
 from trustscore.store.log import LogStore
 from trustscore.store.projection import ProjectionStore
+from trustscore.store.reverify import ReverifyStore
 
 log = logging.getLogger("trustscore")
 
@@ -86,6 +89,11 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             await service.integrate_once(settings.integrate_batch)
             await service_keys.register(service, service_key)
             service.trust_own_key(service_key)
+            reverify_key = logkey.load_or_create(settings.reverify_key_file)
+            await service_keys.register(
+                service, reverify_key, "trustscore re-verifier", service_keys.REVERIFY_ROLES
+            )
+            service.trust_own_key(reverify_key)
             projections = ProjectionStore(pool)
             ratings = RatingService(projections, load_models(), runtime.metrics)
             projector = Projector(store, projections, log_key.public_key, ratings)
@@ -97,6 +105,25 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             runtime.intake = Intake(service, service_key, exam_dirs, runtime.metrics)
             runtime.public = PublicService(service, projections, ratings, exam_dirs)
             runtime.attestations = AttestationService(runtime.public, AttestationStore(pool), service_key)
+            reverifier = Reverifier(
+                service,
+                ReverifyStore(pool),
+                reverify_key,
+                exam_dirs,
+                ReverifyConfig(
+                    k=settings.reverify_k,
+                    k_private=settings.reverify_k_private,
+                    deadline_s=settings.reverify_deadline,
+                    interval=settings.reverify_interval,
+                    policy=OutboundPolicy(
+                        read_timeout=min(30.0, settings.reverify_deadline),
+                        total_timeout=settings.reverify_deadline,
+                        allow_loopback=settings.outbound_allow_loopback,
+                        allow_private=settings.outbound_allow_private,
+                    ),
+                ),
+            )
+            runtime.public.verification = reverifier.status
             tasks = [
                 asyncio.create_task(
                     service.run_integrator(settings.integrate_interval, stop, settings.integrate_batch)
@@ -106,6 +133,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
                 asyncio.create_task(
                     snapshots.run(service, ratings, service_key, settings.snapshot_interval, stop)
                 ),
+                asyncio.create_task(reverifier.run(stop)),
             ]
             runtime.ready = True
             log.info(

@@ -12,6 +12,7 @@ from litestar.params import FromPath, QueryParameter
 
 from trustscore.errors import InvalidInput
 from trustscore.ledger import statements
+from trustscore.reverify.status import VerificationStatus
 from trustscore.services.log import LogService
 from trustscore.services.public import PublicService
 from trustscore.services.ratings import RatedAgent
@@ -27,7 +28,7 @@ class AgentOut(msgspec.Struct):
     controller: str | None
     card_index: int
     card: dict[str, Any]
-    verification: str
+    verification: VerificationStatus
 
 
 class DimensionOut(msgspec.Struct):
@@ -54,7 +55,7 @@ class RatingOut(msgspec.Struct):
     dimensions: dict[str, DimensionOut]
     total_interval: tuple[int, int] | None
     null_reasons: dict[str, str]
-    verification: dict[str, Any]
+    verification: VerificationStatus
 
 
 class EvidenceOut(msgspec.Struct):
@@ -131,11 +132,11 @@ def parse_cursor(text: str | None) -> tuple[int, int]:
     return (int(index), int(seq))
 
 
-def encode_rating(rated: RatedAgent, checkpoint_size: int | None) -> bytes:
-    return msgspec.json.encode(rating_out(rated, checkpoint_size))
+def encode_rating(rated: RatedAgent, checkpoint_size: int | None, verification: VerificationStatus) -> bytes:
+    return msgspec.json.encode(rating_out(rated, checkpoint_size, verification))
 
 
-def rating_out(r: RatedAgent, checkpoint_size: int | None) -> RatingOut:
+def rating_out(r: RatedAgent, checkpoint_size: int | None, verification: VerificationStatus) -> RatingOut:
     rating = r.rating
     stats = rating.uncertainty.dimensions if rating.uncertainty else {}
     dims = {}
@@ -164,7 +165,7 @@ def rating_out(r: RatedAgent, checkpoint_size: int | None) -> RatingOut:
         dimensions=dims,
         total_interval=rating.uncertainty.total_interval if rating.uncertainty else None,
         null_reasons=rating.null_reasons,
-        verification={"status": "unverified", "history": []},
+        verification=verification,
     )
 
 
@@ -177,7 +178,8 @@ class PublicController(Controller):
     async def agent(self, public: Public, agent_id: FromPath[str]) -> AgentOut:
         """An agent's (or party's) current card and status."""
         c = await public.card(agent_id)
-        return AgentOut(c.id, c.kind, c.name, c.endpoint, c.controller, c.index, c.card, "unverified")
+        status = await public.verification(agent_id)
+        return AgentOut(c.id, c.kind, c.name, c.endpoint, c.controller, c.index, c.card, status)
 
     @get("/agents/{agent_id:str}/rating", operation_id="getRating")
     async def rating(self, public: Public, agent_id: FromPath[str], model: Model = None) -> Response[bytes]:

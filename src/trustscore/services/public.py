@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,9 +10,15 @@ from trustscore.errors import InvalidInput, NotFound
 from trustscore.exams.loader import ExamDirs, list_exams
 from trustscore.exams.model import ExamSet
 from trustscore.ledger.graded import DIMENSIONS
+from trustscore.reverify.status import VerificationStatus, summarize
 from trustscore.services.log import LogService
 from trustscore.services.ratings import DEFAULT_MODEL, DEFAULT_WEIGHTS_DIR, RatedAgent, RatingService
 from trustscore.store.projection import Card, EvidenceRow, ProjectionStore
+
+
+async def _no_verification(_agent: str) -> VerificationStatus:
+    return summarize([])
+
 
 METHODOLOGY_DOC = Path(__file__).resolve().parents[3] / "docs" / "methodology.md"
 
@@ -43,6 +49,7 @@ class PublicService:
         # Encoded rating bodies by (model, agent): reused while the rating object, the log size and the
         # checkpoint size stay the same. Bounded by the agents the rating service holds anyway.
         self._bodies: dict[tuple[str, str], tuple[object, int, int | None, bytes]] = {}
+        self.verification: Callable[[str], Awaitable[VerificationStatus]] = _no_verification
 
     async def card(self, agent: str) -> Card:
         card = await self.store.card(agent)
@@ -60,15 +67,20 @@ class PublicService:
         return self.ratings.unrated(agent, model)
 
     async def rating_body(
-        self, agent: str, model: str | None, encode: Callable[[RatedAgent, int | None], bytes]
+        self,
+        agent: str,
+        model: str | None,
+        encode: Callable[[RatedAgent, int | None, VerificationStatus], bytes],
     ) -> bytes:
-        """The encoded rating response of ``agent``, encoded again only when something it shows changed."""
+        """The encoded rating response of ``agent``, encoded again only when something it shows changed
+        (every recorded re-verification brings the agent evidence, so it changes the rating object)."""
         rated = await self.rating(agent, model)
         size = self.log.checkpoint_size
         key = (rated.rating.model_version, agent)
         cached = self._bodies.get(key)
         if cached is None or cached[0] is not rated.rating or cached[1:3] != (rated.log_size, size):
-            cached = self._bodies[key] = (rated.rating, rated.log_size, size, encode(rated, size))
+            body = encode(rated, size, await self.verification(agent))
+            cached = self._bodies[key] = (rated.rating, rated.log_size, size, body)
         return cached[3]
 
     async def evidence(self, agent: str, after: tuple[int, int], limit: int) -> list[EvidenceRow]:

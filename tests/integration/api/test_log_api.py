@@ -18,7 +18,7 @@ from trustscore.ledger import checkpoint, dsse, merkle, note, statements
 from trustscore.ledger.cards import AGENT_CARD, AgentCard, card_subject
 
 Client = AsyncTestClient[Litestar]
-FIRST = 1  # entry 0 is the server's own service card, co-signed by the log key
+FIRST = 2  # entries 0 and 1 are the server's service cards (grader+snapshot, re-verifier)
 
 
 def body(env: Any) -> bytes:

@@ -29,6 +29,7 @@ class ServerProcess:
     dsn: str | None
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
+    env: dict[str, str] = field(default_factory=dict)
 
     @property
     def log_path(self) -> Path:
@@ -42,7 +43,7 @@ class ServerProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        env = {**os.environ, "TRUSTSCORE_INTEGRATE_INTERVAL": "0.05"}
+        env = {**os.environ, "TRUSTSCORE_INTEGRATE_INTERVAL": "0.05", **self.env}
         db = ["--database-url", self.dsn] if self.dsn else []
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:

@@ -129,11 +129,11 @@ def test_embedded_default_survives_kill_9(tmp_path: Path) -> None:
         s.kill9()
         s.start()
         assert httpx.get(s.url + "/v1/log/key").text == vkey
-        assert len(httpx.get(s.url + "/v1/log/entries").json()["entries"]) == 2  # service card + agent
+        assert len(httpx.get(s.url + "/v1/log/entries").json()["entries"]) == 3  # two service cards + the agent
     finally:
         s.stop()
     try:
         r = cli("log", "fsck", "--data-dir", tmp_path / "data")
-        assert r.returncode == 0 and "2 entries" in r.stdout, r.stdout + r.stderr
+        assert r.returncode == 0 and "3 entries" in r.stdout, r.stdout + r.stderr
     finally:
         embedded.stop(tmp_path / "data" / "pg")

@@ -61,8 +61,8 @@ async def test_concurrent_submitters_get_contiguous_indexes(server: ServerProces
 
     await asyncio.gather(*(submitter(batches[k::10]) for k in range(10)))
     total = sum(len(b) for b in batches)
-    assert sorted(got) == list(range(1, total + 1))  # entry 0: the service card
-    while not seen or seen[-1].size < total + 1:
+    assert sorted(got) == list(range(2, total + 2))  # entries 0, 1: the service cards
+    while not seen or seen[-1].size < total + 2:
         await asyncio.sleep(0.05)
     stop.set()
     await watcher

@@ -1,0 +1,205 @@
+"""Server re-verification: ask agents' declared endpoints sampled items again and log what was found.
+
+Runs are durable rows (``reverify_runs``) derived from the log: a sweep schedules one run after every
+exam report of an agent with an endpoint (seeded by the root of the tree that ends with the report's
+graded evidence), a schedule adds runs on each agent's latest report, and a worker drains them. A run's
+statement has a nonce derived from its id, so a retry after a crash finds the entry already logged
+instead of logging it twice (docs/reverification.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+from dataclasses import dataclass, field
+
+import msgspec
+
+from trustscore.errors import NonceReplay, TrustscoreError, VerificationError
+from trustscore.exams.loader import ExamDirs, list_exams
+from trustscore.exams.report import EXAM_REPORT, ExamReport, exam_for
+from trustscore.ledger import audit, dsse, merkle, statements
+from trustscore.ledger.graded import GradedEvidence
+from trustscore.ledger.keys import SigningKey
+from trustscore.ledger.reverification import REVERIFICATION, Reverification
+from trustscore.ledger.submission import prepare
+from trustscore.reverify import sampling, status
+from trustscore.reverify.runner import build_statement, run_once
+from trustscore.sdk.outbound import OutboundPolicy
+from trustscore.services.log import LogService
+from trustscore.store.reverify import ReverifyStore, Run
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ReverifyConfig:
+    k: int = 10
+    k_private: int = 3
+    deadline_s: float = 120.0
+    interval: float = 86_400.0  # scheduled runs on every agent's latest report; 0: only after reports
+    poll: float = 0.5
+    max_attempts: int = 5
+    policy: OutboundPolicy = field(default_factory=OutboundPolicy)
+
+
+class Reverifier:
+    def __init__(
+        self,
+        log_service: LogService,
+        store: ReverifyStore,
+        key: SigningKey,
+        exam_dirs: ExamDirs,
+        config: ReverifyConfig,
+    ) -> None:
+        self.log = log_service
+        self.store = store
+        self.key = key
+        self.exam_dirs = exam_dirs
+        self.config = config
+        self._swept = 0  # reports below this index have been considered for a run
+
+    async def _root(self, size: int) -> bytes:
+        nodes = await self.log.store.nodes(merkle.frontier_nodes(size))
+        return merkle.root_from_nodes(size, nodes)
+
+    async def sweep(self) -> int:
+        """Schedule a run for every report integrated since the last sweep whose agent has an endpoint."""
+        cp = self.log.checkpoint_size or 0
+        endpoints = await self.store.endpoints()
+        scheduled = 0
+        for index, leaf in await self.log.store.leaves_of_kind(EXAM_REPORT.predicate_type, cp):
+            if index < self._swept or sampling.seed_size(index) > cp:
+                continue
+            report = audit.parse_leaf(leaf)
+            agent = report.statement.facts.subject
+            if agent not in endpoints:
+                continue
+            root = await self._root(sampling.seed_size(index))
+            seed = sampling.seed(root, report.statement_hash, agent)
+            run = Run(agent, index, seed, "report", sampling.seed_size(index), endpoints[agent], 0)
+            scheduled += await self.store.schedule(run)
+        self._swept = max(self._swept, cp - 1)
+        return scheduled
+
+    async def schedule_all(self) -> int:
+        """A scheduled run on each agent's latest report, seeded by the newest checkpoint."""
+        cp = await self.log.latest_checkpoint()
+        endpoints = await self.store.endpoints()
+        latest: dict[str, tuple[int, bytes]] = {}
+        for index, leaf in await self.log.store.leaves_of_kind(EXAM_REPORT.predicate_type, cp.size - 1):
+            report = audit.parse_leaf(leaf)
+            latest[report.statement.facts.subject] = (index, report.statement_hash)
+        scheduled = 0
+        for agent, (index, digest) in sorted(latest.items()):
+            if agent in endpoints:
+                seed = sampling.seed(cp.root, digest, agent)
+                scheduled += await self.store.schedule(
+                    Run(agent, index, seed, "schedule", cp.size, endpoints[agent], 0)
+                )
+        return scheduled
+
+    async def history(self, agent: str) -> list[tuple[int, Reverification]]:
+        out = []
+        for index, leaf in await self.store.leaves_of(REVERIFICATION.predicate_type, agent):
+            p = audit.parse_leaf(leaf).statement.predicate
+            assert isinstance(p, Reverification)
+            out.append((index, p))
+        return out
+
+    async def status(self, agent: str) -> status.VerificationStatus:
+        return status.summarize(await self.history(agent))
+
+    async def work_once(self) -> bool:
+        """Carry out one pending run; False when there is none."""
+        run = await self.store.claim()
+        if run is None:
+            return False
+        try:
+            await self._carry_out(run)
+        except TrustscoreError as exc:
+            log.warning(
+                "re-verification of %s report %d failed: %s", run.agent, run.report_index, exc.message
+            )
+            if run.attempts >= self.config.max_attempts:
+                await self.store.finish(run, entry_index=None, same_as_index=None)
+        return True
+
+    async def _carry_out(self, run: Run) -> None:
+        report_leaf = await self.store.leaf(run.report_index)
+        graded_leaf = await self.store.leaf(run.report_index + 1)
+        if report_leaf is None or graded_leaf is None:
+            raise VerificationError(f"report {run.report_index} or its graded evidence is missing")
+        prepared = audit.parse_leaf(report_leaf)
+        report = prepared.statement.predicate
+        graded = audit.parse_leaf(graded_leaf).statement.predicate
+        if not isinstance(report, ExamReport) or not isinstance(graded, GradedEvidence):
+            raise VerificationError(
+                f"entry {run.report_index} is not a report followed by its graded evidence"
+            )
+        exam = exam_for(report, self.exam_dirs)
+        private = [e for e in list_exams(self.exam_dirs) if e.file.tier == "private"]
+        root = await self._root(run.checkpoint_size)
+        if sampling.seed(root, prepared.statement_hash, run.agent) != run.seed:
+            raise VerificationError("the run's seed does not match its checkpoint")
+        result = await asyncio.to_thread(
+            run_once,
+            report,
+            exam,
+            graded.items,
+            run.endpoint,
+            self.config.policy,
+            run.seed,
+            min(self.config.k, len(report.items)),
+            private,
+            self.config.k_private,
+            deadline_s=self.config.deadline_s,
+        )
+        history = await self.history(run.agent)
+        payload = build_statement(
+            result,
+            verifier=self.key.id,
+            report=report,
+            report_index=run.report_index,
+            report_sha256=prepared.statement_hash,
+            endpoint=run.endpoint,
+            trigger=run.trigger,  # type: ignore[arg-type]
+            checkpoint_size=run.checkpoint_size,
+            checkpoint_root=root,
+            history=[p for _, p in history],
+            ran_at=statements.format_time(dt.datetime.now(dt.UTC)),
+        )
+        new = statements.parse_statement(payload).predicate
+        assert isinstance(new, Reverification)
+        if history and not status.should_record(history[-1][1], new):
+            await self.store.finish(run, entry_index=None, same_as_index=history[-1][0])
+            return
+        envelope = dsse.sign(payload, [self.key])
+        try:
+            [appended] = await self.log.append([prepare(msgspec.to_builtins(envelope))], batch=False)
+            index = appended.index
+        except NonceReplay:  # logged before a crash: the run's nonce is its idempotency key
+            found = await self.store.entry_by_nonce(self.key.id, new.nonce)
+            if found is None:
+                raise
+            index = found
+        await self.store.finish(run, entry_index=index, same_as_index=None)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Sweep, schedule and work until ``stop``; failures are logged and retried, never fatal."""
+        loop = asyncio.get_running_loop()
+        next_schedule = loop.time() + self.config.interval if self.config.interval > 0 else float("inf")
+        while not stop.is_set():
+            try:
+                await self.sweep()
+                if loop.time() >= next_schedule:
+                    await self.schedule_all()
+                    next_schedule = loop.time() + self.config.interval
+                while not stop.is_set() and await self.work_once():
+                    pass
+            except Exception:
+                log.exception("re-verification loop failed; will retry")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.config.poll)

@@ -1,0 +1,105 @@
+"""SQL of re-verification runs and the log reads a run needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import asyncpg
+
+
+@dataclass(frozen=True)
+class Run:
+    agent: str
+    report_index: int
+    seed: bytes
+    trigger: str
+    checkpoint_size: int
+    endpoint: str
+    attempts: int
+
+
+class ReverifyStore:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+
+    async def schedule(self, run: Run) -> bool:
+        """Add a pending run; False when that run (agent, report, seed) is already known."""
+        status: str = await self.pool.execute(
+            "INSERT INTO reverify_runs (agent, report_index, seed, trigger, checkpoint_size, endpoint) "
+            "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+            run.agent,
+            run.report_index,
+            run.seed,
+            run.trigger,
+            run.checkpoint_size,
+            run.endpoint,
+        )
+        return status.endswith(" 1")
+
+    async def claim(self) -> Run | None:
+        """The oldest pending run, its attempt counted; rows another worker holds are skipped."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            r = await conn.fetchrow(
+                "SELECT agent, report_index, seed, trigger, checkpoint_size, endpoint, attempts FROM reverify_runs "
+                "WHERE state = 'pending' ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED"
+            )
+            if r is None:
+                return None
+            await conn.execute(
+                "UPDATE reverify_runs SET attempts = attempts + 1, updated_at = now() "
+                "WHERE agent = $1 AND report_index = $2 AND seed = $3",
+                r["agent"],
+                r["report_index"],
+                r["seed"],
+            )
+        return Run(
+            r["agent"],
+            r["report_index"],
+            bytes(r["seed"]),
+            r["trigger"],
+            r["checkpoint_size"],
+            r["endpoint"],
+            r["attempts"] + 1,
+        )
+
+    async def finish(self, run: Run, *, entry_index: int | None, same_as_index: int | None) -> None:
+        await self.pool.execute(
+            "UPDATE reverify_runs SET state = 'done', entry_index = $4, same_as_index = $5, updated_at = now() "
+            "WHERE agent = $1 AND report_index = $2 AND seed = $3",
+            run.agent,
+            run.report_index,
+            run.seed,
+            entry_index,
+            same_as_index,
+        )
+
+    async def runs_of(self, agent: str) -> list[tuple[int, str, int | None, int | None]]:
+        rows = await self.pool.fetch(
+            "SELECT report_index, state, entry_index, same_as_index FROM reverify_runs WHERE agent = $1 "
+            "ORDER BY created_at",
+            agent,
+        )
+        return [(r["report_index"], r["state"], r["entry_index"], r["same_as_index"]) for r in rows]
+
+    async def leaf(self, index: int) -> bytes | None:
+        v = await self.pool.fetchval("SELECT leaf FROM entries WHERE idx = $1", index)
+        return None if v is None else bytes(v)
+
+    async def leaves_of(self, kind: str, subject: str) -> list[tuple[int, bytes]]:
+        rows = await self.pool.fetch(
+            "SELECT idx, leaf FROM entries WHERE kind = $1 AND subject = $2 ORDER BY idx", kind, subject
+        )
+        return [(r["idx"], bytes(r["leaf"])) for r in rows]
+
+    async def entry_by_nonce(self, signer: str, nonce: str) -> int | None:
+        v: int | None = await self.pool.fetchval(
+            "SELECT idx FROM entries WHERE signer = $1 AND nonce = $2", signer, nonce
+        )
+        return v
+
+    async def endpoints(self) -> dict[str, str]:
+        """Every agent's currently declared endpoint (from its newest card)."""
+        rows = await self.pool.fetch(
+            "SELECT DISTINCT ON (id) id, endpoint FROM cards WHERE kind = 'agent' ORDER BY id, idx DESC"
+        )
+        return {r["id"]: r["endpoint"] for r in rows if r["endpoint"]}
