@@ -1,17 +1,23 @@
 """``trustscore demo``: the whole product in one command, on a throwaway embedded database.
 
-It starts ``trustscore serve`` on the embedded PostgreSQL, registers the scripted example agents and a
-counterparty, has every agent sit every public exam, submits the signed reports (the server re-grades
-them), posts two settlements, then prints the leaderboard and one agent's rating with its proofs: the
-checkpoint's signature and two evidence entries' signatures and inclusion, verified here, trusting only
-the log's verifier key. The server is always stopped at the end. See docs/demo.md.
+It starts ``trustscore serve`` on the embedded PostgreSQL and one example agent HTTP server per persona,
+registers the scripted example agents (their cards declare those endpoints; the bluffer's endpoint serves
+a careless agent) and a counterparty, has every agent sit every public exam, submits the signed reports
+(the server re-grades them and re-asks each endpoint a sample), posts two settlements, then prints the
+leaderboard and one agent's rating with its proofs: the checkpoint's signature and two evidence entries'
+signatures and inclusion, verified here, trusting only the log's verifier key. Then the re-verification
+status of every agent, and that agent's rating attestation verified offline (and a tampered copy
+refused). The servers are always stopped at the end. See docs/demo.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
+import re
+import selectors
 import shlex
 import shutil
 import socket
@@ -27,27 +33,43 @@ from typing import Any
 import httpx
 import msgspec
 
-from trustscore.canonical import b64encode
+from trustscore import canonical
+from trustscore.canonical import b64decode, b64encode
 from trustscore.cli.agent import card_envelope
 from trustscore.client import LogClient
-from trustscore.errors import InvalidInput, NotFound, StorageError, VerificationError
+from trustscore.errors import (
+    InvalidInput,
+    NotFound,
+    NotYetAvailable,
+    StorageError,
+    TrustscoreError,
+    VerificationError,
+)
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, list_exams
-from trustscore.ledger import audit, checkpoint, dsse, keys, merkle, note
+from trustscore.ledger import attestation, audit, checkpoint, dsse, keys, merkle, note
 from trustscore.ledger.parties import make_party_card, now
 from trustscore.ledger.settlements import Delivery, make_settlement
 from trustscore.ledger.submission import CheckedEntry
+from trustscore.scoring.weights import load_weights
 from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import sign_run
 from trustscore.store import embedded
 
 REPO = DEFAULT_PUBLIC_DIR.parent
 AGENTS = REPO / "examples" / "agents" / "scripted.py"
+AGENT_SERVER = REPO / "examples" / "agents" / "serve.py"
 WEIGHTS = REPO / "weights"
 PERSONAS = ("good", "careless", "gullible", "bluffer")
+# The persona each agent's declared endpoint serves: the bluffer's is a careless agent, so re-verification
+# finds that its endpoint answers differently from its reports.
+ENDPOINT_PERSONA = {"good": "good", "careless": "careless", "gullible": "gullible", "bluffer": "careless"}
 MODEL = "trustscore-v1"
 FEATURED = "good"  # the agent whose rating and proofs are shown
 START_TIMEOUT = 120.0
 WAIT_TIMEOUT = 60.0
+AGENT_START_TIMEOUT = 15.0
+REVERIFY_TIMEOUT = 90.0  # for every agent's re-verification of its latest report
+REVERIFY_DEADLINE = 10  # seconds one re-verification run may take
 VERIFIER_LINE = "log verifier key: "
 
 
@@ -69,12 +91,14 @@ def run(args: argparse.Namespace) -> int:
     temporary = args.data_dir is None
     data_dir = Path(tempfile.mkdtemp(prefix="trustscore-demo-")) if temporary else args.data_dir
     try:
+        kept = data_dir if not temporary or args.keep else None
         with (
             serving(data_dir, args.port or free_port()) as server,
+            agent_servers(data_dir) as endpoints,
             contextlib.closing(DemoClient(server.url)) as client,
         ):
-            shown = Demo(client, server).run()
-            print_commands(server, shown, data_dir if not temporary or args.keep else None)
+            shown = Demo(client, server, endpoints, data_dir, kept is not None).run()
+            print_commands(server, shown, kept)
     finally:
         if temporary and not args.keep:
             shutil.rmtree(data_dir, ignore_errors=True)
@@ -116,7 +140,13 @@ def serving(data_dir: Path, port: int) -> Iterator[Server]:
     data_dir.mkdir(parents=True, exist_ok=True)
     log_path = data_dir / "demo-server.log"
     env = {k: v for k, v in os.environ.items() if k != "TRUSTSCORE_DATABASE_URL"}
-    env |= {"TRUSTSCORE_SNAPSHOT_INTERVAL": "2", "TRUSTSCORE_INTEGRATE_INTERVAL": "0.05"}
+    env |= {
+        "TRUSTSCORE_SNAPSHOT_INTERVAL": "2",
+        "TRUSTSCORE_INTEGRATE_INTERVAL": "0.05",
+        "TRUSTSCORE_OUTBOUND_ALLOW_LOOPBACK": "true",  # the example agents listen on 127.0.0.1
+        "TRUSTSCORE_REVERIFY_DEADLINE": str(REVERIFY_DEADLINE),
+        "TRUSTSCORE_REVERIFY_INTERVAL": "0",  # one run after each report, no schedule
+    }
     argv = [sys.executable, "-m", "trustscore.cli.main", "serve", "--port", str(port)]
     print(f"starting trustscore serve on http://127.0.0.1:{port} (embedded PostgreSQL in {data_dir / 'pg'})")
     with log_path.open("ab") as log:
@@ -173,6 +203,75 @@ def _stop(proc: subprocess.Popen[bytes], pg_dir: Path) -> None:
         time.sleep(0.1)
 
 
+# --- the example agents' endpoints -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AgentEndpoint:
+    serves: str  # the persona that answers at this endpoint
+    url: str
+    pid: int
+
+
+@contextlib.contextmanager
+def agent_servers(data_dir: Path) -> Iterator[dict[str, AgentEndpoint]]:
+    """One ``examples/agents/serve.py`` per persona (plain agent API, a free port), all stopped on exit."""
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        endpoints: dict[str, AgentEndpoint] = {}
+        for persona in PERSONAS:
+            serves = ENDPOINT_PERSONA[persona]
+            log_path = data_dir / f"demo-agent-{persona}.log"
+            with log_path.open("ab") as log:
+                argv = [
+                    sys.executable,
+                    str(AGENT_SERVER),
+                    "--persona",
+                    serves,
+                    "--api",
+                    "plain",
+                    "--port",
+                    "0",
+                ]
+                proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log)  # noqa: S603 - fixed argv
+            started.append(proc)
+            url = _listening(proc, persona, log_path) + "/agent"
+            endpoints[persona] = AgentEndpoint(serves, url, proc.pid)
+        yield endpoints
+    finally:
+        for proc in started:
+            _stop_agent(proc)
+
+
+def _listening(proc: subprocess.Popen[bytes], persona: str, log_path: Path) -> str:
+    """The URL an agent server prints once it listens, read within ``AGENT_START_TIMEOUT``."""
+    assert proc.stdout is not None
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        ready = sel.select(AGENT_START_TIMEOUT)
+    line = proc.stdout.readline().decode(errors="replace").strip() if ready else ""
+    if not line.startswith("listening on http://"):
+        why = (
+            _last_line(log_path)
+            if proc.poll() is not None
+            else f"not listening within {AGENT_START_TIMEOUT:.0f} s"
+        )
+        raise StorageError(f"the example agent server for {persona} did not start: {why}")
+    return line.removeprefix("listening on ")
+
+
+def _stop_agent(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
 # --- talking to it -----------------------------------------------------------------------------------
 
 
@@ -181,6 +280,11 @@ class DemoClient(LogClient):
 
     def get(self, path: str, **params: Any) -> Any:
         return self._json("GET", path, params=params)
+
+    def get_bytes(self, path: str, **params: Any) -> bytes:
+        """The raw body of a GET (errors raised as for every other request)."""
+        response = self._request("GET", path, params=params)
+        return response.content
 
     def post(self, path: str, envelope: dsse.Envelope) -> Any:
         body = msgspec.json.encode(envelope)
@@ -235,13 +339,24 @@ class Shown:
 
 
 class Demo:
-    def __init__(self, client: DemoClient, server: Server) -> None:
+    def __init__(
+        self,
+        client: DemoClient,
+        server: Server,
+        endpoints: dict[str, AgentEndpoint],
+        data_dir: Path,
+        kept: bool,
+    ) -> None:
         self.client = client
         self.server = server
+        self.endpoints = endpoints
+        self.data_dir = data_dir
+        self.kept = kept
         self.keys = {p: keys.SigningKey.generate() for p in PERSONAS}
         self.buyer = keys.SigningKey.generate()
         self.names = {k.id: p for p, k in self.keys.items()} | {self.buyer.id: "demo-buyer"}
         self.last_index = 0
+        self.last_report: dict[str, int] = {}  # each agent's latest report's log index
 
     def run(self) -> Shown:
         self.register()
@@ -252,16 +367,22 @@ class Demo:
         featured = ratings[FEATURED]
         self.show_rating(featured)
         indexes = self.show_proofs(featured)
+        self.show_reverification()
+        self.show_attestation()
         return Shown(indexes, featured["log_size"], featured["computed_at"])
 
     def _appended(self, index: int) -> None:
         self.last_index = max(self.last_index, index)
 
     def register(self) -> None:
+        section("example agents served over HTTP; each card declares its endpoint")
+        served = [(p, e.url, e.serves, e.pid) for p, e in self.endpoints.items()]
+        print(table(("agent", "endpoint", "answers as", "pid"), served))
+        print("  (the bluffer's endpoint answers as a careless agent: re-verification should catch it)")
         section("registering agents and a counterparty")
         rows: list[tuple[str, str, str, int]] = []
         for persona, key in self.keys.items():
-            [entry] = self.client.submit(card_envelope(key, persona))
+            [entry] = self.client.submit(card_envelope(key, persona, endpoint=self.endpoints[persona].url))
             rows.append((persona, "agent", key.id, entry["index"]))
         card = make_party_card(self.buyer.public_key, "demo-buyer", "counterparty")
         [entry] = self.client.submit(dsse.sign(card, [self.buyer]))
@@ -284,6 +405,7 @@ class Demo:
                     envelope = sign_run(run_exam(exam, agent), self.keys[persona])
                     graded = self.client.post("/v1/reports", envelope)
                     self._appended(graded["evidence_index"])
+                    self.last_report[persona] = graded["report_index"]
                     values = [i["value_millis"] for i in graded["items"]]
                     mean = sum(values) / len(values) / 1000 if values else None
                     cells = (persona, graded["exam"], len(values), _fmt(mean, 3), graded["evidence_index"])
@@ -424,6 +546,129 @@ class Demo:
                 raise VerificationError(f"the card the server names for {sig.keyid} does not register it")
             signers[sig.keyid] = card.introduces_key
         return audit.verify_leaf(leaf, signers.get)
+
+    def verification(self, persona: str) -> dict[str, Any]:
+        """The agent's re-verification status as its rating shows it."""
+        agent = self.keys[persona].id
+        status: dict[str, Any] = self.client.get(f"/v1/agents/{agent}/rating", model=MODEL)["verification"]
+        return status
+
+    def show_reverification(self) -> None:
+        """Wait until the server has re-verified every agent's latest report, then tabulate the status."""
+        section("re-verification: the server re-asked each agent's endpoint a sample of its reports' items")
+        deadline = time.monotonic() + REVERIFY_TIMEOUT
+        while True:
+            status = {p: self.verification(p) for p in PERSONAS}
+            pending = [p for p in PERSONAS if not self._covers_latest(p, status[p])]
+            if not pending:
+                break
+            if time.monotonic() > deadline:
+                raise StorageError(
+                    f"no re-verification of the latest report of {', '.join(pending)} "
+                    f"within {REVERIFY_TIMEOUT:.0f} s (server log: {self.data_dir / 'demo-server.log'})"
+                )
+            time.sleep(0.5)
+        rows = []
+        for persona in PERSONAS:
+            runs = status[persona]["history"]
+            latest = runs[-1]
+            matched = sum(1 for r in runs if r["outcome"] == "match")
+            rows.append(
+                (
+                    persona,
+                    self.endpoints[persona].serves,
+                    "yes" if status[persona]["verified"] else "no",
+                    latest["outcome"],
+                    f"{latest['matched_millis'] / 1000:.2f}",
+                    f"{matched}/{len(runs)}",
+                )
+            )
+        headers = (
+            "agent",
+            "endpoint answers as",
+            "verified",
+            "latest outcome",
+            "matched share",
+            "runs matched",
+        )
+        print(table(headers, rows))
+        print(
+            f"  (one run per report, {REVERIFY_DEADLINE} s at most each; verified = the latest run matched)"
+        )
+
+    def _covers_latest(self, persona: str, status: dict[str, Any]) -> bool:
+        runs = status["history"]
+        return bool(runs) and runs[-1]["report_index"] >= self.last_report[persona]
+
+    def fetch_attestation(self, agent: str) -> bytes:
+        """The attestation bundle of the agent's served rating (retried while the log catches up)."""
+        deadline = time.monotonic() + WAIT_TIMEOUT
+        while True:
+            try:
+                return self.client.get_bytes(
+                    f"/v1/agents/{agent}/rating/attestation", model=MODEL, format="bundle"
+                )
+            except NotFound as exc:
+                if time.monotonic() > deadline:
+                    raise NotYetAvailable(
+                        f"no attestation of {FEATURED} within {WAIT_TIMEOUT:.0f} s: {exc.message}"
+                    ) from exc
+            time.sleep(0.2)
+
+    def show_attestation(self) -> None:
+        """Fetch, save and verify the featured agent's attestation bundle offline, then show a tampered
+        copy refused."""
+        section(f"rating attestation of {FEATURED}, verified offline as `trustscore rating verify` does")
+        data = self.fetch_attestation(self.keys[FEATURED].id)
+        path = self.data_dir / f"attestation-{FEATURED}.json"
+        path.write_bytes(data)
+        print(f"  saved GET /v1/agents/{{id}}/rating/attestation?format=bundle to {path}")
+        trusted = note.parse_verifier_key(self.server.verifier_key)
+        verified = verify_attestation(data, trusted)
+        a = verified.attestation
+        print(
+            f"  attestation verified: {len(a.evidence_entries)} entries, checkpoint {verified.checkpoint.size}, "
+            f"total {a.total} recomputed (grade {a.grade}, n {a.n})"
+        )
+        print(
+            "  checked: the checkpoint's signature; every entry's inclusion proof, signatures and admission;"
+        )
+        print(f"  the attestation's signature by service key {verified.signer}; and that rescoring")
+        print("  the bundled evidence with the attested weights file gives every attested number")
+        tampered_path = self.data_dir / f"attestation-{FEATURED}-tampered.json"
+        old, new, tampered = tamper_total(data)
+        tampered_path.write_bytes(tampered)
+        try:
+            verify_attestation(tampered, trusted)
+        except TrustscoreError as exc:
+            print(f"  tampered copy (total {old} -> {new}): verification failed: {exc.message}")
+        else:
+            raise VerificationError(f"a bundle whose total was changed from {old} to {new} still verified")
+        vkey = shlex.quote(self.server.verifier_key)
+        print(f"  check it yourself: trustscore rating verify {shlex.quote(str(path))} --verifier-key {vkey}")
+        if not self.kept:
+            print(
+                "  (the temporary data directory is removed at the end; rerun with --keep to keep the file)"
+            )
+
+
+def verify_attestation(data: bytes, trusted: note.Verifier) -> attestation.VerifiedBundle:
+    """What ``trustscore rating verify BUNDLE --verifier-key KEY`` checks, with the default weights file."""
+    bundle = attestation.decode_bundle(data)
+    if not re.fullmatch(r"[a-z][a-z0-9._-]*", bundle.weights_model):
+        raise InvalidInput(f"weights_model {bundle.weights_model!r} is not a model version")
+    return attestation.verify_bundle(bundle, load_weights(WEIGHTS / f"{bundle.weights_model}.toml"), trusted)
+
+
+def tamper_total(data: bytes) -> tuple[int | None, int, bytes]:
+    """The bundle with its attested total changed (the signed payload edited, the signature kept)."""
+    bundle = json.loads(data)
+    payload = json.loads(b64decode(bundle["attestation"]["payload"], what="attestation payload"))
+    old = payload["predicate"]["total"]
+    new = 500 if old is None else (old + 100 if old <= 900 else old - 100)
+    payload["predicate"]["total"] = new
+    bundle["attestation"]["payload"] = b64encode(canonical.encode(payload))
+    return old, new, json.dumps(bundle).encode()
 
 
 def _interval(interval: Sequence[float] | None, digits: int) -> str:

@@ -1,5 +1,7 @@
-"""``trustscore demo`` as a newcomer runs it: the whole product in one command, proofs verified, and no
-embedded PostgreSQL left running afterwards."""
+"""``trustscore demo`` as a newcomer runs it: the whole product in one command, proofs verified,
+re-verification catching the agent whose endpoint answers differently, an attestation verified offline
+and a tampered one refused, and neither the embedded PostgreSQL nor an example agent server left running
+afterwards."""
 
 from __future__ import annotations
 
@@ -46,6 +48,15 @@ def postgres_stopped(pg_dir: Path, wait_s: float = 10) -> bool:
     return False
 
 
+def stopped(pid: int, wait_s: float = 10) -> bool:
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            return True
+        time.sleep(0.2)
+    return False
+
+
 def test_demo_ranks_good_first_verifies_proofs_and_stops_postgres(tmp_path: Path) -> None:
     data_dir = tmp_path / "demo"
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRUSTSCORE_")}
@@ -77,8 +88,46 @@ def test_demo_ranks_good_first_verifies_proofs_and_stops_postgres(tmp_path: Path
     assert "trustscore log verify --server" in out and "trustscore evidence export" in out
     assert "trustscore score --weights" in out
 
+    # One example agent server per persona, each card declaring it; the bluffer's answers as careless.
+    served = out.split("== example agents served over HTTP", 1)[1].split("==", 2)[1]
+    agents = re.findall(r"^\s+(\S+)\s+(http://127\.0\.0\.1:\d+/agent)\s+(\S+)\s+(\d+)$", served, re.MULTILINE)
+    assert {name: answers for name, _, answers, _ in agents} == {
+        "good": "good",
+        "careless": "careless",
+        "gullible": "gullible",
+        "bluffer": "careless",
+    }, served
+
+    # Re-verification: good's endpoint matches its reports, the bluffer's does not.
+    reverify = out.split("== re-verification", 1)[1].split("==", 2)[1]
+    status = {
+        m[0]: m[1:]
+        for m in re.findall(
+            r"^\s+(\S+)\s+\S+\s+(yes|no)\s+(match|mismatch|unreachable)\s+(\d\.\d\d)\s+\d+/\d+$",
+            reverify,
+            re.MULTILINE,
+        )
+    }
+    assert sorted(status) == ["bluffer", "careless", "good", "gullible"], reverify
+    assert status["good"][:2] == ("yes", "match"), reverify
+    assert status["bluffer"][:2] == ("no", "mismatch"), reverify
+
+    # good's attestation, saved and verified offline; a tampered copy refused with the verifier's message.
+    attest = out.split("== rating attestation", 1)[1].split("==", 2)[1]
+    assert re.search(
+        r"^\s+attestation verified: \d+ entries, checkpoint \d+, total \d+ recomputed", attest, re.MULTILINE
+    )
+    assert re.search(
+        r"^\s+tampered copy \(total \d+ -> \d+\): verification failed: \S.*$", attest, re.MULTILINE
+    ), attest
+    assert (data_dir / "attestation-good.json").is_file()
+    assert f"trustscore rating verify {data_dir / 'attestation-good.json'}" in attest
+
     assert data_dir.is_dir()  # a given --data-dir is kept
     assert postgres_stopped(data_dir / "pg"), "the embedded PostgreSQL is still running"
+    assert len(agents) == 4 and all(stopped(int(pid)) for *_, pid in agents), (
+        "an agent server is still running"
+    )
 
 
 def test_demo_refuses_a_busy_port_in_one_line(tmp_path: Path) -> None:
