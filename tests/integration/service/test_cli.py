@@ -129,7 +129,8 @@ def test_embedded_default_survives_kill_9(tmp_path: Path) -> None:
         s.kill9()
         s.start()
         assert httpx.get(s.url + "/v1/log/key").text == vkey
-        assert len(httpx.get(s.url + "/v1/log/entries").json()["entries"]) == 3  # two service cards + the agent
+        # two service cards and the agent
+        assert len(httpx.get(s.url + "/v1/log/entries").json()["entries"]) == 3
     finally:
         s.stop()
     try:
