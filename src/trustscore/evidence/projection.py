@@ -14,33 +14,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-import msgspec
-
 from trustscore.errors import TrustscoreError
 from trustscore.evidence.derive import Context, DerivedEvidence, derive, derive_snapshots
 from trustscore.evidence.reporters import REPORTER_MODEL as REPORTER_MODEL
 from trustscore.evidence.reporters import ReporterWeights
 from trustscore.ledger import audit, keys, kinds_all
 from trustscore.ledger.admission import Registration, admit, registration_of
-from trustscore.ledger.cards import AgentCard
-from trustscore.ledger.parties import PartyCard
-from trustscore.ledger.service_card import ServiceCard
 from trustscore.ledger.snapshots import RatingSnapshot
 from trustscore.ledger.submission import check
 from trustscore.scoring.inputs import Snapshot
 
 assert kinds_all.ALL_KINDS  # every kind registered before any entry is parsed
-
-
-@dataclass(frozen=True)
-class CardRow:
-    index: int
-    id: str
-    kind: str
-    name: str
-    endpoint: str | None
-    controller: str | None
-    card: dict[str, object]
 
 
 @dataclass(frozen=True)
@@ -54,7 +38,6 @@ class SnapshotRow:
 class Projected:
     """What a run of entries adds."""
 
-    cards: list[CardRow] = field(default_factory=list)
     evidence: list[DerivedEvidence] = field(default_factory=list)
     snapshots: list[SnapshotRow] = field(default_factory=list)
     rejected: list[tuple[int, str]] = field(default_factory=list)  # offline: entries that do not count
@@ -87,28 +70,24 @@ class ProjectionState:
         self.reporters.add(index, snapshot)
 
 
-def _card_row(index: int, reg: Registration, predicate: object) -> CardRow:
-    endpoint = predicate.endpoint if isinstance(predicate, AgentCard) else None
-    assert isinstance(predicate, AgentCard | PartyCard | ServiceCard)
-    return CardRow(
-        index=index,
-        id=reg.id,
-        kind=reg.kind,
-        name=predicate.name,
-        endpoint=endpoint,
-        controller=reg.controller,
-        card=msgspec.to_builtins(predicate),
-    )
+def project(
+    entries: Iterable[tuple[int, bytes | None]], state: ProjectionState, *, verify: bool
+) -> Projected:
+    """Project ``entries`` (index, leaf bytes), which must continue ``state`` in index order.
 
-
-def project(entries: Iterable[tuple[int, bytes]], state: ProjectionState, *, verify: bool) -> Projected:
-    """Project ``entries`` (index, leaf bytes), which must continue ``state`` in index order."""
+    A leaf may be None where the caller knows the entry is a card (the server, which admitted it): cards
+    yield no evidence, and only an offline replay (``verify``) needs their keys.
+    """
     out = Projected()
     context = Context(reporter_weight=state.reporters.weight)
     for index, leaf in entries:
         if index != state.next_index:
             raise ValueError(f"projection expected entry {state.next_index}, got {index}")
         state.next_index = index + 1
+        if leaf is None:
+            if verify:
+                raise ValueError(f"entry {index}: a verifying projection needs every leaf")
+            continue
         prepared = audit.parse_leaf(leaf)
         stmt = prepared.statement
         if verify:
@@ -121,8 +100,9 @@ def project(entries: Iterable[tuple[int, bytes]], state: ProjectionState, *, ver
                 continue
         reg = registration_of(stmt)
         if reg is not None:
-            state.registry.setdefault(reg.id, reg)
-            out.cards.append(_card_row(index, reg, stmt.predicate))
+            if verify:
+                state.registry.setdefault(reg.id, reg)
+            continue
         out.evidence.extend(derive(index, stmt, context))
         if isinstance(stmt.predicate, RatingSnapshot):
             adjusted = {r.agent: r.adjusted for r in stmt.predicate.ratings}

@@ -97,7 +97,7 @@ class PublicService:
         if not 1 <= limit <= 1000:
             raise InvalidInput("limit must be 1..1000")
         weights = self.ratings.model(model)
-        agents = {c.id for c in await self.store.cards("agent")}
+        agents = set(await self.store.agent_ids())
         scored: list[tuple[float, RatedAgent]] = []
         unranked: list[tuple[RatedAgent, str]] = []
         rated = {

@@ -68,26 +68,31 @@ class Reverifier:
     async def sweep(self) -> int:
         """Schedule a run for every report integrated since the last sweep whose agent has an endpoint."""
         cp = self.log.checkpoint_size or 0
-        endpoints = await self.store.endpoints()
+        reports = [
+            (index, audit.parse_leaf(leaf))
+            for index, leaf in await self.log.store.leaves_of_kind(
+                EXAM_REPORT.predicate_type, cp, self._swept
+            )
+            if sampling.seed_size(index) <= cp
+        ]
+        if not reports:
+            return 0
+        endpoints = await self.store.endpoints({r.statement.facts.subject for _, r in reports})
         scheduled = 0
-        for index, leaf in await self.log.store.leaves_of_kind(EXAM_REPORT.predicate_type, cp):
-            if index < self._swept or sampling.seed_size(index) > cp:
-                continue
-            report = audit.parse_leaf(leaf)
+        for index, report in reports:
             agent = report.statement.facts.subject
-            if agent not in endpoints:
-                continue
-            root = await self._root(sampling.seed_size(index))
-            seed = sampling.seed(root, report.statement_hash, agent)
-            run = Run(agent, index, seed, "report", sampling.seed_size(index), endpoints[agent], 0)
-            scheduled += await self.store.schedule(run)
-        self._swept = max(self._swept, cp - 1)
+            if agent in endpoints:
+                root = await self._root(sampling.seed_size(index))
+                seed = sampling.seed(root, report.statement_hash, agent)
+                run = Run(agent, index, seed, "report", sampling.seed_size(index), endpoints[agent], 0)
+                scheduled += await self.store.schedule(run)
+        self._swept = reports[-1][0] + 1
         return scheduled
 
     async def schedule_all(self) -> int:
         """A scheduled run on each agent's latest report, seeded by the newest checkpoint."""
         cp = await self.log.latest_checkpoint()
-        endpoints = await self.store.endpoints()
+        endpoints = await self.store.endpoints(None)
         latest: dict[str, tuple[int, bytes]] = {}
         for index, leaf in await self.log.store.leaves_of_kind(EXAM_REPORT.predicate_type, cp.size - 1):
             report = audit.parse_leaf(leaf)

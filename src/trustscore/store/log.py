@@ -77,9 +77,13 @@ class LogStore:
         )
         return used
 
-    async def leaves_of_kind(self, kind: str, before: int) -> list[tuple[int, bytes]]:
+    async def leaves_of_kind(self, kind: str, before: int, start: int = 0) -> list[tuple[int, bytes]]:
+        """Entries of ``kind`` with ``start <= index < before``, in log order."""
         rows = await self.pool.fetch(
-            "SELECT idx, leaf FROM entries WHERE kind = $1 AND idx < $2 ORDER BY idx", kind, before
+            "SELECT idx, leaf FROM entries WHERE kind = $1 AND idx >= $3 AND idx < $2 ORDER BY idx",
+            kind,
+            before,
+            start,
         )
         return [(r["idx"], bytes(r["leaf"])) for r in rows]
 

@@ -11,9 +11,15 @@ import asyncpg
 import msgspec
 
 from trustscore.evidence.projection import Projected
+from trustscore.ledger import audit
+from trustscore.ledger.admission import registration_of
+from trustscore.ledger.cards import AGENT_CARD, AgentCard
+from trustscore.ledger.parties import PARTY_CARD, PartyCard
+from trustscore.ledger.service_card import SERVICE_CARD, ServiceCard
 from trustscore.scoring.inputs import EvidenceItem, Snapshot
 
 _PROJECTOR_LOCK = 0x70726F6A  # advisory lock key held while projecting
+CARD_KINDS = (AGENT_CARD.predicate_type, PARTY_CARD.predicate_type, SERVICE_CARD.predicate_type)
 
 
 @dataclass(frozen=True)
@@ -39,7 +45,7 @@ class ProjectionStore:
         self.pool = pool
 
     async def step(
-        self, project: Callable[[list[tuple[int, bytes]]], Projected], limit: int
+        self, project: Callable[[list[tuple[int, bytes | None]]], Projected], limit: int
     ) -> Projected | None:
         """Project up to ``limit`` unprojected entries in one transaction; None if none or locked."""
         async with self.pool.acquire() as conn, conn.transaction():
@@ -48,29 +54,16 @@ class ProjectionStore:
             start: int = await conn.fetchval(
                 "SELECT next_index FROM projection_state WHERE name = 'log' FOR UPDATE"
             )
-            rows = await conn.fetch(
-                "SELECT idx, leaf FROM entries WHERE idx >= $1 ORDER BY idx LIMIT $2", start, limit
+            rows = await conn.fetch(  # cards yield no evidence: their leaves need not even be read
+                "SELECT idx, CASE WHEN kind = ANY($3::text[]) THEN NULL ELSE leaf END AS leaf "
+                "FROM entries WHERE idx >= $1 ORDER BY idx LIMIT $2",
+                start,
+                limit,
+                list(CARD_KINDS),
             )
             if not rows:
                 return None
-            out = project([(r["idx"], bytes(r["leaf"])) for r in rows])
-            if out.cards:
-                await conn.copy_records_to_table(
-                    "cards",
-                    columns=["idx", "id", "kind", "name", "endpoint", "controller", "card"],
-                    records=[
-                        (
-                            c.index,
-                            c.id,
-                            c.kind,
-                            c.name,
-                            c.endpoint,
-                            c.controller,
-                            msgspec.json.encode(c.card).decode(),
-                        )
-                        for c in out.cards
-                    ],
-                )
+            out = project([(r["idx"], None if r["leaf"] is None else bytes(r["leaf"])) for r in rows])
             if out.evidence:
                 seq: dict[int, int] = {}
                 records = []
@@ -171,33 +164,28 @@ class ProjectionStore:
         ]
 
     async def card(self, key_id: str) -> Card | None:
+        """The newest card of ``key_id``, with the type and controller its first card fixed."""
         r = await self.pool.fetchrow(
-            "SELECT idx, id, kind, name, endpoint, controller, card FROM cards WHERE id = $1 ORDER BY idx DESC LIMIT 1",
+            "SELECT idx, leaf FROM entries WHERE subject = $1 AND kind = ANY($2::text[]) ORDER BY idx DESC LIMIT 1",
             key_id,
+            list(CARD_KINDS),
         )
-        return None if r is None else _card(r)
+        return None if r is None else _card(r["idx"], bytes(r["leaf"]))
 
-    async def cards(self, kind: str | None = None) -> list[Card]:
-        """The current card of every registered key (of ``kind``), by id."""
-        rows = await self.pool.fetch(
-            "SELECT DISTINCT ON (id) idx, id, kind, name, endpoint, controller, card FROM cards "
-            "WHERE $1::text IS NULL OR kind = $1 ORDER BY id, idx DESC",
-            kind,
-        )
-        return [_card(r) for r in rows]
+    async def agent_ids(self) -> list[str]:
+        """Every key registered as an agent."""
+        rows = await self.pool.fetch("SELECT id FROM keys WHERE kind = 'agent' ORDER BY id")
+        return [r["id"] for r in rows]
 
 
-def _card(r: asyncpg.Record) -> Card:
-    card = r["card"]
-    return Card(
-        r["idx"],
-        r["id"],
-        r["kind"],
-        r["name"],
-        r["endpoint"],
-        r["controller"],
-        msgspec.json.decode(card) if isinstance(card, str) else card,
-    )
+def _card(index: int, leaf: bytes) -> Card:
+    stmt = audit.parse_leaf(leaf).statement
+    reg = registration_of(stmt)
+    p = stmt.predicate
+    assert reg is not None
+    assert isinstance(p, AgentCard | PartyCard | ServiceCard)
+    endpoint = p.endpoint if isinstance(p, AgentCard) else None
+    return Card(index, reg.id, reg.kind, p.name, endpoint, reg.controller, msgspec.to_builtins(p))
 
 
 def _evidence_row(r: asyncpg.Record) -> EvidenceRow:

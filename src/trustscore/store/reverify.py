@@ -6,6 +6,9 @@ from dataclasses import dataclass
 
 import asyncpg
 
+from trustscore.ledger import audit
+from trustscore.ledger.cards import AGENT_CARD, AgentCard
+
 
 @dataclass(frozen=True)
 class Run:
@@ -97,9 +100,22 @@ class ReverifyStore:
         )
         return v
 
-    async def endpoints(self) -> dict[str, str]:
-        """Every agent's currently declared endpoint (from its newest card)."""
-        rows = await self.pool.fetch(
-            "SELECT DISTINCT ON (id) id, endpoint FROM cards WHERE kind = 'agent' ORDER BY id, idx DESC"
+    async def endpoints(self, agents: set[str] | None) -> dict[str, str]:
+        """The endpoint each of ``agents`` (None: every agent) declares in its newest card, if any."""
+        ids = (
+            sorted(agents)
+            if agents is not None
+            else [r["id"] for r in await self.pool.fetch("SELECT id FROM keys WHERE kind = 'agent'")]
         )
-        return {r["id"]: r["endpoint"] for r in rows if r["endpoint"]}
+        rows = await self.pool.fetch(
+            "SELECT DISTINCT ON (subject) subject, leaf FROM entries WHERE kind = $1 AND subject = ANY($2::text[]) "
+            "ORDER BY subject, idx DESC",
+            AGENT_CARD.predicate_type,
+            ids,
+        )
+        out = {}
+        for r in rows:
+            card = audit.parse_leaf(bytes(r["leaf"])).statement.predicate
+            if isinstance(card, AgentCard) and card.endpoint:
+                out[r["subject"]] = card.endpoint
+        return out

@@ -1,16 +1,5 @@
--- Projections of the log: derived, append-only, rebuildable from the entries alone.
-
--- Every card (agent, party, service) in log order; the newest card of an id is its current one.
-CREATE TABLE cards (
-    idx        bigint PRIMARY KEY REFERENCES entries (idx),
-    id         text NOT NULL,
-    kind       text NOT NULL,           -- agent | counterparty | marketplace | service
-    name       text NOT NULL,
-    endpoint   text,
-    controller text,                    -- key id of the controller that co-signed, if any
-    card       jsonb NOT NULL           -- the predicate as logged
-);
-CREATE INDEX cards_id ON cards (id, idx DESC);
+-- Projections of the log: derived, append-only, rebuildable from the entries alone. Cards need no
+-- projection: the keys table and the newest card entry of a key say everything about it.
 
 -- Scoring evidence derived from log statements (docs/evidence-mapping.md).
 CREATE TABLE evidence (
@@ -51,14 +40,14 @@ INSERT INTO projection_state (name, next_index) VALUES ('log', 0);
 DO $$
 DECLARE t text;
 BEGIN
-    FOREACH t IN ARRAY ARRAY['cards', 'evidence', 'snapshots'] LOOP
+    FOREACH t IN ARRAY ARRAY['evidence', 'snapshots'] LOOP
         EXECUTE format('CREATE TRIGGER %I BEFORE UPDATE OR DELETE ON %I FOR EACH ROW '
                        'EXECUTE FUNCTION trustscore_refuse_change()', t || '_append_only', t);
         EXECUTE format('CREATE TRIGGER %I BEFORE TRUNCATE ON %I FOR EACH STATEMENT '
                        'EXECUTE FUNCTION trustscore_refuse_change()', t || '_no_truncate', t);
     END LOOP;
     IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'trustscore_app') THEN
-        GRANT SELECT, INSERT ON cards, evidence, snapshots TO trustscore_app;
+        GRANT SELECT, INSERT ON evidence, snapshots TO trustscore_app;
         GRANT SELECT, UPDATE ON projection_state TO trustscore_app;
     END IF;
 END;
