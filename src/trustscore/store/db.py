@@ -57,6 +57,9 @@ async def migrate(dsn: str) -> list[str]:
 
 
 async def _init_connection(conn: asyncpg.Connection) -> None:
+    # Plan every execution for its actual parameters: asyncpg prepares statements, and a generic plan
+    # fixed while the log was small (a sequential scan for the nonce check, say) would stay as it grows.
+    await conn.execute("SET plan_cache_mode = force_custom_plan")
     # Act with the app role's privileges (read + insert only) wherever the role exists and we may use it.
     may = await conn.fetchval(
         "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1) AND pg_has_role(current_user, $1, 'MEMBER')",
