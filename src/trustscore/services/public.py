@@ -74,8 +74,13 @@ class PublicService:
     ) -> bytes:
         """The encoded rating response of ``agent``, encoded again only when something it shows changed
         (every recorded re-verification brings the agent evidence, so it changes the rating object)."""
-        rated = await self.rating(agent, model)
         size = self.log.checkpoint_size
+        stored = self.ratings.stored(agent, model)
+        if stored is not None:  # the hot path: nothing changed since the body was encoded
+            cached = self._bodies.get((stored.rating.model_version, agent))
+            if cached is not None and cached[0] is stored.rating and cached[1:3] == (self.ratings.size, size):
+                return cached[3]
+        rated = await self.rating(agent, model)
         key = (rated.rating.model_version, agent)
         cached = self._bodies.get(key)
         if cached is None or cached[0] is not rated.rating or cached[1:3] != (rated.log_size, size):

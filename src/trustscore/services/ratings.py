@@ -107,6 +107,10 @@ class RatingService:
                 self._ratings[model][rating.agent] = RatedAgent(rating, at, self.size)
         self.metrics.rating_seconds.observe(time.perf_counter() - started)
 
+    def stored(self, agent: str, model: str | None = None) -> RatedAgent | None:
+        """The agent's rating as last computed (its ``log_size`` is when); see :meth:`rating`."""
+        return self._ratings[self.model(model).model_version].get(agent)
+
     def rating(self, agent: str, model: str | None = None) -> RatedAgent | None:
         """The agent's current rating. Its ``log_size`` is the whole projected log: an agent is recomputed
         whenever an entry brings it evidence or a snapshot, so the rating holds for every prefix since."""
