@@ -63,7 +63,8 @@ class AttestationStore:
     async def registration_entries(self, ids: Iterable[str]) -> dict[str, int]:
         """The index of the card that registered each key among ``ids`` (unregistered ids are absent)."""
         rows = await self.pool.fetch(
-            "SELECT id, first_idx FROM keys WHERE id = ANY($1::text[])", sorted(set(ids))
+            "SELECT k.id, k.first_idx FROM unnest($1::text[]) AS t(id) JOIN keys k ON k.id = t.id",
+            sorted(set(ids)),
         )
         return {r["id"]: r["first_idx"] for r in rows}
 
