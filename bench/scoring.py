@@ -17,6 +17,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
+from trustscore.ledger.graded import DIMENSIONS
 from trustscore.scoring import EvidenceBatch, SnapshotBatch, load_weights
 from trustscore.scoring.engine import score_columns
 from trustscore.scoring.ratings import Rating, to_ratings
@@ -26,16 +27,6 @@ from trustscore.scoring.weights import Weights
 
 ROOT = Path(__file__).resolve().parents[1]
 AT = parse_time("2026-11-30T00:00:00Z")
-DIMENSIONS = (
-    "capability",
-    "reliability",
-    "delivery",
-    "economic",
-    "collaboration",
-    "security",
-    "negotiation",
-    "integrity",
-)
 SOURCES = (
     "real",
     "real-benchmark",
