@@ -104,6 +104,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             runtime.projector = projector
             runtime.intake = Intake(service, service_key, exam_dirs, runtime.metrics)
             runtime.public = PublicService(service, projections, ratings, exam_dirs)
+            app.state.public = runtime.public  # the rating route reads it from here (no dependency)
             runtime.attestations = AttestationService(runtime.public, AttestationStore(pool), service_key)
             reverifier = Reverifier(
                 service,
@@ -144,6 +145,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             yield
         finally:
             runtime.ready = False
+            app.state.public = None
             stop.set()
             for task in tasks:
                 await task

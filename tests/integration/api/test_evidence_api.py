@@ -150,7 +150,12 @@ async def test_unknown_agent_and_unrated_agent(client: Client) -> None:
             break
         await asyncio.sleep(0.05)
     rating = r.json()
+    assert r.headers["content-type"] == "application/json"
+    assert r.headers["cache-control"] == "max-age=5, public"
     assert rating["total"] is None and rating["null_reasons"]["total"] == "no_scored_dimensions"
+    r = await client.get(f"/v1/agents/{agent.id}/rating", params={"model": "no-such-model"})
+    assert r.status_code == 404 and r.headers["content-type"].startswith("application/problem+json")
+    assert "no-such-model" in r.json()["detail"]
     assert all(
         d["score"] is None and d["null_reason"] == "no_evidence" for d in rating["dimensions"].values()
     )
@@ -158,6 +163,17 @@ async def test_unknown_agent_and_unrated_agent(client: Client) -> None:
     assert agent.id not in [r["agent"] for r in board["ranked"]]
     r = await client.get("/v1/leaderboard", params={"dimension": "charisma"})
     assert r.status_code == 400
+
+
+async def test_rating_route_described_in_openapi(client: Client) -> None:
+    """The rating route reads its parameters by hand (it is the hottest read), so its OpenAPI
+    description is written by hand too: it must still name both parameters and the response schema."""
+    op = (await client.get("/schema/openapi.json")).json()["paths"]["/v1/agents/{agent_id}/rating"]["get"]
+    assert {(p["name"], p["in"], p["required"]) for p in op["parameters"]} == {
+        ("agent_id", "path", True),
+        ("model", "query", False),
+    }
+    assert op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith("RatingOut")
 
 
 async def test_ops_routes(client: Client) -> None:
