@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import signal
 import sys
 from pathlib import Path
@@ -41,6 +42,21 @@ def database_dsn(s: Settings) -> str:
     return s.database_url or embedded.start(s.pg_dir)
 
 
+# Python's cyclic collector runs a young collection every 700 net allocations. A batch of 1000 envelopes
+# allocates hundreds of thousands of objects that live until its response is sent, so the default
+# collects (and promotes, and later rescans) them over and over; bench/ingest.py measured about 12 %
+# more entries/s at batch 1000 with a higher young threshold and the start-up heap frozen.
+GC_THRESHOLDS = (50_000, 20, 10)
+
+
+def tune_gc() -> None:
+    """Freeze everything alive after start-up (modules, classes, settings) out of the collector's
+    scans and collect the young generation less often. Garbage cycles are still collected."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -58,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
         create_app(s, dsn), host=s.host, port=s.port, log_config=None, access_log=False, lifespan="on"
     )
     server = uvicorn.Server(config)
+    tune_gc()
     # uvicorn re-raises SIGTERM/SIGINT after a graceful shutdown; exiting normally instead lets the
     # embedded PostgreSQL's exit hook stop it rather than leave it running.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))

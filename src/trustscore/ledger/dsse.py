@@ -49,9 +49,14 @@ def sign(
     )
 
 
+# An envelope holds only strings, so its canonical form needs no float check: encoded straight from the
+# struct with sorted keys it is byte for byte ``canonical.encode(envelope)`` (a unit test pins this).
+_leaf_encoder = msgspec.json.Encoder(order="sorted")
+
+
 def leaf_bytes(envelope: Envelope) -> bytes:
     """The bytes stored as a log leaf: the canonical JSON of the envelope."""
-    return canonical.encode(envelope)
+    return _leaf_encoder.encode(envelope)
 
 
 def decode_envelope(raw: object) -> Envelope:
@@ -77,13 +82,16 @@ class VerifiedSignatures:
     signer_ids: tuple[str, ...]
 
 
-def verify_envelope(envelope: Envelope, resolve: Callable[[str], bytes | None]) -> VerifiedSignatures:
+def verify_envelope(
+    envelope: Envelope, resolve: Callable[[str], bytes | None], payload: bytes | None = None
+) -> VerifiedSignatures:
     """Verify every signature of ``envelope``; ``resolve`` maps a key id to its public key (or None).
 
     Every signature must verify: one bad signature fails the whole envelope. Returns the payload as it
-    was received.
+    was received. ``payload``: the envelope's payload already decoded from base64, if the caller has it.
     """
-    payload = canonical.b64decode(envelope.payload, what="payload")
+    if payload is None:
+        payload = canonical.b64decode(envelope.payload, what="payload")
     message = pae(envelope.payloadType, payload)
     ids: list[str] = []
     for s in envelope.signatures:

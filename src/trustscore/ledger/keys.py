@@ -6,6 +6,7 @@ Anyone holding the key can check the id; the key itself is published in the sign
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -22,6 +23,7 @@ ID_PREFIX = "ts1_"
 KEY_FILE_TYPE = "trustscore-ed25519-private-key-v1"
 
 
+@functools.lru_cache(maxsize=4096)  # a card's key is looked up several times while it is checked
 def key_id(public_key: bytes) -> str:
     """The self-certifying id of an Ed25519 public key."""
     if len(public_key) != 32:

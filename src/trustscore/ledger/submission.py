@@ -61,7 +61,7 @@ def check(p: Prepared, resolve: Callable[[str], bytes | None]) -> CheckedEntry:
     def lookup(kid: str) -> bytes | None:
         return own if kid == own_id else carried.get(kid) or resolve(kid)
 
-    verified = dsse.verify_envelope(p.envelope, lookup)
+    verified = dsse.verify_envelope(p.envelope, lookup, p.payload)
     for required in (facts.signer, *carried):
         if required not in verified.signer_ids:
             raise SignatureError(f"a {p.statement.kind.name} statement must be signed by {required}")

@@ -197,28 +197,24 @@ class LogStore:
         if introduced:
             # Admission read the registrations before this transaction held the sequence lock; a card
             # committed since then must not be contradicted (a key's type, controller and roles are fixed).
+            # Keys are only ever written here, under that lock, so the ones not found are new.
             for r in await conn.fetch(
                 "SELECT k.id, k.kind, k.controller, k.roles FROM unnest($1::text[]) AS t(id) JOIN keys k ON k.id = t.id",
                 list(introduced),
             ):
-                reg = introduced[r["id"]][0]
+                reg = introduced.pop(r["id"])[0]
                 if (r["kind"], r["controller"], tuple(r["roles"])) != (reg.kind, reg.controller, reg.roles):
                     raise InvalidInput(
                         f"{reg.id} is registered as {r['kind']}; a key's card type, controller and roles never change"
                     )
         if introduced:
-            regs = list(introduced.values())
-            await conn.execute(
-                "INSERT INTO keys (id, public_key, first_idx, kind, controller, roles) "
-                "SELECT id, pk, i, k, c, string_to_array(r, ',') FROM "
-                "unnest($1::text[], $2::bytea[], $3::bigint[], $4::text[], $5::text[], $6::text[]) "
-                "AS t(id, pk, i, k, c, r) ON CONFLICT (id) DO NOTHING",
-                list(introduced),
-                [r.public_key for r, _ in regs],
-                [i for _, i in regs],
-                [r.kind for r, _ in regs],
-                [r.controller for r, _ in regs],
-                [",".join(r.roles) for r, _ in regs],
+            await conn.copy_records_to_table(
+                "keys",
+                columns=["id", "public_key", "first_idx", "kind", "controller", "roles"],
+                records=[
+                    (reg.id, reg.public_key, i, reg.kind, reg.controller, list(reg.roles))
+                    for reg, i in introduced.values()
+                ],
             )
         return out, next_index + len(new)
 
