@@ -17,6 +17,8 @@ from trustscore.ledger import merkle
 from trustscore.ledger.admission import Registration, registration_of
 from trustscore.ledger.submission import CheckedEntry
 
+_NONCE_CONSTRAINT = "entries_signer_nonce_key"  # UNIQUE (signer, nonce) in migrations/0001_log.sql
+
 _INTEGRATOR_LOCK = 0x74726565  # advisory lock key held while integrating
 
 
@@ -173,24 +175,42 @@ class LogStore:
             out.append(Appended(idx, e.leaf_hash, False))
         if not new:
             return out, next_index
-        used = await conn.fetch(
-            "SELECT signer, nonce FROM entries WHERE (signer, nonce) IN "
-            "(SELECT * FROM unnest($1::text[], $2::text[]))",
-            [e.signer for _, e in new],
-            [e.nonce for _, e in new],
-        )
-        if used:
-            r = used[0]
-            pos = nonce_pos[(r["signer"], r["nonce"])]
-            raise NonceReplay(f"entries[{pos}]: nonce {r['nonce']!r} of {r['signer']} was already used")
-        await conn.copy_records_to_table(
-            "entries",
-            columns=["idx", "leaf", "leaf_hash", "statement_hash", "signer", "nonce", "kind", "subject"],
-            records=[
-                (i, e.leaf, e.leaf_hash, e.statement_hash, e.signer, e.nonce, e.kind, e.subject)
-                for i, e in new
-            ],
-        )
+        try:
+            # A savepoint: a nonce used before is found by the (signer, nonce) unique index while the
+            # rows go in, rather than by looking every nonce up first; only then is it looked up.
+            async with conn.transaction():
+                await conn.copy_records_to_table(
+                    "entries",
+                    columns=[
+                        "idx",
+                        "leaf",
+                        "leaf_hash",
+                        "statement_hash",
+                        "signer",
+                        "nonce",
+                        "kind",
+                        "subject",
+                    ],
+                    records=[
+                        (i, e.leaf, e.leaf_hash, e.statement_hash, e.signer, e.nonce, e.kind, e.subject)
+                        for i, e in new
+                    ],
+                )
+        except asyncpg.UniqueViolationError as exc:
+            if exc.constraint_name != _NONCE_CONSTRAINT:
+                raise
+            used = await conn.fetch(
+                "SELECT signer, nonce FROM entries WHERE (signer, nonce) IN "
+                "(SELECT * FROM unnest($1::text[], $2::text[]))",
+                [e.signer for _, e in new],
+                [e.nonce for _, e in new],
+            )
+            if not used:
+                raise
+            pos, signer, nonce = min(
+                (nonce_pos[(r["signer"], r["nonce"])], r["signer"], r["nonce"]) for r in used
+            )
+            raise NonceReplay(f"entries[{pos}]: nonce {nonce!r} of {signer} was already used") from exc
         introduced = {
             reg.id: (reg, i) for i, e in reversed(new) if (reg := registration_of(e.statement)) is not None
         }

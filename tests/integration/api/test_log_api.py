@@ -149,6 +149,8 @@ async def test_bad_input_is_refused_and_writes_nothing(client: Client) -> None:
         ),
     )
     await assert_refused(client, body(replay), 409, "nonce")
+    # In a batch, the replay is named by its position and the batch's new entries are not written.
+    await assert_refused(client, body([new_card("b")[1], new_card("c")[1], replay]), 409, "entries[2]: nonce")
     await assert_refused(client, b"[]", 400, "empty batch")
     await assert_refused(client, b"x" * (3 * 1024 * 1024), 413, "")
 
