@@ -1,0 +1,85 @@
+"""The periodic full recompute runs in a worker thread; what it publishes must be what the event loop
+would have computed, and it must never overwrite a newer rating made meanwhile from newer evidence."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import threading
+from typing import Any
+
+from trustscore.ledger.graded import DIMENSIONS
+from trustscore.scoring.inputs import EvidenceItem
+from trustscore.services.metrics import Metrics
+from trustscore.services.ratings import RatingService, _AgentData, load_models
+
+AT = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)
+ALICE = "ts1_" + "a" * 40
+BOB = "ts1_" + "b" * 40
+
+
+def item(agent: str, value: float, n: int) -> EvidenceItem:
+    dimension = DIMENSIONS[n % len(DIMENSIONS)]
+    return EvidenceItem(
+        agent=agent,
+        dimension=dimension,
+        source="real-benchmark",
+        at=AT - dt.timedelta(days=n % 20),
+        value=value,
+        key=f"{dimension}@1/q{n}",
+        issuer=f"ts1_{n:040x}",
+    )
+
+
+def service(clock: Any = lambda: AT) -> RatingService:
+    ratings = RatingService(None, load_models(), Metrics(), clock=clock)  # type: ignore[arg-type]
+    index = 0
+    for agent, value in ((ALICE, 90.0), (BOB, 30.0)):
+        data = ratings._agents[agent] = _AgentData()
+        for n in range(40):
+            data.evidence.append((index, item(agent, value, n)))
+            index += 1
+    ratings.size = index
+    return ratings
+
+
+def totals(ratings: RatingService, model: str) -> dict[str, Any]:
+    return {a: ratings.stored(a, model).rating for a in (ALICE, BOB)}  # type: ignore[union-attr]
+
+
+async def test_threaded_full_recompute_equals_the_one_on_the_loop() -> None:
+    on_loop, threaded = service(), service()
+    on_loop.recompute()
+    await threaded.recompute_all()
+    for model in on_loop.models:
+        assert totals(threaded, model) == totals(on_loop, model)
+        assert totals(threaded, model)[ALICE].total is not None
+
+
+async def test_a_rating_refreshed_during_the_recompute_is_kept() -> None:
+    ratings = service()
+    ratings.recompute()
+    entered, release = threading.Event(), threading.Event()
+    score = ratings._score
+
+    def slow_score(*args: Any) -> Any:
+        if threading.current_thread() is not threading.main_thread():  # the worker, not the loop
+            entered.set()
+            assert release.wait(10)
+        return score(*args)
+
+    ratings._score = slow_score  # type: ignore[method-assign,assignment]
+    task = asyncio.create_task(ratings.recompute_all())
+    while not entered.is_set():  # the loop keeps running while the thread scores
+        await asyncio.sleep(0.001)
+    # Meanwhile new evidence about Bob arrives and is refreshed on the loop (as refresh() does).
+    for n in range(40, 80):
+        ratings._agents[BOB].evidence.append((ratings.size, item(BOB, 100.0, n)))
+        ratings.size += 1
+    ratings.recompute([BOB])
+    bob_now = ratings.stored(BOB).rating  # type: ignore[union-attr]
+    release.set()
+    await task
+    assert ratings.stored(BOB).rating == bob_now  # type: ignore[union-attr]  # not the stale one
+    assert bob_now.total is not None and bob_now.total > 60  # 40 items at 30 then 40 at 100
+    assert ratings.stored(ALICE) is not None
