@@ -141,7 +141,10 @@ def serving(data_dir: Path, port: int) -> Iterator[Server]:
     log_path = data_dir / "demo-server.log"
     env = {k: v for k, v in os.environ.items() if k != "TRUSTSCORE_DATABASE_URL"}
     env |= {
-        "TRUSTSCORE_SNAPSHOT_INTERVAL": "2",
+        # No rating snapshots during the demo: snapshots taken while the agents' reports are still
+        # arriving would rate their rising totals as drift (reliability's consistency term), and where
+        # they land depends on the machine's speed, so the ranking would too.
+        "TRUSTSCORE_SNAPSHOT_INTERVAL": "3600",
         "TRUSTSCORE_INTEGRATE_INTERVAL": "0.05",
         "TRUSTSCORE_OUTBOUND_ALLOW_LOOPBACK": "true",  # the example agents listen on 127.0.0.1
         "TRUSTSCORE_REVERIFY_DEADLINE": str(REVERIFY_DEADLINE),
