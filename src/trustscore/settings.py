@@ -12,6 +12,9 @@ from trustscore.errors import ConfigError
 ENV_PREFIX = "TRUSTSCORE_"
 
 
+DEFAULT_MAX_BATCH = 1000  # envelopes per POST /v1/log/entries
+
+
 @dataclass(frozen=True)
 class Settings:
     host: str = "127.0.0.1"
@@ -22,7 +25,7 @@ class Settings:
     integrate_interval: float = 0.2  # seconds between integrator runs
     integrate_batch: int = 50_000  # at most this many entries per checkpoint step
     max_body_bytes: int = 16 * 1024 * 1024
-    max_batch: int = 1000
+    max_batch: int = DEFAULT_MAX_BATCH
     max_page: int = 1000
     pool_min: int = 2
     pool_max: int = 10

@@ -9,6 +9,7 @@ from litestar import Controller, get
 from litestar.di import NamedDependency
 from litestar.params import FromPath, QueryParameter
 
+from trustscore.api.openapi import READ_PROBLEMS
 from trustscore.ledger.attestation import Bundle
 from trustscore.services.attestations import AttestationService
 
@@ -73,7 +74,11 @@ class AttestationController(Controller):
     path = "/v1"
     tags = ["public"]  # noqa: RUF012 - Litestar class attribute
 
-    @get("/agents/{agent_id:str}/rating/attestation", operation_id="getRatingAttestation")
+    @get(
+        "/agents/{agent_id:str}/rating/attestation",
+        operation_id="getRatingAttestation",
+        responses=READ_PROBLEMS,
+    )
     async def attestation(
         self,
         attestations: Attestations,

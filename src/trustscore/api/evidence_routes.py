@@ -8,6 +8,7 @@ import msgspec
 from litestar import Controller, Request, post
 from litestar.di import NamedDependency
 
+from trustscore.api.openapi import WRITE_PROBLEMS, envelope_body
 from trustscore.canonical import b64encode
 from trustscore.services.intake import Intake
 from trustscore.store.log import Appended
@@ -46,7 +47,13 @@ class EvidenceController(Controller):
     path = "/v1"
     tags = ["evidence in"]  # noqa: RUF012 - Litestar class attribute
 
-    @post("/reports", operation_id="submitReport", status_code=201)
+    @post(
+        "/reports",
+        operation_id="submitReport",
+        status_code=201,
+        operation_class=envelope_body("an exam-report/v1 statement signed by the registered agent"),
+        responses=WRITE_PROBLEMS,
+    )
     async def report(self, request: Request[Any, Any, Any], intake: IntakeDep) -> ReportResponse:
         """Submit a signed exam report. The server re-grades every response itself and logs the report
         with its own signed graded evidence; client-side grades are ignored. A replay is refused (409)."""
@@ -57,12 +64,24 @@ class EvidenceController(Controller):
         ]
         return ReportResponse(g.report.index, g.evidence.index, g.exam, items)
 
-    @post("/settlements", operation_id="submitSettlement", status_code=201)
+    @post(
+        "/settlements",
+        operation_id="submitSettlement",
+        status_code=201,
+        operation_class=envelope_body("a settlement/v1 statement signed by the party reporting it"),
+        responses=WRITE_PROBLEMS,
+    )
     async def settlement(self, request: Request[Any, Any, Any], intake: IntakeDep) -> AppendedOut:
         """Submit a settlement signed by the party reporting it (docs/evidence-mapping.md)."""
         return _out(await intake.settlement(await request.body()))
 
-    @post("/events", operation_id="submitEvent", status_code=201)
+    @post(
+        "/events",
+        operation_id="submitEvent",
+        status_code=201,
+        operation_class=envelope_body("an event/v1 statement signed by a registered marketplace"),
+        responses=WRITE_PROBLEMS,
+    )
     async def event(self, request: Request[Any, Any, Any], intake: IntakeDep) -> AppendedOut:
         """Submit a marketplace event signed by a registered marketplace key."""
         return _out(await intake.event(await request.body()))

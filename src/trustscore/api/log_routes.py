@@ -9,8 +9,10 @@ from litestar import Controller, Request, Response, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, QueryParameter
 
+from trustscore.api.openapi import READ_PROBLEMS, WRITE_PROBLEMS, envelope_body
 from trustscore.canonical import b64encode
 from trustscore.services.log import LogService
+from trustscore.settings import DEFAULT_MAX_BATCH
 
 
 class AppendedEntry(msgspec.Struct):
@@ -63,7 +65,16 @@ class LogController(Controller):
     path = "/v1/log"
     tags = ["log"]  # noqa: RUF012 - Litestar class attribute
 
-    @post("/entries", operation_id="appendEntries", status_code=201)
+    @post(
+        "/entries",
+        operation_id="appendEntries",
+        status_code=201,
+        operation_class=envelope_body(
+            "an agent-card/v1 or party-card/v1 statement, or an array of them (all or nothing)",
+            batch=DEFAULT_MAX_BATCH,
+        ),
+        responses=WRITE_PROBLEMS,
+    )
     async def append(self, request: Request[Any, Any, Any], log_service: Log) -> Response[AppendResponse]:
         """Append one DSSE envelope, or a JSON array of envelopes, to the log (all or nothing).
 
@@ -84,7 +95,7 @@ class LogController(Controller):
         """The log's verifier key in the Go ``note`` verifier-key text form."""
         return log_service.verifier_key + "\n"
 
-    @get("/entries", operation_id="getEntries")
+    @get("/entries", operation_id="getEntries", responses=READ_PROBLEMS)
     async def entries(
         self,
         log_service: Log,
@@ -100,7 +111,7 @@ class LogController(Controller):
             [LogEntry(r.index, b64encode(r.leaf), b64encode(r.leaf_hash)) for r in rows], nxt
         )
 
-    @get("/proof/inclusion", operation_id="getInclusionProof")
+    @get("/proof/inclusion", operation_id="getInclusionProof", responses=READ_PROBLEMS)
     async def inclusion(
         self, log_service: Log, index: NonNegative, size: NonNegative
     ) -> InclusionProofResponse:
@@ -108,7 +119,7 @@ class LogController(Controller):
         proof = await log_service.inclusion_proof(index, size)
         return InclusionProofResponse(index, size, [b64encode(h) for h in proof])
 
-    @get("/proof/consistency", operation_id="getConsistencyProof")
+    @get("/proof/consistency", operation_id="getConsistencyProof", responses=READ_PROBLEMS)
     async def consistency(
         self,
         log_service: Log,
@@ -119,7 +130,7 @@ class LogController(Controller):
         proof = await log_service.consistency_proof(from_size, to_size)
         return ConsistencyProofResponse(from_size, to_size, [b64encode(h) for h in proof])
 
-    @get("/keys/{key_id:str}", operation_id="getKey")
+    @get("/keys/{key_id:str}", operation_id="getKey", responses=READ_PROBLEMS)
     async def key_entry(self, log_service: Log, key_id: FromPath[str]) -> KeyResponse:
         """A registered signer's public key and the index of the entry that registered it (prove it!)."""
         public, index = await log_service.key_entry(key_id)

@@ -31,7 +31,15 @@ def problem(status: int, code: str, title: str, detail: str, instance: str, **ex
 def _trustscore_error(request: Request[Any, Any, Any], exc: TrustscoreError) -> Response[Any]:
     if exc.status >= 500:
         log.error("%s: %s", exc.code, exc.message)
-    return problem(exc.status, exc.code, exc.title, exc.message, request.url.path)
+    retry_after = exc.extra.get("retry_after")
+    if retry_after is None:
+        return problem(exc.status, exc.code, exc.title, exc.message, request.url.path)
+    # An extension member (RFC 9457 section 3.2) and the standard header say when to try again.
+    response = problem(
+        exc.status, exc.code, exc.title, exc.message, request.url.path, retry_after=retry_after
+    )
+    response.headers["Retry-After"] = str(retry_after)
+    return response
 
 
 _CODES = {
@@ -56,6 +64,9 @@ def _http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response
     response = problem(exc.status_code, code, title, detail, request.url.path)
     if exc.headers:
         response.headers.update(exc.headers)
+        reset = exc.headers.get("RateLimit-Reset")  # the per-address limiter's window: seconds left
+        if exc.status_code == 429 and reset is not None and reset.isdigit():
+            response.headers["Retry-After"] = str(max(1, int(reset)))
     return response
 
 

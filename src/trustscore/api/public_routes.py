@@ -14,6 +14,7 @@ from litestar.openapi.spec import OpenAPIType, Operation, Parameter, Schema
 from litestar.params import FromPath, QueryParameter
 from litestar.response.base import ASGIResponse
 
+from trustscore.api.openapi import READ_PROBLEMS
 from trustscore.errors import InvalidInput, StorageError
 from trustscore.ledger import statements
 from trustscore.reverify.status import VerificationStatus
@@ -205,7 +206,7 @@ class PublicController(Controller):
     tags = ["public"]  # noqa: RUF012 - Litestar class attribute
     cache_control = PUBLIC
 
-    @get("/agents/{agent_id:str}", operation_id="getAgent")
+    @get("/agents/{agent_id:str}", operation_id="getAgent", responses=READ_PROBLEMS)
     async def agent(self, public: Public, agent_id: FromPath[str]) -> AgentOut:
         """An agent's (or party's) current card and status."""
         c = await public.card(agent_id)
@@ -216,7 +217,7 @@ class PublicController(Controller):
         "/agents/{agent_id:str}/rating",
         operation_id="getRating",
         operation_class=RatingOperation,
-        responses={200: ResponseSpec(RatingOut, description="the rating")},
+        responses={200: ResponseSpec(RatingOut, description="the rating"), **READ_PROBLEMS},
     )
     async def rating(self, request: Request[Any, Any, Any]) -> ASGIResponse:
         """The agent's rating under a model, with every dimension's n, interval and null reason; the
@@ -226,7 +227,7 @@ class PublicController(Controller):
         )
         return ASGIResponse(body=body, headers=RATING_HEADERS)
 
-    @get("/agents/{agent_id:str}/evidence", operation_id="getEvidence")
+    @get("/agents/{agent_id:str}/evidence", operation_id="getEvidence", responses=READ_PROBLEMS)
     async def evidence(
         self,
         public: Public,
@@ -257,7 +258,7 @@ class PublicController(Controller):
             agent_id, items, f"{rows[-1].index}.{rows[-1].seq}" if len(rows) == limit else None
         )
 
-    @get("/leaderboard", operation_id="getLeaderboard")
+    @get("/leaderboard", operation_id="getLeaderboard", responses=READ_PROBLEMS)
     async def leaderboard(
         self,
         public: Public,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-from trustscore.errors import RateLimited
+from trustscore.errors import InvalidInput, RateLimited
 
 
 class KeyRateLimiter:
@@ -32,8 +33,16 @@ class KeyRateLimiter:
         now = self.clock()
         tokens, last = self._buckets.get(key_id, (float(self.burst), now))
         tokens = min(float(self.burst), tokens + (now - last) * self.rate)
+        if n > self.burst:
+            raise InvalidInput(
+                f"{n} statements signed by {key_id} in one request exceed its burst of {self.burst}; "
+                "send them in smaller batches"
+            )
         if tokens < n:
-            raise RateLimited(f"signer {key_id} is over its rate limit ({self.rate:g}/s, burst {self.burst})")
+            raise RateLimited(
+                f"signer {key_id} is over its rate limit ({self.rate:g}/s, burst {self.burst})",
+                retry_after=max(1, math.ceil((n - tokens) / self.rate)),
+            )
         self._buckets[key_id] = (tokens - n, now)
         self._buckets.move_to_end(key_id)
         while len(self._buckets) > self.max_keys:

@@ -12,6 +12,7 @@ import msgspec
 import pytest
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
+from openapi_spec_validator import validate
 
 from tests.helpers import new_card
 from trustscore import canonical
@@ -176,6 +177,33 @@ async def test_rating_route_described_in_openapi(client: Client) -> None:
     assert op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith("RatingOut")
 
 
+async def test_openapi_document_is_valid_and_describes_bodies_and_problems(client: Client) -> None:
+    """The write routes read raw bodies (signatures are checked over the bytes received) and errors
+    leave through the problem handlers, so both are described by hand: the document must still be
+    valid OpenAPI 3.1, give every write route an envelope body and name its problem responses."""
+    schema = (await client.get("/schema/openapi.json")).json()
+    validate(schema)
+    writes = {
+        path: op["post"] for path, op in schema["paths"].items() if "post" in op and path.startswith("/v1/")
+    }
+    assert set(writes) == {"/v1/log/entries", "/v1/reports", "/v1/settlements", "/v1/events"}
+    for path, op in writes.items():
+        body_schema = op["requestBody"]["content"]["application/json"]["schema"]
+        envelope = body_schema["oneOf"][0] if path == "/v1/log/entries" else body_schema
+        assert envelope["required"] == ["payloadType", "payload", "signatures"], path
+        assert {"400", "409", "413", "422", "429"} <= op["responses"].keys(), path
+        problem = op["responses"]["409"]["content"]["application/problem+json"]["schema"]
+        assert problem["$ref"].endswith("/Problem")
+    assert (
+        schema["paths"]["/v1/log/entries"]["post"]["requestBody"]["content"]["application/json"]["schema"][
+            "oneOf"
+        ][1]["maxItems"]
+        == 1000
+    )
+    rating = schema["paths"]["/v1/agents/{agent_id}/rating"]["get"]["responses"]
+    assert {"200", "404"} <= rating.keys()
+
+
 async def test_ops_routes(client: Client) -> None:
     assert (await client.get("/readyz")).status_code == 200
     _, card = new_card("metered")
@@ -195,12 +223,14 @@ async def test_rate_limits_answer_429(settings: Settings, dsn: str) -> None:
         key = keys.SigningKey.generate()
         from trustscore.cli.agent import card_envelope
 
-        codes = [
-            (await c.post("/v1/log/entries", content=body(card_envelope(key, f"n{i}")))).status_code
-            for i in range(4)
+        responses = [
+            await c.post("/v1/log/entries", content=body(card_envelope(key, f"n{i}"))) for i in range(4)
         ]
+        codes = [r.status_code for r in responses]
         assert codes[:2] == [201, 201] and codes[2] == 429
+        assert responses[2].headers["retry-after"] == "1" and responses[2].json()["retry_after"] == 1
         codes = [(await c.post("/v1/log/entries", content=b"{}")).status_code for _ in range(6)]
         assert 429 in codes
         r = await c.post("/v1/log/entries", content=b"{}")
         assert r.status_code == 429 and r.headers["content-type"].startswith("application/problem+json")
+        assert int(r.headers["retry-after"]) >= 1

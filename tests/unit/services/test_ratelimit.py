@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trustscore.errors import RateLimited
+from trustscore.errors import InvalidInput, RateLimited
 from trustscore.services.ratelimit import KeyRateLimiter
 
 
@@ -17,8 +17,15 @@ def test_bucket_refills_and_keys_are_independent() -> None:
     limiter.take("b", 3)
     now[0] = 1.0  # two tokens back
     limiter.take("a", 2)
-    with pytest.raises(RateLimited):
-        limiter.take("a")
+    with pytest.raises(RateLimited) as refused:
+        limiter.take("a", 3)
+    assert refused.value.extra["retry_after"] == 2  # three tokens at 2/s: 1.5 s, rounded up
+
+
+def test_a_request_larger_than_the_burst_is_invalid_not_throttled() -> None:
+    limiter = KeyRateLimiter(rate=2.0, burst=3)
+    with pytest.raises(InvalidInput, match="exceed its burst of 3"):
+        limiter.take("a", 4)  # could never pass: retrying would not help
 
 
 def test_memory_is_bounded_and_each_take_is_cheap() -> None:
