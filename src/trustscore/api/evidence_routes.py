@@ -43,17 +43,22 @@ def _out(a: Appended) -> AppendedOut:
 IntakeDep = NamedDependency[Intake]
 
 
+def write_route(path: str, operation_id: str, what: str) -> post:
+    """A POST route taking one signed envelope of ``what`` (described in OpenAPI by hand)."""
+    return post(
+        path,
+        operation_id=operation_id,
+        status_code=201,
+        operation_class=envelope_body(what),
+        responses=WRITE_PROBLEMS,
+    )
+
+
 class EvidenceController(Controller):
     path = "/v1"
     tags = ["evidence in"]  # noqa: RUF012 - Litestar class attribute
 
-    @post(
-        "/reports",
-        operation_id="submitReport",
-        status_code=201,
-        operation_class=envelope_body("an exam-report/v1 statement signed by the registered agent"),
-        responses=WRITE_PROBLEMS,
-    )
+    @write_route("/reports", "submitReport", "an exam-report/v1 statement signed by the registered agent")
     async def report(self, request: Request[Any, Any, Any], intake: IntakeDep) -> ReportResponse:
         """Submit a signed exam report. The server re-grades every response itself and logs the report
         with its own signed graded evidence; client-side grades are ignored. A replay is refused (409)."""
@@ -64,24 +69,14 @@ class EvidenceController(Controller):
         ]
         return ReportResponse(g.report.index, g.evidence.index, g.exam, items)
 
-    @post(
-        "/settlements",
-        operation_id="submitSettlement",
-        status_code=201,
-        operation_class=envelope_body("a settlement/v1 statement signed by the party reporting it"),
-        responses=WRITE_PROBLEMS,
+    @write_route(
+        "/settlements", "submitSettlement", "a settlement/v1 statement signed by the party reporting it"
     )
     async def settlement(self, request: Request[Any, Any, Any], intake: IntakeDep) -> AppendedOut:
         """Submit a settlement signed by the party reporting it (docs/evidence-mapping.md)."""
         return _out(await intake.settlement(await request.body()))
 
-    @post(
-        "/events",
-        operation_id="submitEvent",
-        status_code=201,
-        operation_class=envelope_body("an event/v1 statement signed by a registered marketplace"),
-        responses=WRITE_PROBLEMS,
-    )
+    @write_route("/events", "submitEvent", "an event/v1 statement signed by a registered marketplace")
     async def event(self, request: Request[Any, Any, Any], intake: IntakeDep) -> AppendedOut:
         """Submit a marketplace event signed by a registered marketplace key."""
         return _out(await intake.event(await request.body()))
