@@ -33,7 +33,7 @@ from typing import Any
 import httpx
 import msgspec
 
-from trustscore import canonical
+from trustscore import canonical, resources
 from trustscore.canonical import b64decode, b64encode
 from trustscore.cli.agent import card_envelope
 from trustscore.client import LogClient
@@ -45,7 +45,7 @@ from trustscore.errors import (
     TrustscoreError,
     VerificationError,
 )
-from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, list_exams
+from trustscore.exams.loader import ExamDirs, list_exams
 from trustscore.ledger import attestation, audit, checkpoint, dsse, keys, merkle, note
 from trustscore.ledger.parties import make_party_card, now
 from trustscore.ledger.settlements import Delivery, make_settlement
@@ -55,7 +55,7 @@ from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import sign_run
 from trustscore.store import embedded
 
-REPO = DEFAULT_PUBLIC_DIR.parent
+REPO = resources.ROOT
 AGENTS = REPO / "examples" / "agents" / "scripted.py"
 AGENT_SERVER = REPO / "examples" / "agents" / "serve.py"
 WEIGHTS = REPO / "weights"

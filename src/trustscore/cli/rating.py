@@ -15,12 +15,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+from trustscore import resources
 from trustscore.cli.common import verifier
 from trustscore.errors import InvalidInput
 from trustscore.ledger import attestation
 from trustscore.scoring.weights import Weights, load_weights
 
-WEIGHTS_DIR = Path(__file__).resolve().parents[3] / "weights"
+WEIGHTS_DIR = resources.path("weights")
 _MODEL = re.compile(r"[a-z][a-z0-9._-]*", re.ASCII)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import msgspec
 
+from trustscore import resources
 from trustscore.errors import InvalidInput, NotFound, UnsupportedKind
 from trustscore.exams.model import SCHEMA_VERSION, ExamFile, ExamSet
 from trustscore.grading.model import Tier
@@ -23,7 +24,7 @@ from trustscore.grading.registry import get_grader
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
 _ITEM_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 _REF = re.compile(r"^(?P<name>[a-z][a-z0-9-]{0,63})@(?P<version>[1-9][0-9]{0,5})$")
-DEFAULT_PUBLIC_DIR = Path(__file__).resolve().parents[3] / "exams"
+DEFAULT_PUBLIC_DIR = resources.path("exams")
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import msgspec
 
+from trustscore import resources
 from trustscore.errors import InvalidInput
 from trustscore.grading.model import Item, Response, Result
 from trustscore.grading.registry import grade_item
 
-DEFAULT_DIR = Path(__file__).resolve().parents[3] / "graders"
+DEFAULT_DIR = resources.path("graders")
 
 
 class Expected(msgspec.Struct, forbid_unknown_fields=True, frozen=True):

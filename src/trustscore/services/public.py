@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 
+from trustscore import resources
 from trustscore.errors import InvalidInput, NotFound
 from trustscore.exams.loader import ExamDirs, list_exams
 from trustscore.exams.model import ExamSet
@@ -20,7 +20,7 @@ async def _no_verification(_agent: str) -> VerificationStatus:
     return summarize([])
 
 
-METHODOLOGY_DOC = Path(__file__).resolve().parents[3] / "docs" / "methodology.md"
+METHODOLOGY_DOC = resources.path("docs", "methodology.md")
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from trustscore import resources
 from trustscore.errors import InvalidInput, NotFound
 from trustscore.scoring.inputs import EvidenceBatch, EvidenceItem, Snapshot
 from trustscore.scoring.ratings import Rating, score_agents
@@ -23,7 +24,7 @@ from trustscore.scoring.weights import Weights, load_weights
 from trustscore.services.metrics import Metrics
 from trustscore.store.projection import ProjectionStore
 
-DEFAULT_WEIGHTS_DIR = Path(__file__).resolve().parents[3] / "weights"
+DEFAULT_WEIGHTS_DIR = resources.path("weights")
 RELEASED_MODELS = ("trustscore-v1", "baseline-v0.3")
 DEFAULT_MODEL = "trustscore-v1"
 
