@@ -20,26 +20,44 @@ from trustscore.store.log import Appended
 log = logging.getLogger(__name__)
 
 
-async def take(log_service: LogService, ratings: RatingService, key: SigningKey) -> list[Appended]:
-    """Log one snapshot per served model of every rated agent; nothing when no agent is rated."""
-    taken_at = statements.format_time(dt.datetime.now(dt.UTC))
-    prepared = []
+#: Agents per snapshot statement. A statement holds at most ``MAX_ROWS`` rows, and an attestation
+#: bundle carries the whole snapshot entries that mention its agent, so many agents are split over
+#: several statements taken at the same time (the consistency term reads each agent's row alone).
+ROWS_PER_STATEMENT = 1000
+
+
+def snapshot_payloads(
+    ratings: RatingService, key: SigningKey, taken_at: str, rows_per_statement: int = ROWS_PER_STATEMENT
+) -> list[bytes]:
+    """Statement bytes of one snapshot of every rated agent per served model, ``rows_per_statement``
+    agents per statement (in agent order); none for a model without rated agents."""
+    out = []
     for model, weights in sorted(ratings.models.items()):
         rows = [
             SnapshotRow(agent=r.rating.agent, total=r.rating.total, adjusted=r.rating.adjusted)
-            for r in ratings.all(model)
+            for r in ratings.all(model)  # sorted by agent
         ]
-        if not rows:
-            continue
-        payload = make_rating_snapshot(
-            signer=key.id,
-            model_version=model,
-            weights_digest=weights.digest,
-            log_size=ratings.size,
-            taken_at=taken_at,
-            ratings=rows,
-        )
-        prepared.append(prepare(msgspec.to_builtins(dsse.sign(payload, [key]))))
+        for start in range(0, len(rows), rows_per_statement):
+            out.append(
+                make_rating_snapshot(
+                    signer=key.id,
+                    model_version=model,
+                    weights_digest=weights.digest,
+                    log_size=ratings.size,
+                    taken_at=taken_at,
+                    ratings=rows[start : start + rows_per_statement],
+                )
+            )
+    return out
+
+
+async def take(log_service: LogService, ratings: RatingService, key: SigningKey) -> list[Appended]:
+    """Log a snapshot of every rated agent under every served model, all in one transaction."""
+    taken_at = statements.format_time(dt.datetime.now(dt.UTC))
+    prepared = [
+        prepare(msgspec.to_builtins(dsse.sign(payload, [key])))
+        for payload in snapshot_payloads(ratings, key, taken_at)
+    ]
     return await log_service.append(prepared) if prepared else []
 
 
