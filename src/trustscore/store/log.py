@@ -115,6 +115,23 @@ class LogStore:
         async with self.pool.acquire() as conn, conn.transaction():
             start: int = await conn.fetchval("SELECT next_index FROM log_sequence FOR UPDATE")
             next_index = start
+            if len(groups) > 1 and all(follow is None for _, follow in groups):
+                # The common case, many small appends that queued up: write them all with one set of
+                # statements. If anything fails (one group's replayed nonce, say), the savepoint undoes
+                # it and the groups are appended one by one below, each failing or not on its own.
+                try:
+                    async with conn.transaction():
+                        out, next_index = await self._append_group(
+                            conn, [e for entries, _ in groups for e in entries], start
+                        )
+                except Exception:
+                    next_index = start
+                else:
+                    at = 0
+                    for entries, _ in groups:
+                        results.append(out[at : at + len(entries)])
+                        at += len(entries)
+                    groups = []
             for entries, follow in groups:
                 if len(groups) == 1:
                     out, next_index = await self._append_followed(conn, entries, follow, next_index)
@@ -211,9 +228,16 @@ class LogStore:
                 (nonce_pos[(r["signer"], r["nonce"])], r["signer"], r["nonce"]) for r in used
             )
             raise NonceReplay(f"entries[{pos}]: nonce {nonce!r} of {signer} was already used") from exc
-        introduced = {
-            reg.id: (reg, i) for i, e in reversed(new) if (reg := registration_of(e.statement)) is not None
-        }
+        introduced: dict[str, tuple[Registration, int]] = {}
+        for i, e in new:
+            reg = registration_of(e.statement)
+            if reg is None:
+                continue
+            first = introduced.setdefault(reg.id, (reg, i))[0]
+            if (first.kind, first.controller, first.roles) != (reg.kind, reg.controller, reg.roles):
+                raise InvalidInput(
+                    f"{reg.id} is registered as {first.kind}; a key's card type, controller and roles never change"
+                )
         if introduced:
             # Admission read the registrations before this transaction held the sequence lock; a card
             # committed since then must not be contradicted (a key's type, controller and roles are fixed).

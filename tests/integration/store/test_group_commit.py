@@ -1,0 +1,94 @@
+"""Appends that queue up are committed together: first all at once, and one group at a time when any of
+them fails. Either way the result must be what appending the groups one by one would give."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import msgspec
+import pytest
+
+from tests.helpers import new_card
+from trustscore import canonical
+from trustscore.cli.agent import card_envelope
+from trustscore.errors import InvalidInput, NonceReplay
+from trustscore.ledger import dsse, keys, statements
+from trustscore.ledger.cards import AGENT_CARD, AgentCard, card_subject
+from trustscore.ledger.parties import make_party_card
+from trustscore.ledger.submission import CheckedEntry, check, prepare
+from trustscore.store import db
+from trustscore.store.log import Appended, LogStore
+
+
+@pytest.fixture
+async def store(dsn: str) -> AsyncIterator[LogStore]:
+    await db.migrate(dsn)
+    pool = await db.create_pool(dsn, min_size=1, max_size=2)
+    yield LogStore(pool)
+    await pool.close()
+
+
+def checked(env: dsse.Envelope) -> CheckedEntry:
+    return check(prepare(msgspec.to_builtins(env)), lambda _k: None)
+
+
+def card(key: keys.SigningKey, name: str, nonce: str) -> CheckedEntry:
+    predicate = AgentCard(
+        nonce=nonce,
+        issued_at="2026-11-30T00:00:00Z",
+        public_key=canonical.b64encode(key.public_key),
+        name=name,
+    )
+    payload = statements.make_statement(AGENT_CARD, card_subject(key.public_key), predicate)
+    return checked(dsse.sign(payload, [key]))
+
+
+def indexes(result: list[Appended] | Exception) -> list[tuple[int, bool]]:
+    assert not isinstance(result, Exception), result
+    return [(a.index, a.duplicate) for a in result]
+
+
+async def test_groups_that_all_succeed_are_written_together(store: LogStore) -> None:
+    a, b, c = (checked(new_card(n)[1]) for n in "abc")
+    start = await store.sequenced_size()
+    results = await store.append_groups([([a], None), ([b, c], None), ([a], None)])
+    assert indexes(results[0]) == [(start, False)]
+    assert indexes(results[1]) == [(start + 1, False), (start + 2, False)]
+    assert indexes(results[2]) == [(start, True)]  # the same statement as the first group's
+    assert await store.sequenced_size() == start + 3
+    assert [e.leaf for e in await store.entries(start, start + 3)] == [a.leaf, b.leaf, c.leaf]
+
+
+async def test_a_failing_group_fails_alone_and_leaves_no_gap(store: LogStore) -> None:
+    key = keys.SigningKey.generate()
+    await store.append([card(key, "first", "n" * 32)])
+    replay = card(key, "renamed", "n" * 32)  # a new statement with a used nonce
+    a, b = checked(new_card("a")[1]), checked(new_card("b")[1])
+    start = await store.sequenced_size()
+    results = await store.append_groups([([a], None), ([replay], None), ([b], None)])
+    assert indexes(results[0]) == [(start, False)]
+    assert isinstance(results[1], NonceReplay) and "already used" in str(results[1])
+    assert indexes(results[2]) == [(start + 1, False)]
+    assert await store.sequenced_size() == start + 2
+
+
+async def test_a_key_registered_twice_differently_in_one_commit_is_refused(store: LogStore) -> None:
+    """Admission of each request ran before the other was written; under the sequence lock the second
+    card may not give the same key another type."""
+    key = keys.SigningKey.generate()
+    as_agent = checked(card_envelope(key, "agent"))
+    as_party = checked(dsse.sign(make_party_card(key.public_key, "party", "counterparty"), [key]))
+    start = await store.sequenced_size()
+    results = await store.append_groups([([as_agent], None), ([as_party], None)])
+    assert indexes(results[0]) == [(start, False)]
+    assert isinstance(results[1], InvalidInput) and "registered as agent" in str(results[1])
+    # Within one group too (one request carrying both cards).
+    other = keys.SigningKey.generate()
+    with pytest.raises(InvalidInput, match="registered as agent"):
+        await store.append(
+            [
+                checked(card_envelope(other, "agent")),
+                checked(dsse.sign(make_party_card(other.public_key, "party", "counterparty"), [other])),
+            ]
+        )
+    assert await store.sequenced_size() == start + 1
