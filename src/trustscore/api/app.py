@@ -11,7 +11,6 @@ from typing import Any
 
 from litestar import Litestar, Request, Response, get
 from litestar.di import Provide
-from litestar.middleware.rate_limit import RateLimitConfig
 from litestar.openapi import OpenAPIConfig
 
 from trustscore import __version__
@@ -176,12 +175,15 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         """Prometheus metrics: ingest, grading and rating latency, counts."""
         return Response(runtime.metrics.render(), media_type="text/plain; version=0.0.4")
 
-    async def writes_only(request: Request[Any, Any, Any]) -> bool:  # async: no thread hop per request
-        return request.method == "POST"
-
-    rate_limit = RateLimitConfig(
-        rate_limit=("minute", settings.address_rate_per_minute), check_throttle_handler=writes_only
+    # Writes per client address: a token bucket (burst = the per-minute allowance, refilled evenly),
+    # O(1) per request in bounded memory. Reads are not limited here.
+    per_address = KeyRateLimiter(
+        settings.address_rate_per_minute / 60, settings.address_rate_per_minute, what="client address"
     )
+
+    async def limit_writes(request: Request[Any, Any, Any]) -> None:
+        if request.method == "POST" and settings.address_rate_per_minute > 0:
+            per_address.take(request.client.host if request.client else "unknown")
 
     return Litestar(
         route_handlers=[
@@ -202,7 +204,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         },
         lifespan=[lifespan],
         exception_handlers=EXCEPTION_HANDLERS,
-        middleware=[rate_limit.middleware] if settings.address_rate_per_minute > 0 else [],
+        before_request=limit_writes,
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(title="trustscore", version=__version__, path="/schema"),
         logging_config=None,  # logging is configured by the process (trustscore.logs), not the app

@@ -64,9 +64,6 @@ def _http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response
     response = problem(exc.status_code, code, title, detail, request.url.path)
     if exc.headers:
         response.headers.update(exc.headers)
-        reset = exc.headers.get("RateLimit-Reset")  # the per-address limiter's window: seconds left
-        if exc.status_code == 429 and reset is not None and reset.isdigit():
-            response.headers["Retry-After"] = str(max(1, int(reset)))
     return response
 
 

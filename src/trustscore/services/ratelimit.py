@@ -1,4 +1,4 @@
-"""Per-key rate limits on writes: a token bucket per signer id, in bounded memory."""
+"""Rate limits on writes: a token bucket per signer id (or per client address), in bounded memory."""
 
 from __future__ import annotations
 
@@ -18,8 +18,15 @@ class KeyRateLimiter:
     """
 
     def __init__(
-        self, rate: float, burst: int, *, max_keys: int = 100_000, clock: Callable[[], float] = time.monotonic
+        self,
+        rate: float,
+        burst: int,
+        *,
+        max_keys: int = 100_000,
+        clock: Callable[[], float] = time.monotonic,
+        what: str = "signer",
     ) -> None:
+        self.what = what  # what a key is, for messages: a signer key id, a client address
         self.rate = rate
         self.burst = burst
         self.max_keys = max_keys
@@ -40,7 +47,7 @@ class KeyRateLimiter:
             )
         if tokens < n:
             raise RateLimited(
-                f"signer {key_id} is over its rate limit ({self.rate:g}/s, burst {self.burst})",
+                f"{self.what} {key_id} is over its rate limit ({self.rate:g}/s, burst {self.burst})",
                 retry_after=max(1, math.ceil((n - tokens) / self.rate)),
             )
         self._buckets[key_id] = (tokens - n, now)
