@@ -17,7 +17,10 @@ from trustscore.ledger import merkle
 from trustscore.ledger.admission import Registration, registration_of
 from trustscore.ledger.submission import CheckedEntry
 
-_NONCE_CONSTRAINT = "entries_signer_nonce_key"  # UNIQUE (signer, nonce) in migrations/0001_log.sql
+# Unique constraints of migrations/0001_log.sql that appends rely on.
+_STATEMENT_CONSTRAINT = "entries_statement_hash_key"  # statement_hash UNIQUE
+_NONCE_CONSTRAINT = "entries_signer_nonce_key"  # UNIQUE (signer, nonce)
+_KEYS_CONSTRAINT = "keys_pkey"  # keys.id PRIMARY KEY
 
 _INTEGRATOR_LOCK = 0x74726565  # advisory lock key held while integrating
 
@@ -163,18 +166,12 @@ class LogStore:
         return out, next_index
 
     @staticmethod
-    async def _append_group(
-        conn: asyncpg.pool.PoolConnectionProxy, entries: Sequence[CheckedEntry], next_index: int
-    ) -> tuple[list[Appended], int]:
-        """Write ``entries`` from ``next_index`` on (the sequence row is locked); return the next index."""
-        existing = {
-            bytes(r["statement_hash"]): (r["idx"], bytes(r["leaf_hash"]))
-            for r in await conn.fetch(
-                "SELECT e.statement_hash, e.idx, e.leaf_hash FROM unnest($1::bytea[]) AS t(h) "
-                "JOIN entries e ON e.statement_hash = t.h",
-                [e.statement_hash for e in entries],
-            )
-        }
+    def _plan(
+        entries: Sequence[CheckedEntry], existing: dict[bytes, tuple[int, bytes]], next_index: int
+    ) -> tuple[list[Appended], list[tuple[int, CheckedEntry]], dict[tuple[str, str], int]]:
+        """Indexes for ``entries`` given the statements already in the log (``existing``): the results,
+        the new rows, and the batch position of each new (signer, nonce)."""
+        existing = dict(existing)
         out: list[Appended] = []
         new: list[tuple[int, CheckedEntry]] = []
         nonce_pos: dict[tuple[str, str], int] = {}
@@ -190,44 +187,91 @@ class LogStore:
             existing[e.statement_hash] = (idx, e.leaf_hash)
             new.append((idx, e))
             out.append(Appended(idx, e.leaf_hash, False))
+        return out, new, nonce_pos
+
+    @staticmethod
+    async def _copy_entries(
+        conn: asyncpg.pool.PoolConnectionProxy, new: list[tuple[int, CheckedEntry]]
+    ) -> None:
+        async with conn.transaction():  # a savepoint: a unique violation undoes only this
+            await conn.copy_records_to_table(
+                "entries",
+                columns=["idx", "leaf", "leaf_hash", "statement_hash", "signer", "nonce", "kind", "subject"],
+                records=[
+                    (i, e.leaf, e.leaf_hash, e.statement_hash, e.signer, e.nonce, e.kind, e.subject)
+                    for i, e in new
+                ],
+            )
+
+    @classmethod
+    async def _append_group(
+        cls, conn: asyncpg.pool.PoolConnectionProxy, entries: Sequence[CheckedEntry], next_index: int
+    ) -> tuple[list[Appended], int]:
+        """Write ``entries`` from ``next_index`` on (the sequence row is locked); return the next index.
+
+        Statements are written as if none were in the log yet; the unique indexes on statement hash and
+        (signer, nonce) say otherwise, rarely, and only then are the statements and nonces looked up (a
+        resubmission gets its first index back; a reused nonce is a replay).
+        """
+        out, new, nonce_pos = cls._plan(entries, {}, next_index)
         if not new:
             return out, next_index
         try:
-            # A savepoint: a nonce used before is found by the (signer, nonce) unique index while the
-            # rows go in, rather than by looking every nonce up first; only then is it looked up.
-            async with conn.transaction():
-                await conn.copy_records_to_table(
-                    "entries",
-                    columns=[
-                        "idx",
-                        "leaf",
-                        "leaf_hash",
-                        "statement_hash",
-                        "signer",
-                        "nonce",
-                        "kind",
-                        "subject",
-                    ],
-                    records=[
-                        (i, e.leaf, e.leaf_hash, e.statement_hash, e.signer, e.nonce, e.kind, e.subject)
-                        for i, e in new
-                    ],
-                )
+            await cls._copy_entries(conn, new)
         except asyncpg.UniqueViolationError as exc:
-            if exc.constraint_name != _NONCE_CONSTRAINT:
+            if exc.constraint_name not in (_STATEMENT_CONSTRAINT, _NONCE_CONSTRAINT):
                 raise
-            used = await conn.fetch(
-                "SELECT signer, nonce FROM entries WHERE (signer, nonce) IN "
-                "(SELECT * FROM unnest($1::text[], $2::text[]))",
-                [e.signer for _, e in new],
-                [e.nonce for _, e in new],
-            )
-            if not used:
-                raise
-            pos, signer, nonce = min(
-                (nonce_pos[(r["signer"], r["nonce"])], r["signer"], r["nonce"]) for r in used
-            )
-            raise NonceReplay(f"entries[{pos}]: nonce {nonce!r} of {signer} was already used") from exc
+            existing = {
+                bytes(r["statement_hash"]): (r["idx"], bytes(r["leaf_hash"]))
+                for r in await conn.fetch(
+                    "SELECT e.statement_hash, e.idx, e.leaf_hash FROM unnest($1::bytea[]) AS t(h) "
+                    "JOIN entries e ON e.statement_hash = t.h",
+                    [e.statement_hash for e in entries],
+                )
+            }
+            out, new, nonce_pos = cls._plan(entries, existing, next_index)
+            if not new:
+                return out, next_index
+            try:
+                await cls._copy_entries(conn, new)
+            except asyncpg.UniqueViolationError as again:
+                if again.constraint_name != _NONCE_CONSTRAINT:
+                    raise
+                raise await cls._replay(conn, new, nonce_pos) from again
+        await cls._register_keys(conn, new)
+        return out, next_index + len(new)
+
+    @staticmethod
+    async def _replay(
+        conn: asyncpg.pool.PoolConnectionProxy,
+        new: list[tuple[int, CheckedEntry]],
+        nonce_pos: dict[tuple[str, str], int],
+    ) -> NonceReplay:
+        """The replay to report: the first position whose (signer, nonce) the log already holds."""
+        used = await conn.fetch(
+            "SELECT signer, nonce FROM entries WHERE (signer, nonce) IN "
+            "(SELECT * FROM unnest($1::text[], $2::text[]))",
+            [e.signer for _, e in new],
+            [e.nonce for _, e in new],
+        )
+        if not used:
+            return NonceReplay("a nonce in this batch was already used")
+        pos, signer, nonce = min(
+            (nonce_pos[(r["signer"], r["nonce"])], r["signer"], r["nonce"]) for r in used
+        )
+        return NonceReplay(f"entries[{pos}]: nonce {nonce!r} of {signer} was already used")
+
+    @staticmethod
+    async def _register_keys(
+        conn: asyncpg.pool.PoolConnectionProxy, new: list[tuple[int, CheckedEntry]]
+    ) -> None:
+        """Record the keys the new cards introduce (the first card of a key gives its index).
+
+        Admission read the registrations before this transaction held the sequence lock; a card committed
+        since then must not be contradicted (a key's type, controller and roles are fixed). Keys are only
+        ever written here, under that lock: they are written as if all were new, and only when the
+        primary key says some are not are those compared with what is registered.
+        """
         introduced: dict[str, tuple[Registration, int]] = {}
         for i, e in new:
             reg = registration_of(e.statement)
@@ -238,29 +282,34 @@ class LogStore:
                 raise InvalidInput(
                     f"{reg.id} is registered as {first.kind}; a key's card type, controller and roles never change"
                 )
+        if not introduced:
+            return
+        columns = ["id", "public_key", "first_idx", "kind", "controller", "roles"]
+
+        def records() -> list[tuple[object, ...]]:
+            return [
+                (reg.id, reg.public_key, i, reg.kind, reg.controller, list(reg.roles))
+                for reg, i in introduced.values()
+            ]
+
+        try:
+            async with conn.transaction():
+                await conn.copy_records_to_table("keys", columns=columns, records=records())
+            return
+        except asyncpg.UniqueViolationError as exc:
+            if exc.constraint_name != _KEYS_CONSTRAINT:
+                raise
+        for r in await conn.fetch(
+            "SELECT k.id, k.kind, k.controller, k.roles FROM unnest($1::text[]) AS t(id) JOIN keys k ON k.id = t.id",
+            list(introduced),
+        ):
+            reg = introduced.pop(r["id"])[0]
+            if (r["kind"], r["controller"], tuple(r["roles"])) != (reg.kind, reg.controller, reg.roles):
+                raise InvalidInput(
+                    f"{reg.id} is registered as {r['kind']}; a key's card type, controller and roles never change"
+                )
         if introduced:
-            # Admission read the registrations before this transaction held the sequence lock; a card
-            # committed since then must not be contradicted (a key's type, controller and roles are fixed).
-            # Keys are only ever written here, under that lock, so the ones not found are new.
-            for r in await conn.fetch(
-                "SELECT k.id, k.kind, k.controller, k.roles FROM unnest($1::text[]) AS t(id) JOIN keys k ON k.id = t.id",
-                list(introduced),
-            ):
-                reg = introduced.pop(r["id"])[0]
-                if (r["kind"], r["controller"], tuple(r["roles"])) != (reg.kind, reg.controller, reg.roles):
-                    raise InvalidInput(
-                        f"{reg.id} is registered as {r['kind']}; a key's card type, controller and roles never change"
-                    )
-        if introduced:
-            await conn.copy_records_to_table(
-                "keys",
-                columns=["id", "public_key", "first_idx", "kind", "controller", "roles"],
-                records=[
-                    (reg.id, reg.public_key, i, reg.kind, reg.controller, list(reg.roles))
-                    for reg, i in introduced.values()
-                ],
-            )
-        return out, next_index + len(new)
+            await conn.copy_records_to_table("keys", columns=columns, records=records())
 
     async def key_entry(self, key_id: str) -> tuple[bytes, int] | None:
         """The public key registered for ``key_id`` and the index of the entry that registered it."""

@@ -92,3 +92,31 @@ async def test_a_key_registered_twice_differently_in_one_commit_is_refused(store
             ]
         )
     assert await store.sequenced_size() == start + 1
+
+
+async def test_keys_are_written_as_new_and_checked_only_when_they_are_not(store: LogStore) -> None:
+    """Keys rows go in as if new; a key already registered (a card update, or a card that raced past
+    admission) is compared with its registration instead."""
+    key = keys.SigningKey.generate()
+    [first] = await store.append([card(key, "v1", "a" * 32)])
+    [update] = await store.append([card(key, "v2", "b" * 32)])
+    assert update.index == first.index + 1 and not update.duplicate
+    assert await store.key_entry(key.id) == (key.public_key, first.index)  # the first card's index
+    # A party card for the same key, as if admission had read the registrations before the agent card.
+    with pytest.raises(InvalidInput, match="registered as agent"):
+        await store.append([checked(dsse.sign(make_party_card(key.public_key, "p", "counterparty"), [key]))])
+    # A batch mixing an update with a new key: the new key is registered, the update changes nothing.
+    other = keys.SigningKey.generate()
+    out = await store.append([card(key, "v3", "c" * 32), card(other, "o", "d" * 32)])
+    assert await store.key_entry(other.id) == (other.public_key, out[1].index)
+    assert await store.key_entry(key.id) == (key.public_key, first.index)
+
+
+async def test_a_resubmitted_batch_gets_its_indexes_back(store: LogStore) -> None:
+    batch = [checked(new_card(n)[1]) for n in "xyz"]
+    first = await store.append(batch)
+    size = await store.sequenced_size()
+    again = await store.append([checked(new_card("w")[1]), *batch])  # one new statement, three old
+    assert [(a.index, a.duplicate) for a in again[1:]] == [(a.index, True) for a in first]
+    assert again[0].index == size and not again[0].duplicate
+    assert await store.sequenced_size() == size + 1
