@@ -110,14 +110,26 @@ def _check(exam: ExamFile, source: str, tier: Tier | None) -> None:
             raise InvalidInput(f"{source}: {exc.message}") from exc
 
 
+# Parsed exam sets by (path, tier, size, mtime): the server loads the set of every report it re-grades,
+# and parsing and checking a set costs far more than a stat. A file that changes is parsed again.
+_parsed: dict[tuple[Path, Tier | None], tuple[tuple[int, int], ExamSet]] = {}
+
+
 def load_file(path: Path, *, tier: Tier | None = None) -> ExamSet:
     try:
+        st = path.stat()
+        stamp = (st.st_size, st.st_mtime_ns)
+        cached = _parsed.get((path, tier))
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
         data = path.read_bytes()
     except FileNotFoundError as exc:
         raise NotFound(f"exam file {path} does not exist") from exc
     except OSError as exc:
         raise InvalidInput(f"cannot read exam file {path}: {exc.strerror}") from exc
-    return parse_exam(data, source=str(path), tier=tier)
+    exam = parse_exam(data, source=str(path), tier=tier)
+    _parsed[(path, tier)] = (stamp, exam)
+    return exam
 
 
 def _path(base: Path, name: str, version: int) -> Path:

@@ -149,3 +149,17 @@ def test_file_must_hold_the_set_its_path_names(tmp_path: Path) -> None:
     path.rename(path.with_name("v2.json"))
     with pytest.raises(InvalidInput, match="holds secret-cap@1, not secret-cap@2"):
         load_exam("secret-cap@2", ExamDirs(DEFAULT_PUBLIC_DIR, tmp_path))
+
+
+def test_a_changed_file_is_parsed_again(tmp_path: Path) -> None:
+    """Parsed sets are reused while the file's size and mtime stay the same (the server loads the set of
+    every report it re-grades); an edited file is read again, not served from the cache."""
+    dirs = ExamDirs(DEFAULT_PUBLIC_DIR, tmp_path)
+    path = _private_set(tmp_path)
+    first = load_exam("secret-cap@1", dirs)
+    assert load_exam("secret-cap@1", dirs) is first  # unchanged: the same parsed object
+    doc = json.loads(path.read_bytes())
+    doc["items"][0]["id"] = "priv-001-renamed"
+    path.write_bytes(_bytes(doc))
+    again = load_exam("secret-cap@1", dirs)
+    assert again.items[0].id == "priv-001-renamed" and again.digest != first.digest
