@@ -37,6 +37,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "trustscore/py.typed",
     ):
         assert expected in names, expected
+    # Only the package and its metadata: nothing else of the checkout, no bytecode left lying around.
+    assert all(n.startswith(("trustscore/", "trustscore-")) for n in names), sorted(names)
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     target = base / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", target, wheel],

@@ -110,15 +110,16 @@ def _check(exam: ExamFile, source: str, tier: Tier | None) -> None:
             raise InvalidInput(f"{source}: {exc.message}") from exc
 
 
-# Parsed exam sets by (path, tier, size, mtime): the server loads the set of every report it re-grades,
-# and parsing and checking a set costs far more than a stat. A file that changes is parsed again.
-_parsed: dict[tuple[Path, Tier | None], tuple[tuple[int, int], ExamSet]] = {}
+# Parsed exam sets by (path, tier), stamped with the file's inode, size, mtime and ctime: the server
+# loads the set of every report it re-grades, and parsing and checking a set costs far more than a stat.
+# A file that is rewritten or replaced is parsed again (ctime moves even when a copy keeps the mtime).
+_parsed: dict[tuple[Path, Tier | None], tuple[tuple[int, int, int, int], ExamSet]] = {}
 
 
 def load_file(path: Path, *, tier: Tier | None = None) -> ExamSet:
     try:
         st = path.stat()
-        stamp = (st.st_size, st.st_mtime_ns)
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         cached = _parsed.get((path, tier))
         if cached is not None and cached[0] == stamp:
             return cached[1]

@@ -79,11 +79,16 @@ class RatingService:
         end = await self.store.projected_size()
         if end <= self.size:
             return set()
+        # Read everything first, then apply it with no await in between: a full recompute starting
+        # meanwhile must never see evidence beyond ``self.size``, and a failed read must leave nothing
+        # half-applied (the next refresh would add it twice).
+        evidence = await self.store.evidence_since(self.size, end)
+        snapshots = await self.store.snapshots_since(self.size, end)
         touched: set[str] = set()
-        for row in await self.store.evidence_since(self.size, end):
+        for row in evidence:
             self._agents.setdefault(row.item.agent, _AgentData()).evidence.append((row.index, row.item))
             touched.add(row.item.agent)
-        for _, snap, _adjusted in await self.store.snapshots_since(self.size, end):
+        for _, snap, _adjusted in snapshots:
             self._agents.setdefault(snap.agent, _AgentData()).snapshots.append(snap)
             touched.add(snap.agent)
         self.size = end

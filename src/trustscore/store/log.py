@@ -213,14 +213,20 @@ class LogStore:
         (signer, nonce) say otherwise, rarely, and only then are the statements and nonces looked up (a
         resubmission gets its first index back; a reused nonce is a replay).
         """
-        out, new, nonce_pos = cls._plan(entries, {}, next_index)
-        if not new:
-            return out, next_index
         try:
-            await cls._copy_entries(conn, new)
-        except asyncpg.UniqueViolationError as exc:
-            if exc.constraint_name not in (_STATEMENT_CONSTRAINT, _NONCE_CONSTRAINT):
-                raise
+            out, new, nonce_pos = cls._plan(entries, {}, next_index)
+        except NonceReplay:
+            new = None  # a nonce twice in the batch, unless one of the two is a resubmission: look up
+        if new is not None and not new:
+            return out, next_index
+        if new is not None:
+            try:
+                await cls._copy_entries(conn, new)
+            except asyncpg.UniqueViolationError as exc:
+                if exc.constraint_name not in (_STATEMENT_CONSTRAINT, _NONCE_CONSTRAINT):
+                    raise
+                new = None
+        if new is None:  # some statement may be in the log already: look them up, then write the rest
             existing = {
                 bytes(r["statement_hash"]): (r["idx"], bytes(r["leaf_hash"]))
                 for r in await conn.fetch(
@@ -280,7 +286,8 @@ class LogStore:
             first = introduced.setdefault(reg.id, (reg, i))[0]
             if (first.kind, first.controller, first.roles) != (reg.kind, reg.controller, reg.roles):
                 raise InvalidInput(
-                    f"{reg.id} is registered as {first.kind}; a key's card type, controller and roles never change"
+                    f"{reg.id} is registered twice in one commit with a different card type, controller or "
+                    "roles; they never change"
                 )
         if not introduced:
             return

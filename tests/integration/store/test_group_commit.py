@@ -84,7 +84,7 @@ async def test_a_key_registered_twice_differently_in_one_commit_is_refused(store
     assert isinstance(results[1], InvalidInput) and "registered as agent" in str(results[1])
     # Within one group too (one request carrying both cards).
     other = keys.SigningKey.generate()
-    with pytest.raises(InvalidInput, match="registered as agent"):
+    with pytest.raises(InvalidInput, match="registered twice in one commit"):
         await store.append(
             [
                 checked(card_envelope(other, "agent")),
@@ -120,3 +120,19 @@ async def test_a_resubmitted_batch_gets_its_indexes_back(store: LogStore) -> Non
     assert [(a.index, a.duplicate) for a in again[1:]] == [(a.index, True) for a in first]
     assert again[0].index == size and not again[0].duplicate
     assert await store.sequenced_size() == size + 1
+
+
+async def test_a_replay_beside_its_resubmitted_original_is_named_by_its_own_position(store: LogStore) -> None:
+    """[replay, original] where the original is already logged: the original is a harmless
+    resubmission; the replay is the new statement reusing its nonce, at position 0."""
+    key = keys.SigningKey.generate()
+    original = card(key, "first", "n" * 32)
+    await store.append([original])
+    replay = card(key, "renamed", "n" * 32)
+    for batch, pos in (([replay, original], 0), ([original, replay], 1)):
+        with pytest.raises(NonceReplay, match=rf"entries\[{pos}\]: nonce .* was already used"):
+            await store.append(batch)
+    # Within one batch and with nothing logged, two statements with one nonce are "used twice".
+    other = keys.SigningKey.generate()
+    with pytest.raises(NonceReplay, match=r"entries\[1\]: nonce .* is used twice"):
+        await store.append([card(other, "a", "m" * 32), card(other, "b", "m" * 32)])

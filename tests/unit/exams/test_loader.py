@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -163,3 +164,9 @@ def test_a_changed_file_is_parsed_again(tmp_path: Path) -> None:
     path.write_bytes(_bytes(doc))
     again = load_exam("secret-cap@1", dirs)
     assert again.items[0].id == "priv-001-renamed" and again.digest != first.digest
+    # The same size and the old mtime kept (as cp -p or rsync -t leave it): still parsed again.
+    before = path.stat()
+    path.write_bytes(path.read_bytes().replace(b"priv-001-renamed", b"priv-001-renamex"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size and path.stat().st_mtime_ns == before.st_mtime_ns
+    assert load_exam("secret-cap@1", dirs).items[0].id == "priv-001-renamex"

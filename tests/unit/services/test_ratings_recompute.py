@@ -8,10 +8,13 @@ import datetime as dt
 import threading
 from typing import Any
 
+import pytest
+
 from trustscore.ledger.graded import DIMENSIONS
 from trustscore.scoring.inputs import EvidenceItem
 from trustscore.services.metrics import Metrics
 from trustscore.services.ratings import RatingService, _AgentData, load_models
+from trustscore.store.projection import EvidenceRow
 
 AT = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)
 ALICE = "ts1_" + "a" * 40
@@ -83,3 +86,56 @@ async def test_a_rating_refreshed_during_the_recompute_is_kept() -> None:
     assert ratings.stored(BOB).rating == bob_now  # type: ignore[union-attr]  # not the stale one
     assert bob_now.total is not None and bob_now.total > 60  # 40 items at 30 then 40 at 100
     assert ratings.stored(ALICE) is not None
+
+
+class GatedStore:
+    """Projected rows behind a snapshot read that waits for a gate, or fails once."""
+
+    def __init__(self, rows: list[EvidenceRow]) -> None:
+        self.rows = rows
+        self.gate = asyncio.Event()
+        self.fail_once = False
+
+    async def projected_size(self) -> int:
+        return len(self.rows)
+
+    async def evidence_since(self, start: int, end: int) -> list[EvidenceRow]:
+        return self.rows[start:end]
+
+    async def snapshots_since(self, start: int, end: int) -> list[Any]:
+        if self.fail_once:
+            self.fail_once = False
+            raise ConnectionError("database went away")
+        await self.gate.wait()
+        return []
+
+
+def gated() -> tuple[GatedStore, RatingService]:
+    store = GatedStore([EvidenceRow(i, 0, item(ALICE, 80.0, i)) for i in range(40)])
+    ratings = RatingService(store, load_models(), Metrics(), clock=lambda: AT)  # type: ignore[arg-type]
+    return store, ratings
+
+
+async def test_a_refresh_applies_nothing_until_it_has_read_everything() -> None:
+    """A full recompute starting while a refresh waits on the database must not see evidence beyond
+    the log size its ratings will name."""
+    store, ratings = gated()
+    refresh = asyncio.create_task(ratings.refresh())
+    await asyncio.sleep(0.01)  # the refresh now waits on the snapshot read
+    assert ratings._agents == {} and ratings.size == 0
+    await ratings.recompute_all()  # sees nothing yet: publishes nothing
+    assert ratings.stored(ALICE) is None
+    store.gate.set()
+    assert await refresh == {ALICE}
+    assert ratings.size == 40 and len(ratings._agents[ALICE].evidence) == 40
+
+
+async def test_a_failed_refresh_leaves_nothing_half_applied() -> None:
+    store, ratings = gated()
+    store.fail_once = True
+    with pytest.raises(ConnectionError):
+        await ratings.refresh()
+    assert ratings._agents == {} and ratings.size == 0
+    store.gate.set()
+    await ratings.refresh()
+    assert len(ratings._agents[ALICE].evidence) == 40  # once, not twice
