@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from litestar import Litestar, Request, Response, get
+from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 
@@ -103,7 +104,6 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             runtime.projector = projector
             runtime.intake = Intake(service, service_key, exam_dirs, runtime.metrics)
             runtime.public = PublicService(service, projections, ratings, exam_dirs)
-            app.state.public = runtime.public  # the rating route reads it from here (no dependency)
             runtime.attestations = AttestationService(runtime.public, AttestationStore(pool), service_key)
             reverifier = Reverifier(
                 service,
@@ -144,7 +144,6 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             yield
         finally:
             runtime.ready = False
-            app.state.public = None
             stop.set()
             for task in tasks:
                 await task
@@ -182,7 +181,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
     )
 
     async def limit_writes(request: Request[Any, Any, Any]) -> None:
-        if request.method == "POST" and settings.address_rate_per_minute > 0:
+        if request.method == "POST":  # (a rate of 0 takes nothing)
             per_address.take(request.client.host if request.client else "unknown")
 
     return Litestar(
@@ -203,6 +202,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             "max_page": Provide(lambda: settings.max_page, sync_to_thread=False),
         },
         lifespan=[lifespan],
+        state=State({"runtime": runtime}),  # for handlers that take no dependency (the rating route)
         exception_handlers=EXCEPTION_HANDLERS,
         before_request=limit_writes,
         request_max_body_size=settings.max_body_bytes,

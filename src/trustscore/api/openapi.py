@@ -8,11 +8,12 @@ RFC 9457 problems any route may answer with.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import msgspec
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, Operation, RequestBody, Schema
+from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, Operation, Parameter, RequestBody, Schema
 
 from trustscore.api.problems import MEDIA_TYPE
 from trustscore.ledger.dsse import IN_TOTO_PAYLOAD_TYPE, MAX_SIGNATURES
@@ -65,6 +66,23 @@ ENVELOPE = Schema(
 )
 
 
+def operation_class(
+    *, body: RequestBody | None = None, parameters: Sequence[Parameter] = ()
+) -> type[Operation]:
+    """An operation class adding what a handler reading its request by hand does not declare: its
+    request ``body`` and query ``parameters``."""
+
+    @dataclass
+    class Described(Operation):
+        def __post_init__(self) -> None:
+            if body is not None:
+                self.request_body = body
+            if parameters:
+                self.parameters = [*(self.parameters or []), *parameters]
+
+    return Described
+
+
 def envelope_body(what: str, *, batch: int | None = None) -> type[Operation]:
     """An operation class whose request body is one envelope of ``what`` (or, with ``batch``, also a
     JSON array of 1..batch envelopes)."""
@@ -73,18 +91,11 @@ def envelope_body(what: str, *, batch: int | None = None) -> type[Operation]:
         schema = Schema(
             one_of=[ENVELOPE, Schema(type=OpenAPIType.ARRAY, items=ENVELOPE, min_items=1, max_items=batch)]
         )
-    body = RequestBody(
-        content={"application/json": OpenAPIMediaType(schema=schema)},
-        description=what,
-        required=True,
+    return operation_class(
+        body=RequestBody(
+            content={"application/json": OpenAPIMediaType(schema=schema)}, description=what, required=True
+        )
     )
-
-    @dataclass
-    class WithEnvelopeBody(Operation):
-        def __post_init__(self) -> None:
-            self.request_body = body
-
-    return WithEnvelopeBody
 
 
 def _problem(description: str) -> ResponseSpec:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 import msgspec
@@ -10,11 +9,11 @@ from litestar import Controller, Request, get
 from litestar.datastructures import CacheControlHeader
 from litestar.di import NamedDependency
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.openapi.spec import OpenAPIType, Operation, Parameter, Schema
+from litestar.openapi.spec import OpenAPIType, Parameter, Schema
 from litestar.params import FromPath, QueryParameter
 from litestar.response.base import ASGIResponse
 
-from trustscore.api.openapi import READ_PROBLEMS
+from trustscore.api.openapi import READ_PROBLEMS, operation_class
 from trustscore.errors import InvalidInput, StorageError
 from trustscore.ledger import statements
 from trustscore.reverify.status import VerificationStatus
@@ -187,15 +186,9 @@ MODEL_PARAMETER = Parameter(
 )
 
 
-@dataclass
-class RatingOperation(Operation):
-    def __post_init__(self) -> None:
-        self.parameters = [*(self.parameters or []), MODEL_PARAMETER]
-
-
 def public_service(request: Request[Any, Any, Any]) -> PublicService:
-    """The app's public read service (``app.state.public``, set once the lifespan has started it)."""
-    public: PublicService | None = request.app.state.get("public")
+    """The app's public read service (on the app's runtime once the lifespan has started it)."""
+    public: PublicService | None = request.app.state.runtime.public
     if public is None:
         raise StorageError("the service is starting")
     return public
@@ -216,7 +209,7 @@ class PublicController(Controller):
     @get(
         "/agents/{agent_id:str}/rating",
         operation_id="getRating",
-        operation_class=RatingOperation,
+        operation_class=operation_class(parameters=[MODEL_PARAMETER]),
         responses={200: ResponseSpec(RatingOut, description="the rating"), **READ_PROBLEMS},
     )
     async def rating(self, request: Request[Any, Any, Any]) -> ASGIResponse:

@@ -214,36 +214,36 @@ class LogStore:
         resubmission gets its first index back; a reused nonce is a replay).
         """
         try:
-            out, new, nonce_pos = cls._plan(entries, {}, next_index)
-        except NonceReplay:
-            new = None  # a nonce twice in the batch, unless one of the two is a resubmission: look up
-        if new is not None and not new:
-            return out, next_index
-        if new is not None:
-            try:
-                await cls._copy_entries(conn, new)
-            except asyncpg.UniqueViolationError as exc:
-                if exc.constraint_name not in (_STATEMENT_CONSTRAINT, _NONCE_CONSTRAINT):
-                    raise
-                new = None
-        if new is None:  # some statement may be in the log already: look them up, then write the rest
-            existing = {
-                bytes(r["statement_hash"]): (r["idx"], bytes(r["leaf_hash"]))
-                for r in await conn.fetch(
-                    "SELECT e.statement_hash, e.idx, e.leaf_hash FROM unnest($1::bytea[]) AS t(h) "
-                    "JOIN entries e ON e.statement_hash = t.h",
-                    [e.statement_hash for e in entries],
-                )
-            }
-            out, new, nonce_pos = cls._plan(entries, existing, next_index)
+            out, new, _ = cls._plan(entries, {}, next_index)
             if not new:
                 return out, next_index
-            try:
-                await cls._copy_entries(conn, new)
-            except asyncpg.UniqueViolationError as again:
-                if again.constraint_name != _NONCE_CONSTRAINT:
-                    raise
-                raise await cls._replay(conn, new, nonce_pos) from again
+            await cls._copy_entries(conn, new)
+        except NonceReplay:
+            pass  # a nonce twice in the batch, unless one of the two is a resubmission: look up below
+        except asyncpg.UniqueViolationError as exc:
+            if exc.constraint_name not in (_STATEMENT_CONSTRAINT, _NONCE_CONSTRAINT):
+                raise
+        else:
+            await cls._register_keys(conn, new)
+            return out, next_index + len(new)
+        # Some statement may be in the log already: look them up, then write the rest.
+        existing = {
+            bytes(r["statement_hash"]): (r["idx"], bytes(r["leaf_hash"]))
+            for r in await conn.fetch(
+                "SELECT e.statement_hash, e.idx, e.leaf_hash FROM unnest($1::bytea[]) AS t(h) "
+                "JOIN entries e ON e.statement_hash = t.h",
+                [e.statement_hash for e in entries],
+            )
+        }
+        out, new, nonce_pos = cls._plan(entries, existing, next_index)
+        if not new:
+            return out, next_index
+        try:
+            await cls._copy_entries(conn, new)
+        except asyncpg.UniqueViolationError as again:
+            if again.constraint_name != _NONCE_CONSTRAINT:
+                raise
+            raise await cls._replay(conn, new, nonce_pos) from again
         await cls._register_keys(conn, new)
         return out, next_index + len(new)
 
