@@ -16,7 +16,6 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import selectors
 import shlex
 import shutil
@@ -36,6 +35,7 @@ import msgspec
 from trustscore import canonical, resources
 from trustscore.canonical import b64decode, b64encode
 from trustscore.cli.agent import card_envelope
+from trustscore.cli.rating import weights_for
 from trustscore.client import LogClient
 from trustscore.errors import (
     InvalidInput,
@@ -50,7 +50,6 @@ from trustscore.ledger import attestation, audit, checkpoint, dsse, keys, merkle
 from trustscore.ledger.parties import make_party_card, now
 from trustscore.ledger.settlements import Delivery, make_settlement
 from trustscore.ledger.submission import CheckedEntry
-from trustscore.scoring.weights import load_weights
 from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import sign_run
 from trustscore.store import embedded
@@ -658,9 +657,7 @@ class Demo:
 def verify_attestation(data: bytes, trusted: note.Verifier) -> attestation.VerifiedBundle:
     """What ``trustscore rating verify BUNDLE --verifier-key KEY`` checks, with the default weights file."""
     bundle = attestation.decode_bundle(data)
-    if not re.fullmatch(r"[a-z][a-z0-9._-]*", bundle.weights_model):
-        raise InvalidInput(f"weights_model {bundle.weights_model!r} is not a model version")
-    return attestation.verify_bundle(bundle, load_weights(WEIGHTS / f"{bundle.weights_model}.toml"), trusted)
+    return attestation.verify_bundle(bundle, weights_for(None, bundle.weights_model), trusted)
 
 
 def tamper_total(data: bytes) -> tuple[int | None, int, bytes]:

@@ -47,7 +47,8 @@ def _read(path: Path) -> bytes:
         raise InvalidInput(f"cannot read {path}: {exc.strerror}") from exc
 
 
-def _weights(path: Path | None, model: str) -> Weights:
+def weights_for(path: Path | None, model: str) -> Weights:
+    """The weights file at ``path``, else the published file of ``model`` (a model version name)."""
     if path is not None:
         return load_weights(path)
     if not _MODEL.fullmatch(model):
@@ -58,7 +59,7 @@ def _weights(path: Path | None, model: str) -> Weights:
 def run_verify(args: argparse.Namespace) -> int:
     bundle = attestation.decode_bundle(_read(args.bundle))
     trusted = None if args.verifier_key is None else verifier(args.verifier_key)
-    verified = attestation.verify_bundle(bundle, _weights(args.weights, bundle.weights_model), trusted)
+    verified = attestation.verify_bundle(bundle, weights_for(args.weights, bundle.weights_model), trusted)
     a = verified.attestation
     if trusted is None:
         print(

@@ -32,8 +32,8 @@ DIMENSIONS = (
 MAX_ITEMS = 10_000
 GradeResult = Literal["success", "partial", "failure"]
 Tier = Literal["public", "private"]
-_EXAM_DIGEST = re.compile(r"sha256:[0-9a-f]{64}", re.ASCII)
-_GRADER = re.compile(r"[a-z][a-z0-9-]{0,63}@[1-9][0-9]{0,5}", re.ASCII)
+EXAM_DIGEST = re.compile(r"sha256:[0-9a-f]{64}", re.ASCII)
+GRADER_REF = re.compile(r"[a-z][a-z0-9-]{0,63}@[1-9][0-9]{0,5}", re.ASCII)
 
 
 class GradedItem(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
@@ -65,25 +65,51 @@ def _check_item(i: GradedItem) -> None:
     check_text(i.item_id, what="items[].item_id")
     if i.dimension not in DIMENSIONS:
         raise InvalidInput(f"items[{i.item_id}].dimension must be one of {', '.join(DIMENSIONS)}")
-    if not _GRADER.fullmatch(i.grader):
+    if not GRADER_REF.fullmatch(i.grader):
         raise InvalidInput(f"items[{i.item_id}].grader must be a name@version reference")
     if not 0 <= i.value_millis <= 1000:
         raise InvalidInput(f"items[{i.item_id}].value_millis must be 0..1000")
 
 
-def _check(stmt: Statement, g: GradedEvidence) -> Facts:
-    check_key_id(g.grader, what="grader")
-    check_key_id(g.agent, what="agent")
-    if g.grader == g.agent:
-        raise InvalidInput("agent must differ from grader (an agent cannot grade itself)")
-    if g.report_index < 0:
+def check_report_ref(
+    issuer: tuple[str, str],
+    agent: str,
+    report_index: int,
+    report_sha256: str,
+    exam: str,
+    exam_version: int,
+    exam_digest: str,
+    *,
+    itself: str,
+) -> None:
+    """The fields by which a server statement (graded evidence, a re-verification) names the report it
+    is about; ``issuer`` is (field name, key id) of the server key, which may not be the agent."""
+    what, issuer_id = issuer
+    check_key_id(issuer_id, what=what)
+    check_key_id(agent, what="agent")
+    if issuer_id == agent:
+        raise InvalidInput(f"agent must differ from {what} (an agent cannot {itself})")
+    if report_index < 0:
         raise InvalidInput("report_index must be >= 0")
-    check_sha256_hex(g.report_sha256, what="report_sha256")
-    check_text(g.exam, what="exam")
-    if g.exam_version < 1:
+    check_sha256_hex(report_sha256, what="report_sha256")
+    check_text(exam, what="exam")
+    if exam_version < 1:
         raise InvalidInput("exam_version must be >= 1")
-    if not _EXAM_DIGEST.fullmatch(g.exam_digest):
+    if not EXAM_DIGEST.fullmatch(exam_digest):
         raise InvalidInput("exam_digest must be sha256:<64 lowercase hex>")
+
+
+def _check(stmt: Statement, g: GradedEvidence) -> Facts:
+    check_report_ref(
+        ("grader", g.grader),
+        g.agent,
+        g.report_index,
+        g.report_sha256,
+        g.exam,
+        g.exam_version,
+        g.exam_digest,
+        itself="grade itself",
+    )
     statements.parse_time(g.graded_at, what="graded_at")
     if not 1 <= len(g.items) <= MAX_ITEMS:
         raise InvalidInput(f"items must hold 1..{MAX_ITEMS} graded items")

@@ -11,7 +11,6 @@ a statement that contradicts itself is never admitted. docs/reverification.md.
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 import msgspec
@@ -19,8 +18,15 @@ import msgspec
 from trustscore import canonical
 from trustscore.errors import InvalidInput
 from trustscore.ledger import statements
-from trustscore.ledger.graded import DIMENSIONS, GradeResult, graded_subject
-from trustscore.ledger.parties import check_key_id, check_sha256_hex, new_nonce, now
+from trustscore.ledger.graded import (
+    DIMENSIONS,
+    EXAM_DIGEST,
+    GRADER_REF,
+    GradeResult,
+    check_report_ref,
+    graded_subject,
+)
+from trustscore.ledger.parties import new_nonce, now
 from trustscore.ledger.statements import Facts, Kind, Predicate, Statement, check_text, register
 from trustscore.reverify import compare, sampling, security
 from trustscore.reverify.compare import Outcome
@@ -29,8 +35,6 @@ from trustscore.reverify.security import SecurityObserved, SecurityState, Securi
 MAX_ITEMS = 1000
 MAX_ERROR = 500
 Trigger = Literal["report", "schedule"]
-_EXAM_DIGEST = re.compile(r"sha256:[0-9a-f]{64}", re.ASCII)
-_GRADER = re.compile(r"[a-z][a-z0-9-]{0,63}@[1-9][0-9]{0,5}", re.ASCII)
 
 
 class ReverifiedItem(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
@@ -105,13 +109,13 @@ def _check_private(p: PrivateItem) -> None:
     where = f"private_items[{p.item_id}]"
     check_text(p.item_id, what="private_items[].item_id")
     check_text(p.exam, what=f"{where}.exam")
-    if not _GRADER.fullmatch(p.exam):
+    if not GRADER_REF.fullmatch(p.exam):
         raise InvalidInput(f"{where}.exam must be name@version")
-    if not _EXAM_DIGEST.fullmatch(p.exam_digest):
+    if not EXAM_DIGEST.fullmatch(p.exam_digest):
         raise InvalidInput(f"{where}.exam_digest must be sha256:<64 lowercase hex>")
     if p.dimension not in DIMENSIONS:
         raise InvalidInput(f"{where}.dimension must be one of {', '.join(DIMENSIONS)}")
-    if not _GRADER.fullmatch(p.grader):
+    if not GRADER_REF.fullmatch(p.grader):
         raise InvalidInput(f"{where}.grader must be a name@version reference")
     if p.value_millis is None:
         if p.error is None or p.result != "failure":
@@ -150,18 +154,16 @@ def _check_results(r: Reverification) -> None:
 
 
 def _check(stmt: Statement, r: Reverification) -> Facts:
-    check_key_id(r.verifier, what="verifier")
-    check_key_id(r.agent, what="agent")
-    if r.verifier == r.agent:
-        raise InvalidInput("agent must differ from verifier (an agent cannot re-verify itself)")
-    if r.report_index < 0:
-        raise InvalidInput("report_index must be >= 0")
-    check_sha256_hex(r.report_sha256, what="report_sha256")
-    check_text(r.exam, what="exam")
-    if r.exam_version < 1:
-        raise InvalidInput("exam_version must be >= 1")
-    if not _EXAM_DIGEST.fullmatch(r.exam_digest):
-        raise InvalidInput("exam_digest must be sha256:<64 lowercase hex>")
+    check_report_ref(
+        ("verifier", r.verifier),
+        r.agent,
+        r.report_index,
+        r.report_sha256,
+        r.exam,
+        r.exam_version,
+        r.exam_digest,
+        itself="re-verify itself",
+    )
     statements.check_url(r.endpoint, what="endpoint")
     if r.checkpoint_size < sampling.seed_size(r.report_index):
         raise InvalidInput("checkpoint_size must cover the report and the entry after it (report_index + 2)")

@@ -71,7 +71,7 @@ class Intake:
         [prepared] = self.log.parse_body(body, kinds={"exam-report"}, single=True)
         report = prepared.statement.predicate
         assert isinstance(report, ExamReport)
-        await self.log.check_prepared([prepared], batch=False)
+        checked = await self.log.check_prepared([prepared], batch=False)
         self._not_in_future(report.issued_at, "issued_at")
         existing = await self.log.store.statement_index(prepared.statement_hash)
         if existing is not None:
@@ -123,7 +123,7 @@ class Intake:
             envelope = dsse.sign(payload, [self.grader_key])
             return [prepare(msgspec.to_builtins(envelope))]
 
-        rep, ev = await self.log.append([prepared], batch=False, follow=follow, charged=True)
+        rep, ev = await self.log.append_checked(checked, follow=follow, charged=True)
         self.metrics.ingest_seconds.labels("reports").observe(time.perf_counter() - started)
         return GradedReport(rep, ev, exam.id, grades)
 

@@ -208,6 +208,17 @@ class LogService:
         caller already charged the signers' rate limits.
         """
         checked = await self.check_prepared(prepared, batch=batch)
+        return await self.append_checked(checked, follow=follow, charged=charged)
+
+    async def append_checked(
+        self,
+        checked: list[CheckedEntry],
+        *,
+        follow: Callable[[list[Appended]], list[Prepared]] | None = None,
+        charged: bool = False,
+    ) -> list[Appended]:
+        """:meth:`append` of entries :meth:`check_prepared` already verified and admitted (signatures
+        and registrations never change once checked, so the check holds however long ago it ran)."""
         if not charged:
             self.charge([e.signer for e in checked])
         store_follow: Follow | None = None
