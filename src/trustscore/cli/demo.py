@@ -46,13 +46,13 @@ from trustscore.errors import (
     VerificationError,
 )
 from trustscore.exams.loader import ExamDirs, list_exams
-from trustscore.ledger import attestation, audit, checkpoint, dsse, keys, merkle, note
+from trustscore.ledger import attestation, checkpoint, dsse, keys, note
 from trustscore.ledger.parties import make_party_card, now
 from trustscore.ledger.settlements import Delivery, make_settlement
-from trustscore.ledger.submission import CheckedEntry
 from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import sign_run
 from trustscore.store import embedded
+from trustscore.verifying import VerifyingClient
 
 REPO = resources.ROOT
 AGENTS = REPO / "examples" / "agents" / "scripted.py"
@@ -500,8 +500,7 @@ class Demo:
         print(f"  checkpoint: size {cp.size}, root {b64encode(cp.root)}, signature verified")
         items = self.sample_evidence(rating["agent"])
         for item in items:
-            leaf = self.verify_included(cp, item["index"])
-            entry = self.verify_signed(cp, verifier, leaf)
+            entry = VerifyingClient(self.client, verifier).entry(cp, item["index"]).checked
             print(
                 f"  entry {item['index']} ({entry.statement.kind.name}: {item['dimension']} "
                 f"from {item['source']}): signatures and inclusion in checkpoint {cp.size} verified"
@@ -527,27 +526,6 @@ class Demo:
         picked = [items[0]]
         last = next((i for i in reversed(items) if i["index"] != items[0]["index"]), None)
         return picked if last is None else [*picked, last]
-
-    def verify_included(self, cp: checkpoint.Checkpoint, index: int) -> bytes:
-        """Entry ``index``'s leaf, after checking its inclusion proof against the verified checkpoint."""
-        got = self.client.entries(index, index + 1)
-        if not got or got[0][0] != index:
-            raise VerificationError(f"the server did not return entry {index}")
-        leaf = got[0][1]
-        proof = self.client.inclusion_proof(index, cp.size)
-        merkle.verify_inclusion(merkle.leaf_hash(leaf), index, cp.size, proof, cp.root)
-        return leaf
-
-    def verify_signed(self, cp: checkpoint.Checkpoint, verifier: note.Verifier, leaf: bytes) -> CheckedEntry:
-        """The entry with every signature verified against the signer's card, itself proven in the log."""
-        log_key = {keys.key_id(verifier.public_key): verifier.public_key}
-        signers: dict[str, bytes] = {}
-        for sig in audit.parse_leaf(leaf).envelope.signatures:
-            card = audit.verify_leaf(self.verify_included(cp, self.client.key_index(sig.keyid)), log_key.get)
-            if card.introduces_key is None or card.subject != sig.keyid:
-                raise VerificationError(f"the card the server names for {sig.keyid} does not register it")
-            signers[sig.keyid] = card.introduces_key
-        return audit.verify_leaf(leaf, signers.get)
 
     def verification(self, persona: str) -> dict[str, Any]:
         """The agent's re-verification status as its rating shows it."""

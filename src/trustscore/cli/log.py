@@ -12,9 +12,10 @@ import asyncpg
 from trustscore.cli import common
 from trustscore.client import LogClient
 from trustscore.errors import InvalidInput, StorageError, VerificationError
-from trustscore.ledger import audit, checkpoint, keys, merkle, note
+from trustscore.ledger import audit, checkpoint, keys, note
 from trustscore.store import embedded
 from trustscore.store.log import dump
+from trustscore.verifying import VerifyingClient
 
 
 def register(sub: Any) -> None:
@@ -58,65 +59,28 @@ def _read(path: Path, what: str) -> str:
 def run_verify(args: argparse.Namespace) -> int:
     verifier = common.verifier(args.verifier_key)
     with LogClient(args.server) as client:
+        log = VerifyingClient(client, verifier)
         signed = _read(args.checkpoint, "checkpoint") if args.checkpoint else client.checkpoint()
-        cp = checkpoint.open_checkpoint(signed, verifier, None)
+        cp = log.open(signed)
         print(f"checkpoint: size {cp.size}, signature by {verifier.name} verified")
         if args.previous_checkpoint:
-            old = checkpoint.open_checkpoint(
-                _read(args.previous_checkpoint, "checkpoint"), verifier, cp.origin
-            )
-            if old.size > cp.size:
-                raise VerificationError(
-                    f"previous checkpoint ({old.size}) is larger than this one ({cp.size})"
-                )
-            proof = client.consistency_proof(old.size, cp.size) if old.size else []
-            checkpoint.verify_consistent(old, cp, proof)
+            old = log.open(_read(args.previous_checkpoint, "checkpoint"))
+            log.consistent(old, cp)
             print(f"consistency: size {old.size} -> {cp.size} verified")
         for index in args.index:
-            _verify_entry(client, cp, index, verifier)
+            entry = log.entry(cp, index)
+            print(
+                f"entry {index}: {entry.checked.statement.kind.name} by {entry.checked.signer}, "
+                f"signatures verified, included in checkpoint {cp.size}"
+            )
     if args.save_checkpoint:
         args.save_checkpoint.write_text(signed)
     return 0
 
 
-def _verify_included(client: LogClient, cp: checkpoint.Checkpoint, index: int) -> bytes:
-    if not 0 <= index < cp.size:
-        raise VerificationError(f"entry {index} is not in the checkpoint (size {cp.size})")
-    got = client.entries(index, index + 1)
-    if not got or got[0][0] != index:
-        raise VerificationError(f"server did not return entry {index}")
-    leaf = got[0][1]
-    proof = client.inclusion_proof(index, cp.size)
-    merkle.verify_inclusion(merkle.leaf_hash(leaf), index, cp.size, proof, cp.root)
-    return leaf
-
-
 def _trusted(verifier: note.Verifier) -> dict[str, bytes]:
     """The log key: it co-signs the server's service cards."""
     return {keys.key_id(verifier.public_key): verifier.public_key}
-
-
-def _verify_entry(client: LogClient, cp: checkpoint.Checkpoint, index: int, verifier: note.Verifier) -> None:
-    leaf = _verify_included(client, cp, index)
-    registered: dict[str, bytes] = {}
-
-    def resolve(kid: str) -> bytes | None:
-        return registered.get(kid)
-
-    prepared = audit.parse_leaf(leaf)
-    for sig in prepared.envelope.signatures:
-        if prepared.statement.facts.introduces_key is not None:
-            break
-        card_index = client.key_index(sig.keyid)
-        card = audit.verify_leaf(_verify_included(client, cp, card_index), _trusted(verifier).get)
-        if card.introduces_key is None or card.subject != sig.keyid:
-            raise VerificationError(f"entry {card_index} does not register {sig.keyid}")
-        registered[sig.keyid] = card.introduces_key
-    entry = audit.verify_leaf(leaf, resolve)
-    print(
-        f"entry {index}: {entry.statement.kind.name} by {entry.signer}, signatures verified, "
-        f"included in checkpoint {cp.size}"
-    )
 
 
 def run_fsck(args: argparse.Namespace) -> int:

@@ -16,14 +16,13 @@ from typing import Any
 
 from trustscore import canonical
 from trustscore.cli import common
-from trustscore.cli.log import _verify_included as _included  # entry + inclusion proof; shared
 from trustscore.client import LogClient
 from trustscore.errors import VerificationError
 from trustscore.exams.report import ExamReport
-from trustscore.ledger import audit, checkpoint, dsse, keys, merkle, note
+from trustscore.ledger import checkpoint, note
 from trustscore.ledger.reverification import Reverification
-from trustscore.ledger.service_card import ServiceCard
 from trustscore.reverify import sampling
+from trustscore.verifying import VerifyingClient
 
 
 def register(sub: Any) -> None:
@@ -38,65 +37,27 @@ def register(sub: Any) -> None:
     c.set_defaults(func=run_check)
 
 
-def _reverifier_key(
-    client: LogClient, cp: checkpoint.Checkpoint, verifier: str, log_key: note.Verifier
-) -> bytes:
-    """The re-verifier's public key from its service card: co-signed by the log key, with the reverify role."""
-    card_index = client.key_index(verifier)
-    prepared = audit.parse_leaf(_included(client, cp, card_index))
-    service, own = prepared.statement.predicate, prepared.statement.facts.introduces_key
-    if not isinstance(service, ServiceCard) or own is None or prepared.statement.facts.subject != verifier:
-        raise VerificationError(f"entry {card_index} is not the service card of {verifier}")
-    log_id = keys.key_id(log_key.public_key)
-    known = {verifier: own, log_id: log_key.public_key}
-    signed = dsse.verify_envelope(prepared.envelope, known.get)
-    if not {verifier, log_id} <= set(signed.signer_ids):
-        raise VerificationError(
-            f"the service card of {verifier} (entry {card_index}) is not co-signed by the log key"
-        )
-    if "reverify" not in service.roles:
-        raise VerificationError(f"service key {verifier} has no reverify role")
-    return own
-
-
-def _reverification(
-    client: LogClient, cp: checkpoint.Checkpoint, index: int, log_key: note.Verifier
-) -> Reverification:
-    leaf = _included(client, cp, index)
-    r = audit.parse_leaf(leaf).statement.predicate
+def _reverification(log: VerifyingClient, cp: checkpoint.Checkpoint, index: int) -> Reverification:
+    """The re-verification at ``index``, signed by a log-co-signed service key with the reverify role."""
+    entry = log.entry(cp, index)
+    r = entry.checked.statement.predicate
     if not isinstance(r, Reverification):
         raise VerificationError(f"entry {index} is not a reverification/v1 statement")
-    public = _reverifier_key(client, cp, r.verifier, log_key)
-    audit.verify_leaf(leaf, lambda kid: public if kid == r.verifier else None)
+    log.service_key(cp, r.verifier, "reverify")
     return r
 
 
-def _report(client: LogClient, cp: checkpoint.Checkpoint, r: Reverification) -> tuple[ExamReport, bytes]:
-    leaf = _included(client, cp, r.report_index)
-    prepared = audit.parse_leaf(leaf)
-    report = prepared.statement.predicate
+def _report(log: VerifyingClient, cp: checkpoint.Checkpoint, r: Reverification) -> tuple[ExamReport, bytes]:
+    entry = log.entry(cp, r.report_index)
+    report = entry.checked.statement.predicate
     if not isinstance(report, ExamReport) or report.agent != r.agent:
         raise VerificationError(f"entry {r.report_index} is not an exam report of {r.agent}")
-    public = canonical.b64decode(report.public_key, what="public_key")
-    audit.verify_leaf(leaf, lambda kid: public if kid == report.agent else None)
-    if prepared.statement_hash.hex() != r.report_sha256:
+    if entry.checked.statement_hash.hex() != r.report_sha256:
         raise VerificationError(
-            f"entry {r.report_index} has statement hash {prepared.statement_hash.hex()}, not {r.report_sha256}"
+            f"entry {r.report_index} has statement hash {entry.checked.statement_hash.hex()}, "
+            f"not {r.report_sha256}"
         )
-    return report, prepared.statement_hash
-
-
-def prove_root(client: LogClient, cp: checkpoint.Checkpoint, size: int, root: bytes) -> None:
-    """Raise unless ``root`` is the log's root at ``size``, by a consistency proof to checkpoint ``cp``."""
-    if not 0 < size <= cp.size:
-        raise VerificationError(
-            f"checkpoint_size {size} is not within the signed checkpoint (size {cp.size})"
-        )
-    if size == cp.size:
-        if root != cp.root:
-            raise VerificationError(f"the recorded root of size {size} is not the signed checkpoint's root")
-        return
-    merkle.verify_consistency(size, cp.size, client.consistency_proof(size, cp.size), root, cp.root)
+    return report, entry.checked.statement_hash
 
 
 @dataclass(frozen=True)
@@ -108,11 +69,12 @@ class Checked:
 
 def check(client: LogClient, log_key: note.Verifier, index: int) -> Checked:
     """Prove and recheck the re-verification at ``index``; raise naming the first thing that fails."""
-    cp = checkpoint.open_checkpoint(client.checkpoint(), log_key, None)
-    r = _reverification(client, cp, index, log_key)
-    report, report_hash = _report(client, cp, r)
+    log = VerifyingClient(client, log_key)
+    cp = log.checkpoint()
+    r = _reverification(log, cp, index)
+    report, report_hash = _report(log, cp, r)
     root = canonical.b64decode(r.checkpoint_root, what="checkpoint_root")
-    prove_root(client, cp, r.checkpoint_size, root)
+    log.root_at(cp, r.checkpoint_size, root)
     sample = sampling.recheck(
         report_index=r.report_index,
         report_sha256=report_hash,

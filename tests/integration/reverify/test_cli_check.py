@@ -12,6 +12,7 @@ import pytest
 from tests.helpers import new_card
 from tests.unit.reverify.kit import item
 from trustscore import canonical
+from trustscore.cli.agent import card_envelope
 from trustscore.client import LogClient
 from trustscore.errors import VerificationError
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, load_exam
@@ -88,7 +89,7 @@ def build(
     log = FakeLog()
     card = make_service_card(VERIFIER.public_key, "reverify", ["reverify"])
     log.add(dsse.sign(card, [VERIFIER, LOG_KEY] if cosign else [VERIFIER]), registers=VERIFIER.id)
-    log.add(new_card("agent")[1])  # someone else's card; the agent's own is not needed for the check
+    log.add(card_envelope(AGENT, "agent"), registers=AGENT.id)  # the report's signer is proven by its card
     report_env = _report()
     assert log.add(report_env) == REPORT_INDEX
     log.add(new_card("stands in for the graded evidence")[1])

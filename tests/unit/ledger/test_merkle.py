@@ -12,7 +12,8 @@ import pytest
 from trustscore.errors import InconsistencyError, InvalidInput, ProofError
 from trustscore.ledger import merkle
 
-VECTORS = Path(__file__).resolve().parents[3] / ".." / "shared" / "testdata" / "merkle"
+#: transparency-dev/merkle's testdata (Apache-2.0), vendored beside this test: see vectors/merkle/README.md.
+VECTORS = Path(__file__).resolve().parent / "vectors" / "merkle"
 
 
 def _cases(kind: str) -> list[Path]:
