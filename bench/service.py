@@ -434,14 +434,7 @@ def report_reads(results: list[Load]) -> None:
 
 def stop_embedded(pg_dir: Path, limit: float = 30) -> None:
     """Stop the embedded PostgreSQL and wait for it to exit, before its directory is removed."""
-    try:
-        pid = int((pg_dir / "postmaster.pid").read_text().split("\n", 1)[0])
-    except (OSError, ValueError):
-        return
-    embedded.stop(pg_dir)
-    deadline = time.monotonic() + limit
-    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    embedded.stop(pg_dir, wait=limit)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,7 +12,6 @@ import os
 import secrets
 import shutil
 import tempfile
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -40,11 +39,7 @@ def admin_dsn() -> Iterator[str]:
     try:
         yield embedded.start(base / "pg")
     finally:
-        embedded.stop(base / "pg")
-        for _ in range(100):  # wait for the server to exit before removing its directory
-            if not (base / "pg" / "postmaster.pid").exists():
-                break
-            time.sleep(0.1)
+        embedded.stop(base / "pg")  # waits for the server to exit before its directory is removed
         shutil.rmtree(base, ignore_errors=True)
 
 

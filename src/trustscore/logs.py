@@ -1,4 +1,4 @@
-"""Structured logs: one JSON object per line on stderr, for the service."""
+"""The service's logs on stderr: one JSON object per line, or plain text lines for a person at a terminal."""
 
 from __future__ import annotations
 
@@ -29,13 +29,28 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, ensure_ascii=False)
 
 
-def configure(level: int = logging.INFO) -> None:
-    """Send every log record (trustscore's, uvicorn's) to stderr as JSON lines."""
+class TextFormatter(logging.Formatter):
+    """``HH:MM:SS level logger: message`` per record, for a person reading a terminal."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)-7s %(name)s: %(message)s", "%H:%M:%S")
+
+
+FORMATS = ("auto", "json", "text")
+LEVELS = ("debug", "info", "warning", "error")
+
+
+def configure(level: str = "info", fmt: str = "auto") -> None:
+    """Send every log record (trustscore's, uvicorn's) to stderr: JSON lines, or text lines when ``fmt``
+    is ``text`` (``auto``: text on a terminal, JSON otherwise)."""
+    if fmt not in FORMATS or level not in LEVELS:
+        raise ValueError(f"log format {fmt!r} / level {level!r}")
+    text = fmt == "text" or (fmt == "auto" and sys.stderr.isatty())
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter())
+    handler.setFormatter(TextFormatter() if text else JsonFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(level)
+    root.setLevel(level.upper())
     for name in ("uvicorn", "uvicorn.error"):
         logging.getLogger(name).handlers[:] = []
         logging.getLogger(name).propagate = True

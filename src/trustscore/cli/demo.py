@@ -199,10 +199,6 @@ def _stop(proc: subprocess.Popen[bytes], pg_dir: Path) -> None:
             proc.kill()
             proc.wait()
     embedded.stop(pg_dir)
-    pid_file = pg_dir / "postmaster.pid"
-    deadline = time.monotonic() + 15
-    while pid_file.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
 
 
 # --- the example agents' endpoints -------------------------------------------------------------------

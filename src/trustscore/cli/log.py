@@ -89,6 +89,8 @@ def run_fsck(args: argparse.Namespace) -> int:
             raise InvalidInput("--server needs --verifier-key")
         report = _fsck_http(args.server, common.verifier(args.verifier_key))
     else:
+        if args.data_dir is not None and not (args.data_dir / "pg" / "PG_VERSION").is_file():
+            raise InvalidInput(f"{args.data_dir} holds no embedded database: pass a served --data-dir")
         dsn = args.database_url or embedded.start(args.data_dir / "pg")
         report = asyncio.run(_fsck_db(dsn, common.verifier(args.verifier_key) if args.verifier_key else None))
     for problem in report.problems:

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import errno
 import gc
 import signal
+import socket
 import sys
 from pathlib import Path
 from typing import Any
 
 from trustscore import logs
 from trustscore import settings as settings_mod
+from trustscore.errors import ConfigError, StorageError
 from trustscore.ledger import note
 from trustscore.services import logkey
 from trustscore.settings import Settings
@@ -28,6 +32,13 @@ def register(sub: Any) -> None:
         "--database-url",
         help="external PostgreSQL URL (env TRUSTSCORE_DATABASE_URL); default: embedded PostgreSQL in the data dir",
     )
+    p.add_argument(
+        "--log-format",
+        choices=logs.FORMATS,
+        default="auto",
+        help="log lines as JSON or text (default auto: text on a terminal, JSON otherwise)",
+    )
+    p.add_argument("--log-level", choices=logs.LEVELS, default="info", help="least severe level logged")
     p.set_defaults(func=run)
 
 
@@ -57,15 +68,72 @@ def tune_gc() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``, bound before anything else starts so that a taken port fails
+    first, with nothing created."""
+    if not 0 < port < 65536:
+        raise ConfigError(f"port {port} is out of range (1-65535)")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise ConfigError(
+            f"cannot listen on {host}: {exc.strerror}; pass --host with a local address"
+        ) from exc
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        hint = (
+            "stop the other process or pass --port" if exc.errno == errno.EADDRINUSE else "pass --host/--port"
+        )
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}; {hint}") from exc
+    sock.set_inheritable(True)
+    return sock
+
+
+def check_database(url: str, timeout: float = 10.0) -> None:
+    """Raise a one-line :class:`StorageError` unless the external PostgreSQL at ``url`` answers."""
+    import asyncpg
+
+    async def probe() -> None:
+        conn = await asyncpg.connect(url, timeout=timeout)
+        await conn.close()
+
+    try:
+        asyncio.run(probe())
+    except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError, ValueError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise StorageError(f"cannot connect to PostgreSQL ({reason}); check --database-url") from exc
+
+
 def run(args: argparse.Namespace) -> int:
+    """Check what can fail cheaply first (port, database), then start; stop the embedded database on exit."""
+    s = resolve_settings(args)
+    sock = listen(s.host, s.port)
+    try:
+        if s.database_url:
+            check_database(s.database_url)
+        logs.configure(level=args.log_level, fmt=args.log_format)
+        s.data_dir.mkdir(parents=True, exist_ok=True)
+        dsn = database_dsn(s)
+        try:
+            return _serve(s, dsn, sock)
+        finally:
+            if not s.database_url:  # whoever serves a data directory stops its embedded database
+                embedded.stop(s.pg_dir)
+    finally:
+        sock.close()
+
+
+def _serve(s: Settings, dsn: str, sock: socket.socket) -> int:
     import uvicorn
 
     from trustscore.api.app import create_app
 
-    logs.configure()
-    s = resolve_settings(args)
-    s.data_dir.mkdir(parents=True, exist_ok=True)
-    dsn = database_dsn(s)
     key = logkey.load_or_create(s.log_key_file)
     where = "external PostgreSQL" if s.database_url else f"embedded PostgreSQL in {s.pg_dir}"
     print(f"trustscore listening on http://{s.host}:{s.port} ({where})", flush=True)
@@ -76,7 +144,9 @@ def run(args: argparse.Namespace) -> int:
     server = uvicorn.Server(config)
     tune_gc()
     # uvicorn re-raises SIGTERM/SIGINT after a graceful shutdown; exiting normally instead lets the
-    # embedded PostgreSQL's exit hook stop it rather than leave it running.
+    # caller stop the embedded PostgreSQL rather than leave it running.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    server.run()
-    return 0 if server.started else 1
+    server.run(sockets=[sock])
+    if not server.started:
+        raise StorageError("the service did not start (see the log lines above)")
+    return 0

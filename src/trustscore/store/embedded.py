@@ -10,6 +10,9 @@ run it under their own product.
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import time
 import warnings
 from pathlib import Path
 
@@ -43,11 +46,9 @@ def start(pg_dir: Path, *, stop_at_exit: bool = True) -> str:
     return uri
 
 
-def stop(pg_dir: Path) -> None:
-    """Stop the embedded server in ``pg_dir`` if one runs (fast shutdown); for tests and operators."""
-    import os
-    import signal
-
+def stop(pg_dir: Path, *, wait: float = 30.0) -> None:
+    """Stop the embedded server in ``pg_dir`` if one runs (fast shutdown) and wait up to ``wait`` seconds
+    for it to exit, so its directory can be removed or served again."""
     pid_file = pg_dir / "postmaster.pid"
     try:
         pid = int(pid_file.read_text().split("\n", 1)[0])
@@ -57,3 +58,6 @@ def stop(pg_dir: Path) -> None:
         os.kill(pid, signal.SIGINT)
     except ProcessLookupError:
         return
+    deadline = time.monotonic() + wait
+    while Path(f"/proc/{pid}").exists() and pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)

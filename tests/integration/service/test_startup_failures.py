@@ -1,0 +1,99 @@
+"""``trustscore serve`` start-up failures: one line saying what and what to do, non-zero exit, nothing
+created; and whoever serves a data directory stops its embedded PostgreSQL when it stops."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.integration.service.conftest import ServerProcess, free_port
+
+
+def serve(*args: str | Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "trustscore.cli.main", "serve", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def one_line_error(r: subprocess.CompletedProcess[str], words: str) -> None:
+    assert r.returncode != 0, r.stdout
+    assert "Traceback" not in r.stderr + r.stdout
+    assert "listening" not in r.stdout
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("trustscore: error:"), r.stderr
+    assert words in lines[0], r.stderr
+
+
+def test_a_taken_port_fails_first_and_creates_nothing(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        r = serve("--port", port, "--data-dir", tmp_path / "data")
+    one_line_error(r, f"cannot listen on 127.0.0.1:{port}")
+    assert "--port" in r.stderr
+    assert not (tmp_path / "data").exists()
+
+
+def test_an_out_of_range_port_is_refused(tmp_path: Path) -> None:
+    one_line_error(serve("--port", "99999", "--data-dir", tmp_path / "data"), "out of range")
+    assert not (tmp_path / "data").exists()
+
+
+def test_an_unreachable_database_fails_with_one_line_and_creates_nothing(tmp_path: Path) -> None:
+    closed = free_port()
+    url = f"postgresql://postgres@127.0.0.1:{closed}/nothing"
+    r = serve("--port", free_port(), "--data-dir", tmp_path / "data", "--database-url", url)
+    one_line_error(r, "cannot connect to PostgreSQL")
+    assert "--database-url" in r.stderr
+    assert not (tmp_path / "data").exists()
+
+
+def test_fsck_of_a_missing_data_dir_creates_nothing(tmp_path: Path) -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "trustscore.cli.main", "log", "fsck", "--data-dir", str(tmp_path / "none")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    one_line_error(r, "holds no embedded database")
+    assert not (tmp_path / "none").exists()
+
+
+def _postmaster(pg_dir: Path) -> int | None:
+    try:
+        pid = int((pg_dir / "postmaster.pid").read_text().split("\n", 1)[0])
+    except (OSError, ValueError):
+        return None
+    return pid if Path(f"/proc/{pid}").exists() else None
+
+
+def test_serve_after_kill9_stops_the_reattached_database_on_sigterm(tmp_path: Path) -> None:
+    pg = tmp_path / "data" / "pg"
+    first = ServerProcess(tmp_path / "data", None)
+    first.start()
+    first.kill9()
+    left = _postmaster(pg)
+    assert left is not None, "the embedded PostgreSQL should survive kill -9 of its server"
+    second = ServerProcess(tmp_path / "data", None, port=free_port())
+    try:
+        second.start()
+        assert _postmaster(pg) == left  # re-attached, not a second cluster
+    finally:
+        assert second.proc is not None
+        second.proc.send_signal(signal.SIGTERM)
+        assert second.proc.wait(60) == 0
+    deadline = time.monotonic() + 30
+    while _postmaster(pg) is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if _postmaster(pg) is not None:
+        os.kill(left, signal.SIGKILL)
+        raise AssertionError("the embedded PostgreSQL kept running after its server stopped")
