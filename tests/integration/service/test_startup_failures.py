@@ -14,7 +14,7 @@ from pathlib import Path
 from tests.integration.service.conftest import ServerProcess, free_port
 
 
-def serve(*args: str | Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def serve(*args: str | int | Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "trustscore.cli.main", "serve", *map(str, args)],
         capture_output=True,
