@@ -1,7 +1,10 @@
-"""The one canonical encoding of trustscore: JSON with sorted keys, no whitespace, UTF-8, no floats.
+"""The one canonical encoding of trustscore: RFC 8785 (JCS) JSON, restricted to values it encodes exactly.
 
-For values without floats this is RFC 8785 (JCS) for ASCII keys. Signed payloads never contain floats
-(fixed-point integers instead); :func:`encode` refuses them so one cannot slip in. Signed bytes are
+Keys sort by their UTF-16 code units (RFC 8785 section 3.2.3), strings are escaped as JCS does, no
+whitespace, UTF-8. What JCS cannot encode exactly is refused rather than rounded: floats (signed payloads
+use fixed-point integers; JCS writes numbers as IEEE doubles), integers beyond +-(2**53 - 1) (the
+I-JSON safe range JCS requires) and strings with lone surrogates (not UTF-8). The test suite checks the
+output against an independent RFC 8785 implementation on tricky inputs. Signed bytes are
 kept as received and verified as received: this module is for *producing* bytes, never for
 re-serialising something to check a signature.
 """
@@ -17,27 +20,50 @@ import msgspec
 
 from trustscore.errors import InvalidInput
 
-_encoder = msgspec.json.Encoder(order="sorted")
+_encoder = msgspec.json.Encoder()  # keys arrive already in canonical order; insertion order is kept
+
+#: The largest integer JCS encodes exactly (2**53 - 1, I-JSON's safe range).
+MAX_SAFE_INTEGER = 2**53 - 1
+_SURROGATE_ORDER = "\ue000"  # below this code point, code point order and UTF-16 order agree
 
 
-def _reject_floats(value: Any) -> None:
+def _utf16(key: str) -> bytes:
+    return key.encode("utf-16-be", "surrogatepass")
+
+
+def _canonical(value: Any) -> Any:
+    """``value`` (builtins) with every object's keys in UTF-16 order; raise on what JCS cannot encode."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidInput("strings must be valid Unicode (a lone surrogate is not)") from exc
+        return value
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        if abs(value) > MAX_SAFE_INTEGER:
+            raise InvalidInput(f"integer {value} is beyond +-(2**53 - 1), which canonical JSON cannot encode")
+        return value
     if isinstance(value, float):
         raise InvalidInput("floats are not allowed in signed payloads; use fixed-point integers")
     if isinstance(value, dict):
-        for k, v in value.items():
+        for k in value:
             if not isinstance(k, str):
                 raise InvalidInput("object keys must be strings")
-            _reject_floats(v)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            _reject_floats(v)
+        keys = sorted(value)
+        if any(k and max(k) >= _SURROGATE_ORDER for k in keys):
+            keys.sort(key=_utf16)
+        return {_canonical(k): _canonical(value[k]) for k in keys}
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    raise InvalidInput(f"{type(value).__name__} is not a JSON value")
 
 
 def encode(value: Any) -> bytes:
-    """Canonical bytes of a JSON-compatible value (dicts, lists, str, int, bool, None, msgspec structs)."""
-    plain = msgspec.to_builtins(value, order="sorted")
-    _reject_floats(plain)
-    return _encoder.encode(plain)
+    """Canonical (RFC 8785) bytes of a JSON-compatible value (dicts, lists, str, int, bool, None, msgspec
+    structs); raises :class:`InvalidInput` for what it cannot encode exactly."""
+    return _encoder.encode(_canonical(msgspec.to_builtins(value)))
 
 
 def sha256(data: bytes) -> bytes:

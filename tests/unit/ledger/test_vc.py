@@ -127,10 +127,8 @@ def test_round_trip_with_did_key_and_tampering() -> None:
 def test_refuses_what_jcs_would_encode_differently() -> None:
     with pytest.raises(InvalidInput, match="float"):
         vc.jcs({"x": 0.5})
-    with pytest.raises(InvalidInput, match="2\\^53"):
+    with pytest.raises(InvalidInput, match="2\\*\\*53"):
         vc.jcs({"x": 2**53})
-    with pytest.raises(InvalidInput, match="Basic Multilingual Plane"):
-        vc.jcs({"\U0001f600": 1})
     with pytest.raises(InvalidInput, match="base58btc"):
         vc.multibase_decode("z0OIl", what="x")
     with pytest.raises(InvalidInput, match="multibase"):
