@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+#: What a JSON value nested beyond the decoder's depth limit is told (msgspec raises RecursionError).
+TOO_DEEP = "JSON is nested too deeply"
+
 
 class TrustscoreError(Exception):
     """Base of every error trustscore raises on purpose."""

@@ -8,7 +8,7 @@ from typing import Any
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 
-from trustscore.errors import TrustscoreError
+from trustscore.errors import TOO_DEEP, TrustscoreError
 
 PROBLEM_TYPE_BASE = "https://trustscore.dev/problems/"
 MEDIA_TYPE = "application/problem+json"
@@ -67,6 +67,11 @@ def _http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response
     return response
 
 
+def _too_deep(request: Request[Any, Any, Any], exc: RecursionError) -> Response[Any]:
+    """A body nested beyond the JSON decoder's depth limit, wherever it is decoded: a client error."""
+    return problem(400, "invalid-input", "Invalid input", TOO_DEEP, request.url.path)
+
+
 def _unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     log.exception("unhandled error on %s", request.url.path, exc_info=exc)
     return problem(500, "internal", "Internal error", "an unexpected error occurred", request.url.path)
@@ -75,5 +80,6 @@ def _unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[Any
 EXCEPTION_HANDLERS: dict[int | type[Exception], Any] = {
     TrustscoreError: _trustscore_error,
     HTTPException: _http_error,
+    RecursionError: _too_deep,
     Exception: _unexpected,
 }

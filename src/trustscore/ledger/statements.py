@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from trustscore import canonical
-from trustscore.errors import InvalidInput, UnsupportedKind
+from trustscore.errors import TOO_DEEP, InvalidInput, UnsupportedKind
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_PREFIX = "https://trustscore.dev/predicates/"
@@ -97,6 +97,8 @@ def parse_statement(payload: bytes) -> ParsedStatement:
         stmt = _statement_decoder.decode(payload)
     except msgspec.DecodeError as exc:
         raise InvalidInput(f"payload is not an in-toto statement: {exc}") from exc
+    except RecursionError as exc:
+        raise InvalidInput(f"payload: {TOO_DEEP}") from exc
     if stmt.type != STATEMENT_TYPE:
         raise UnsupportedKind(f"statement _type must be {STATEMENT_TYPE!r}, got {stmt.type!r}")
     kind = _REGISTRY.get(stmt.predicateType)
@@ -108,6 +110,8 @@ def parse_statement(payload: bytes) -> ParsedStatement:
         predicate = msgspec.json.decode(stmt.predicate, type=kind.struct)
     except msgspec.DecodeError as exc:
         raise InvalidInput(f"invalid {kind.name} predicate: {exc}") from exc
+    except RecursionError as exc:
+        raise InvalidInput(f"{kind.name} predicate: {TOO_DEEP}") from exc
     _check_common(predicate)
     return ParsedStatement(stmt, kind, predicate, kind.check(stmt, predicate))
 

@@ -10,7 +10,14 @@ from collections.abc import Callable, Collection
 
 import msgspec
 
-from trustscore.errors import InvalidInput, NotFound, NotYetAvailable, TrustscoreError, UnsupportedKind
+from trustscore.errors import (
+    TOO_DEEP,
+    InvalidInput,
+    NotFound,
+    NotYetAvailable,
+    TrustscoreError,
+    UnsupportedKind,
+)
 from trustscore.ledger import checkpoint, dsse, kinds_all, merkle, note
 from trustscore.ledger.admission import Registration, admit, registration_of
 from trustscore.ledger.keys import SigningKey
@@ -87,11 +94,13 @@ class LogService:
         raw: object
         try:
             raw = _envelopes_decoder.decode(body)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             try:
                 raw = msgspec.json.decode(body)
             except msgspec.DecodeError as exc:
                 raise InvalidInput(f"body is not valid JSON: {exc}") from exc
+            except RecursionError as exc:
+                raise InvalidInput(TOO_DEEP) from exc
         if isinstance(raw, list):
             if single:
                 raise InvalidInput("this endpoint takes one envelope, not an array")
