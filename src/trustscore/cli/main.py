@@ -3,6 +3,11 @@
 Each command module exposes ``register(subparsers)``, which adds its sub-command and sets
 ``func=handler`` where ``handler(args) -> int``. Errors from :mod:`trustscore.errors` are printed as one
 line on stderr with a non-zero exit; nothing prints a traceback at a user.
+
+Exit codes (docs/sdk.md): 0 success; 1 the input or the request is wrong (bad file, refused by the
+server, not found); 2 usage (unknown command or flag, from argparse); 3 verification failed (a
+signature, proof, checkpoint or recomputation did not check out); 4 the server or database could not be
+reached or is busy (retry later); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -11,8 +16,27 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import Any
 
-from trustscore.errors import TrustscoreError
+from trustscore.client import RemoteError
+from trustscore.errors import Busy, RateLimited, StorageError, TrustscoreError, VerificationError
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_VERIFICATION = 3
+EXIT_UNAVAILABLE = 4
+
+
+def exit_code(exc: TrustscoreError) -> int:
+    """The documented exit code of an error: verification failures and unavailability stand apart."""
+    if isinstance(exc, VerificationError):
+        return EXIT_VERIFICATION
+    if isinstance(exc, StorageError | Busy | RateLimited):
+        return EXIT_UNAVAILABLE
+    if isinstance(exc, RemoteError) and (exc.http_status >= 500 or exc.http_status == 429):
+        return EXIT_UNAVAILABLE
+    return EXIT_ERROR
+
 
 COMMAND_MODULES = (
     "trustscore.cli.keys",
@@ -28,12 +52,43 @@ COMMAND_MODULES = (
 )
 
 
+class DefaultsFormatter(argparse.HelpFormatter):
+    """Append ``(default: X)`` to a flag's help unless it has no default or its help already says it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if default in (None, False, [], argparse.SUPPRESS) or "default" in text or not action.option_strings:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+class Parser(argparse.ArgumentParser):
+    """Every command's help shows each flag's default."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", DefaultsFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="trustscore", description="A public credit bureau for AI agents.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser = Parser(prog="trustscore", description="A public credit bureau for AI agents.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
     return parser
+
+
+def version() -> str:
+    """The installed package's version."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("trustscore")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -43,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
     except TrustscoreError as exc:
         print(f"trustscore: error: {exc.message}", file=sys.stderr)
-        return 1
+        return exit_code(exc)
     except KeyboardInterrupt:
         return 130
     return code
