@@ -6,6 +6,7 @@ It turns problem+json responses into :class:`~trustscore.errors.TrustscoreError`
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -90,19 +91,23 @@ class LogClient:
 
     def entries(self, start: int, end: int) -> list[tuple[int, bytes]]:
         """Entries ``[start, end)`` as (index, leaf bytes), following pages."""
-        out: list[tuple[int, bytes]] = []
+        return [entry for page in self.entry_pages(start, end) for entry in page]
+
+    def entry_pages(self, start: int, end: int) -> Iterator[list[tuple[int, bytes]]]:
+        """Entries ``[start, end)`` one server page at a time (memory bounded by a page)."""
         while start < end:
             data = self._json("GET", "/v1/log/entries", params={"start": start, "end": end})
             page = data["entries"]
             if not page:
-                break
+                return
+            out: list[tuple[int, bytes]] = []
             for e in page:
                 index = int(e["index"])
                 if index != start:  # a server must not repeat, skip or reorder entries
                     raise InvalidInput(f"{self.server} returned entry {index} where {start} was due")
                 out.append((index, b64decode(e["leaf"], what="leaf")))
                 start += 1
-        return out
+            yield out
 
     def inclusion_proof(self, index: int, size: int) -> list[bytes]:
         data = self._json("GET", "/v1/log/proof/inclusion", params={"index": index, "size": size})

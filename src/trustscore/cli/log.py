@@ -7,14 +7,12 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import asyncpg
-
 from trustscore.cli import common
 from trustscore.client import LogClient
-from trustscore.errors import InvalidInput, StorageError, VerificationError
+from trustscore.errors import InvalidInput, VerificationError
 from trustscore.ledger import audit, checkpoint, keys, note
+from trustscore.services.audit import fsck_database
 from trustscore.store import embedded
-from trustscore.store.log import dump
 from trustscore.verifying import VerifyingClient
 
 
@@ -92,7 +90,9 @@ def run_fsck(args: argparse.Namespace) -> int:
         if args.data_dir is not None and not (args.data_dir / "pg" / "PG_VERSION").is_file():
             raise InvalidInput(f"{args.data_dir} holds no embedded database: pass a served --data-dir")
         dsn = args.database_url or embedded.start(args.data_dir / "pg")
-        report = asyncio.run(_fsck_db(dsn, common.verifier(args.verifier_key) if args.verifier_key else None))
+        report = asyncio.run(
+            fsck_database(dsn, common.verifier(args.verifier_key) if args.verifier_key else None)
+        )
     for problem in report.problems:
         print(f"problem: {problem}")
     status = "clean" if report.clean else f"{len(report.problems)} problem(s)"
@@ -103,45 +103,10 @@ def run_fsck(args: argparse.Namespace) -> int:
 
 
 def _fsck_http(server: str, verifier: note.Verifier) -> audit.FsckReport:
+    """fsck over HTTP, a page of entries at a time, against the latest checkpoint."""
     with LogClient(server) as client:
         cp = checkpoint.open_checkpoint(client.checkpoint(), verifier, None)
-        leaves = [leaf for _, leaf in client.entries(0, cp.size)]
-    return audit.fsck(leaves, [(cp.size, cp.root)], trusted=_trusted(verifier))
-
-
-async def _fsck_db(dsn: str, given: note.Verifier | None) -> audit.FsckReport:
-    try:
-        conn = await asyncpg.connect(dsn)
-    except (OSError, asyncpg.PostgresError) as exc:
-        raise StorageError(f"cannot connect to PostgreSQL: {exc}") from exc
-    try:
-        d = await dump(conn)
-    finally:
-        await conn.close()
-    if given is None and d.verifier_key is None:
-        raise VerificationError("the database names no log verifier key; pass --verifier-key")
-    verifier = given or note.parse_verifier_key(d.verifier_key or "")
-    problems: list[str] = []
-    cps: list[tuple[int, bytes]] = []
-    for c in d.checkpoints:
-        try:
-            opened = checkpoint.open_checkpoint(c.signed_note, verifier, None)
-        except VerificationError as exc:
-            problems.append(f"checkpoint {c.size}: {exc.message}")
-            continue
-        if (opened.size, opened.root) != (c.size, c.root):
-            problems.append(f"checkpoint {c.size}: signed note does not match the stored size/root")
-        cps.append((opened.size, opened.root))
-    for want, e in enumerate(d.entries):
-        if e.index != want:
-            problems.append(f"entry indexes are not contiguous at {want}")
-            break
-    report = audit.fsck(
-        [e.leaf for e in d.entries],
-        cps,
-        [e.leaf_hash for e in d.entries],
-        stored_nodes=d.nodes,
-        trusted=_trusted(verifier),
-    )
-    report.problems[:0] = problems
-    return report
+        check = audit.Fsck([(cp.size, cp.root)], _trusted(verifier))
+        for page in client.entry_pages(0, cp.size):
+            check.feed([leaf for _, leaf in page])
+    return check.finish()

@@ -7,7 +7,7 @@ one integrator in the whole deployment extends the tree and signs checkpoints.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import asyncpg
@@ -421,29 +421,34 @@ class LogStore:
         return stored
 
 
-@dataclass(frozen=True)
-class Dump:
-    """Everything fsck needs, read in one repeatable-read snapshot."""
-
-    entries: list[StoredEntry]
-    checkpoints: list[StoredCheckpoint]
-    nodes: dict[tuple[int, int], bytes]
-    verifier_key: str | None
+# --- reads for fsck: one repeatable-read snapshot, streamed (services/audit.py) ------------------------
 
 
-async def dump(conn: asyncpg.Connection) -> Dump:
-    async with conn.transaction(isolation="repeatable_read", readonly=True):
-        entries = [
-            StoredEntry(r["idx"], bytes(r["leaf"]), bytes(r["leaf_hash"]))
-            for r in await conn.fetch("SELECT idx, leaf, leaf_hash FROM entries ORDER BY idx")
-        ]
-        cps = [
-            StoredCheckpoint(r["size"], bytes(r["root"]), r["signed_note"])
-            for r in await conn.fetch("SELECT size, root, signed_note FROM checkpoints ORDER BY size")
-        ]
-        nodes = {
-            (r["level"], r["idx"]): bytes(r["hash"])
-            for r in await conn.fetch("SELECT level, idx, hash FROM tree_nodes")
-        }
-        vkey = await conn.fetchval("SELECT value FROM log_meta WHERE key = 'log_verifier_key'")
-    return Dump(entries, cps, nodes, vkey)
+async def stored_checkpoints(conn: asyncpg.Connection) -> list[StoredCheckpoint]:
+    rows = await conn.fetch("SELECT size, root, signed_note FROM checkpoints ORDER BY size")
+    return [StoredCheckpoint(r["size"], bytes(r["root"]), r["signed_note"]) for r in rows]
+
+
+async def stored_verifier_key(conn: asyncpg.Connection) -> str | None:
+    value: str | None = await conn.fetchval("SELECT value FROM log_meta WHERE key = 'log_verifier_key'")
+    return value
+
+
+async def entry_batches(conn: asyncpg.Connection, batch: int) -> AsyncIterator[list[StoredEntry]]:
+    """Every entry in index order, ``batch`` at a time, through a cursor (call inside a transaction)."""
+    cursor = await conn.cursor("SELECT idx, leaf, leaf_hash FROM entries ORDER BY idx")
+    while rows := await cursor.fetch(batch):
+        yield [StoredEntry(r["idx"], bytes(r["leaf"]), bytes(r["leaf_hash"])) for r in rows]
+
+
+async def stored_nodes(
+    conn: asyncpg.Connection, ids: Sequence[tuple[int, int]]
+) -> dict[tuple[int, int], bytes]:
+    """The stored hashes of tree nodes ``ids`` ((level, index) pairs); absent ones are left out."""
+    rows = await conn.fetch(
+        "SELECT n.level, n.idx, n.hash FROM unnest($1::smallint[], $2::bigint[]) AS q(level, idx) "
+        "JOIN tree_nodes n ON n.level = q.level AND n.idx = q.idx",
+        [level for level, _ in ids],
+        [index for _, index in ids],
+    )
+    return {(r["level"], r["idx"]): bytes(r["hash"]) for r in rows}
