@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from trustscore.canonical import b64encode
+from trustscore.cli import common
 from trustscore.client import LogClient
 from trustscore.ledger import cards, dsse, keys, statements
 
@@ -27,6 +28,7 @@ def register(sub: Any) -> None:
         "--controller-key", type=Path, help="key file of the operator controlling this agent (co-signs)"
     )
     r.add_argument("--server", required=True, help="trustscore server URL")
+    common.add_json(r)
     r.set_defaults(func=run_register)
 
 
@@ -70,6 +72,9 @@ def run_register(args: argparse.Namespace) -> int:
     )
     with LogClient(args.server) as client:
         [entry] = client.submit(env)
-    print(f"agent: {key.id}")
-    print(f"index: {entry['index']}")
+    common.emit(
+        args,
+        {"agent": key.id, "index": entry["index"]},
+        [f"agent: {key.id}", f"index: {entry['index']}"],
+    )
     return 0

@@ -1,10 +1,19 @@
-"""Small helpers shared by command modules."""
+"""Small helpers shared by command modules: the verifier key, ``-`` for stdin/stdout, ``--json``."""
 
 from __future__ import annotations
 
+import argparse
+import json
+import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from trustscore.errors import InvalidInput
 from trustscore.ledger import note
+
+#: The file name that means standard input (where a file is read) or standard output (where written).
+STDIO = "-"
 
 
 def verifier(arg: str) -> note.Verifier:
@@ -12,3 +21,42 @@ def verifier(arg: str) -> note.Verifier:
     path = Path(arg)
     text = path.read_text().strip() if path.is_file() else arg.strip()
     return note.parse_verifier_key(text)
+
+
+def read_bytes(path: Path | str, what: str = "file") -> bytes:
+    """The bytes of ``path``, or of standard input for ``-``; a one-line error when it cannot be read."""
+    if str(path) == STDIO:
+        return sys.stdin.buffer.read()
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {what} {path}: {exc.strerror}") from exc
+
+
+def write_bytes(path: Path | str, data: bytes, what: str = "file") -> None:
+    """Write ``data`` to ``path``, or to standard output for ``-``."""
+    if str(path) == STDIO:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    try:
+        Path(path).write_bytes(data)
+    except OSError as exc:
+        raise InvalidInput(f"cannot write {what} {path}: {exc.strerror}") from exc
+
+
+def add_json(p: argparse.ArgumentParser) -> None:
+    """The ``--json`` flag: print one JSON object instead of text lines."""
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+
+
+def emit(args: argparse.Namespace, data: dict[str, Any], lines: Sequence[str]) -> None:
+    """Print ``data`` as one JSON object with ``--json``, else ``lines``. With ``-`` as an output file,
+    the text goes to stderr so that stdout holds only the data written there."""
+    data_on_stdout = any(str(v) == STDIO for k, v in vars(args).items() if k.endswith("out"))
+    stream = sys.stderr if data_on_stdout else sys.stdout
+    if getattr(args, "json", False):
+        print(json.dumps(data, ensure_ascii=False), file=stream)
+        return
+    for line in lines:
+        print(line, file=stream)

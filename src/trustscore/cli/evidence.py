@@ -30,12 +30,15 @@ def register(sub: Any) -> None:
     e.add_argument("--verifier-key", required=True, help="the log's verifier key, or a file holding it")
     e.add_argument("--size", type=int, help="export the log prefix [0, SIZE) (default: the whole checkpoint)")
     e.add_argument("--model", help="keep only rating snapshots of this model (as the server does per model)")
-    e.add_argument("--evidence-out", type=Path, required=True)
-    e.add_argument("--snapshots-out", type=Path, required=True)
+    e.add_argument("--evidence-out", type=Path, required=True, help="evidence JSONL file, or - for stdout")
+    e.add_argument("--snapshots-out", type=Path, required=True, help="snapshot JSONL file, or - for stdout")
+    common.add_json(e)
     e.set_defaults(func=run_export)
 
 
 def run_export(args: argparse.Namespace) -> int:
+    if str(args.evidence_out) == str(args.snapshots_out) == common.STDIO:
+        raise InvalidInput("only one of --evidence-out and --snapshots-out can be - (stdout)")
     verifier = common.verifier(args.verifier_key)
     with LogClient(args.server) as client:
         cp = checkpoint.open_checkpoint(client.checkpoint(), verifier, None)
@@ -55,12 +58,22 @@ def run_export(args: argparse.Namespace) -> int:
     snaps = [
         s.snapshot for s in out.snapshots if args.model is None or s.snapshot.model_version == args.model
     ]
-    args.evidence_out.write_bytes(evidence_jsonl(out.evidence))
-    args.snapshots_out.write_bytes(snapshots_jsonl(snaps))
-    print(f"verified {cp.size} entries against checkpoint {cp.size}; exported [0, {size})")
-    print(
-        f"evidence items: {len(out.evidence)}, snapshots: {len(snaps)}, entries not counted: {len(out.rejected)}"
+    common.write_bytes(args.evidence_out, evidence_jsonl(out.evidence), "evidence file")
+    common.write_bytes(args.snapshots_out, snapshots_jsonl(snaps), "snapshots file")
+    common.emit(
+        args,
+        {
+            "checkpoint_size": cp.size,
+            "exported": [0, size],
+            "evidence_items": len(out.evidence),
+            "snapshots": len(snaps),
+            "not_counted": [{"index": index, "reason": reason} for index, reason in out.rejected],
+        },
+        [
+            f"verified {cp.size} entries against checkpoint {cp.size}; exported [0, {size})",
+            f"evidence items: {len(out.evidence)}, snapshots: {len(snaps)}, "
+            f"entries not counted: {len(out.rejected)}",
+            *(f"  entry {index} does not count: {reason}" for index, reason in out.rejected),
+        ],
     )
-    for index, reason in out.rejected:
-        print(f"  entry {index} does not count: {reason}")
     return 0

@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from trustscore.canonical import b64encode
 from trustscore.cli import common
 from trustscore.client import LogClient
 from trustscore.errors import InvalidInput, VerificationError
@@ -36,6 +37,7 @@ def register(sub: Any) -> None:
         "--previous-checkpoint", type=Path, help="an older signed checkpoint that must be consistent"
     )
     v.add_argument("--save-checkpoint", type=Path, help="write the verified checkpoint here")
+    common.add_json(v)
     v.set_defaults(func=run_verify)
 
     f = lsub.add_parser("fsck", help="re-derive the whole tree from every entry and compare with checkpoints")
@@ -44,35 +46,44 @@ def register(sub: Any) -> None:
     src.add_argument("--database-url", help="audit a database directly (operator)")
     src.add_argument("--data-dir", type=Path, help="audit the embedded database in this data directory")
     f.add_argument("--verifier-key", help="the log's verifier key, or a file holding it")
+    common.add_json(f)
     f.set_defaults(func=run_fsck)
 
 
 def _read(path: Path, what: str) -> str:
     try:
-        return path.read_text()
-    except OSError as exc:
-        raise InvalidInput(f"cannot read {what} {path}: {exc.strerror}") from exc
+        return common.read_bytes(path, what).decode()
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{what} {path} is not UTF-8 text") from exc
 
 
 def run_verify(args: argparse.Namespace) -> int:
     verifier = common.verifier(args.verifier_key)
+    lines: list[str] = []
+    data: dict[str, Any] = {"entries": []}
     with LogClient(args.server) as client:
         log = VerifyingClient(client, verifier)
         signed = _read(args.checkpoint, "checkpoint") if args.checkpoint else client.checkpoint()
         cp = log.open(signed)
-        print(f"checkpoint: size {cp.size}, signature by {verifier.name} verified")
+        data["checkpoint"] = {"origin": cp.origin, "size": cp.size, "root": b64encode(cp.root)}
+        lines.append(f"checkpoint: size {cp.size}, signature by {verifier.name} verified")
         if args.previous_checkpoint:
             old = log.open(_read(args.previous_checkpoint, "checkpoint"))
             log.consistent(old, cp)
-            print(f"consistency: size {old.size} -> {cp.size} verified")
+            data["consistent_from"] = old.size
+            lines.append(f"consistency: size {old.size} -> {cp.size} verified")
         for index in args.index:
             entry = log.entry(cp, index)
-            print(
-                f"entry {index}: {entry.checked.statement.kind.name} by {entry.checked.signer}, "
-                f"signatures verified, included in checkpoint {cp.size}"
+            kind, signer = entry.checked.statement.kind.name, entry.checked.signer
+            data["entries"].append(
+                {"index": index, "kind": kind, "signer": signer, "signers": sorted(entry.signers)}
+            )
+            lines.append(
+                f"entry {index}: {kind} by {signer}, signatures verified, included in checkpoint {cp.size}"
             )
     if args.save_checkpoint:
-        args.save_checkpoint.write_text(signed)
+        common.write_bytes(args.save_checkpoint, signed.encode(), "checkpoint")
+    common.emit(args, {"verified": True, **data}, lines)
     return 0
 
 
@@ -93,10 +104,21 @@ def run_fsck(args: argparse.Namespace) -> int:
         report = asyncio.run(
             fsck_database(dsn, common.verifier(args.verifier_key) if args.verifier_key else None)
         )
-    for problem in report.problems:
-        print(f"problem: {problem}")
     status = "clean" if report.clean else f"{len(report.problems)} problem(s)"
-    print(f"fsck: {report.entries} entries, checkpoint size {report.checkpoint_size}: {status}")
+    common.emit(
+        args,
+        {
+            "entries": report.entries,
+            "checkpoint_size": report.checkpoint_size,
+            "root_matches": report.root_matches,
+            "clean": report.clean,
+            "problems": report.problems,
+        },
+        [
+            *(f"problem: {problem}" for problem in report.problems),
+            f"fsck: {report.entries} entries, checkpoint size {report.checkpoint_size}: {status}",
+        ],
+    )
     if not report.clean:
         raise VerificationError(f"fsck found {len(report.problems)} problem(s)")
     return 0

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from trustscore import resources
+from trustscore.cli import common
 from trustscore.cli.common import verifier
 from trustscore.errors import InvalidInput
 from trustscore.ledger import attestation
@@ -29,11 +30,14 @@ def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser("rating", help="verify rating attestations offline")
     rsub = p.add_subparsers(dest="rating_command", required=True, metavar="SUBCOMMAND")
     v = rsub.add_parser("verify", help="verify an attestation bundle and recompute the rating")
-    v.add_argument("bundle", type=Path, help="the JSON of GET /v1/agents/{id}/rating/attestation")
+    v.add_argument(
+        "bundle", type=Path, help="the JSON of GET /v1/agents/{id}/rating/attestation (- for stdin)"
+    )
     v.add_argument("--weights", type=Path, help="weights file (default: weights/<model_version>.toml)")
     v.add_argument(
         "--verifier-key", help="the log's verifier key, or a file holding it (default: the bundle's own)"
     )
+    common.add_json(v)
     v.set_defaults(func=run_verify)
     c = rsub.add_parser("verify-vc", help="verify a rating credential's eddsa-jcs-2022 proof")
     c.add_argument("credential", type=Path, help="the JSON of ...?format=vc")
@@ -41,10 +45,7 @@ def register(sub: Any) -> None:
 
 
 def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise InvalidInput(f"cannot read {path}: {exc.strerror}") from exc
+    return common.read_bytes(path)
 
 
 def weights_for(path: Path | None, model: str) -> Weights:
@@ -61,14 +62,31 @@ def run_verify(args: argparse.Namespace) -> int:
     trusted = None if args.verifier_key is None else verifier(args.verifier_key)
     verified = attestation.verify_bundle(bundle, weights_for(args.weights, bundle.weights_model), trusted)
     a = verified.attestation
-    if trusted is None:
-        print(
-            f"note: trusted the log key the bundle names ({bundle.log_verifier_key}); pin it with --verifier-key"
-        )
-    print(f"verified: {a.agent} under {a.model_version} at {a.computed_at}, signed by {verified.signer}")
-    print(
-        f"checkpoint {verified.checkpoint.size} of {verified.checkpoint.origin}; "
-        f"{len(a.evidence_entries)} entries proven; rating recomputed: total {a.total}, grade {a.grade}, n {a.n}"
+    note = (
+        f"note: trusted the log key the bundle names ({bundle.log_verifier_key}); pin it with --verifier-key"
+    )
+    common.emit(
+        args,
+        {
+            "verified": True,
+            "agent": a.agent,
+            "model_version": a.model_version,
+            "computed_at": a.computed_at,
+            "signer": verified.signer,
+            "checkpoint_size": verified.checkpoint.size,
+            "entries_proven": len(a.evidence_entries),
+            "total": a.total,
+            "grade": a.grade,
+            "n": a.n,
+            "log_key_pinned": trusted is not None,
+        },
+        [
+            *([note] if trusted is None else []),
+            f"verified: {a.agent} under {a.model_version} at {a.computed_at}, signed by {verified.signer}",
+            f"checkpoint {verified.checkpoint.size} of {verified.checkpoint.origin}; "
+            f"{len(a.evidence_entries)} entries proven; rating recomputed: total {a.total}, grade {a.grade}, "
+            f"n {a.n}",
+        ],
     )
     return 0
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from trustscore.cli import common
 from trustscore.errors import InvalidInput
 from trustscore.scoring import SnapshotBatch, load_weights
 from trustscore.scoring.engine import score_columns
@@ -31,7 +32,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--weights", required=True, type=Path, help="weights file, e.g. weights/baseline-v0.3.toml"
     )
-    parser.add_argument("--evidence", required=True, type=Path, help="evidence JSON Lines")
+    parser.add_argument("--evidence", required=True, type=Path, help="evidence JSON Lines (- for stdin)")
     parser.add_argument("--snapshots", type=Path, help="score snapshot JSON Lines (for reliability)")
     parser.add_argument("--at", required=True, help="rating time, RFC 3339 UTC (e.g. 2026-11-30T00:00:00Z)")
     parser.set_defaults(func=run)
@@ -57,10 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise InvalidInput(f"cannot read {path}: {exc.strerror}") from exc
+    return common.read_bytes(path)
 
 
 def _report(path: Path, errors: list[LineError]) -> int:

@@ -34,6 +34,7 @@ def register(sub: Any) -> None:
     )
     c.add_argument("--verifier-key", required=True, help="the log's verifier key, or a file holding it")
     c.add_argument("--index", type=int, required=True, help="log index of the reverification/v1 entry")
+    common.add_json(c)
     c.set_defaults(func=run_check)
 
 
@@ -92,11 +93,25 @@ def run_check(args: argparse.Namespace) -> int:
     with LogClient(args.server) as client:
         done = check(client, log_key, args.index)
     r = done.statement
-    print(f"checkpoint: size {done.checkpoint_size}, signature by {log_key.name} verified")
-    print(
-        f"entry {args.index}: reverification by {r.verifier} of report {r.report_index}, signatures verified"
+    common.emit(
+        args,
+        {
+            "verified": True,
+            "checkpoint_size": done.checkpoint_size,
+            "index": args.index,
+            "verifier": r.verifier,
+            "report_index": r.report_index,
+            "seed_size": r.checkpoint_size,
+            "sample": done.sample,
+            "outcome": r.outcome,
+            "matched_millis": r.matched_millis,
+        },
+        [
+            f"checkpoint: size {done.checkpoint_size}, signature by {log_key.name} verified",
+            f"entry {args.index}: reverification by {r.verifier} of report {r.report_index}, signatures verified",
+            f"seed: root of size {r.checkpoint_size} proven consistent with checkpoint {done.checkpoint_size}",
+            f"sample: {len(done.sample)} items recomputed and equal: {', '.join(done.sample)}",
+            f"outcome: {r.outcome} ({r.matched_millis / 10:.1f}% of sampled items matched)",
+        ],
     )
-    print(f"seed: root of size {r.checkpoint_size} proven consistent with checkpoint {done.checkpoint_size}")
-    print(f"sample: {len(done.sample)} items recomputed and equal: {', '.join(done.sample)}")
-    print(f"outcome: {r.outcome} ({r.matched_millis / 10:.1f}% of sampled items matched)")
     return 0
