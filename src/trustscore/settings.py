@@ -1,46 +1,74 @@
-"""Configuration: one typed object built from the environment (and CLI flags) at start-up, passed in."""
+"""Configuration: one typed object built from the environment (and CLI flags) at start-up, passed in.
+
+Every field of :class:`Settings` is set by the environment variable named beside it,
+``TRUSTSCORE_`` + the field's name in capitals (``port`` by ``TRUSTSCORE_PORT``). Values are converted
+and range-checked in one place, :func:`convert`, by msgspec (the library the service already uses for
+every typed struct): ``TRUSTSCORE_PORT=99999`` or ``--port 99999`` is refused with a one-line
+:class:`ConfigError` naming the variable, never half-applied.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
 
 from trustscore.errors import ConfigError
 
 ENV_PREFIX = "TRUSTSCORE_"
 
-
 DEFAULT_MAX_BATCH = 1000  # envelopes per POST /v1/log/entries
+
+Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
+Seconds = Annotated[float, msgspec.Meta(ge=0, le=365 * 86_400)]  # 0 where noted: "off" or "only on demand"
+Interval = Annotated[float, msgspec.Meta(gt=0, le=86_400)]
+Count = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]
+Positive = Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)]
+Rate = Annotated[float, msgspec.Meta(ge=0, le=1e9)]
+Bytes = Annotated[int, msgspec.Meta(ge=1024, le=1024**3)]
 
 
 @dataclass(frozen=True)
 class Settings:
-    host: str = "127.0.0.1"
-    port: int = 8080
-    data_dir: Path = Path(".trustscore")
-    database_url: str | None = None  # None: the embedded PostgreSQL in data_dir/pg
-    log_origin: str = "trustscore.local/log"
-    integrate_interval: float = 0.2  # seconds between integrator runs
-    integrate_batch: int = 50_000  # at most this many entries per checkpoint step
-    max_body_bytes: int = 16 * 1024 * 1024
-    max_batch: int = DEFAULT_MAX_BATCH
-    max_page: int = 1000
-    pool_min: int = 2
-    pool_max: int = 10
-    project_interval: float = 0.1  # seconds between projector runs (evidence -> ratings)
-    rating_refresh_interval: float = 60.0  # full recompute of every rating at a new time (decay)
-    snapshot_interval: float = 3600.0  # seconds between logged rating snapshots
-    key_rate: float = 50.0  # writes per second per signer key (0: unlimited)
-    key_burst: int = 2000  # entries a key may write at once
-    address_rate_per_minute: int = 6000  # POSTs per minute per client address (0: unlimited)
-    reverify_interval: float = 86_400.0  # scheduled re-verification of every agent (0: only after reports)
-    reverify_k: int = 10  # public items re-asked per run
-    reverify_k_private: int = 3  # private items asked per run (when a private exam dir is configured)
-    reverify_deadline: float = 120.0  # seconds a whole run may take
-    outbound_allow_loopback: bool = False  # let re-verification call loopback addresses (tests, demos)
-    outbound_allow_private: bool = False  # ... and private networks (RFC 1918, ULA, CGNAT)
+    """The server's settings; each field's environment variable is named beside it."""
+
+    host: str = "127.0.0.1"  # TRUSTSCORE_HOST: address to listen on
+    port: Port = 8080  # TRUSTSCORE_PORT
+    data_dir: Path = Path(".trustscore")  # TRUSTSCORE_DATA_DIR: log key, embedded PostgreSQL
+    database_url: str | None = None  # TRUSTSCORE_DATABASE_URL; None: the embedded PostgreSQL in data_dir/pg
+    log_origin: str = "trustscore.local/log"  # TRUSTSCORE_LOG_ORIGIN: the checkpoint's origin line
+    integrate_interval: Interval = 0.2  # TRUSTSCORE_INTEGRATE_INTERVAL: seconds between integrator runs
+    integrate_batch: Positive = 50_000  # TRUSTSCORE_INTEGRATE_BATCH: at most this many entries per step
+    max_body_bytes: Bytes = 16 * 1024 * 1024  # TRUSTSCORE_MAX_BODY_BYTES: request body limit
+    max_batch: Positive = DEFAULT_MAX_BATCH  # TRUSTSCORE_MAX_BATCH: envelopes per POST /v1/log/entries
+    max_page: Positive = 1000  # TRUSTSCORE_MAX_PAGE: entries per GET /v1/log/entries page
+    pool_min: Positive = 2  # TRUSTSCORE_POOL_MIN: database connections kept open
+    pool_max: Positive = 10  # TRUSTSCORE_POOL_MAX: database connections at most
+    project_interval: Interval = 0.1  # TRUSTSCORE_PROJECT_INTERVAL: seconds between projector runs
+    rating_refresh_interval: Interval = 60.0  # TRUSTSCORE_RATING_REFRESH_INTERVAL: full recompute (decay)
+    snapshot_interval: Interval = 3600.0  # TRUSTSCORE_SNAPSHOT_INTERVAL: seconds between rating snapshots
+    key_rate: Rate = 50.0  # TRUSTSCORE_KEY_RATE: entries per second per signer key (0: unlimited)
+    key_burst: Positive = 2000  # TRUSTSCORE_KEY_BURST: entries a key may write at once
+    address_rate_per_minute: Count = 6000  # TRUSTSCORE_ADDRESS_RATE_PER_MINUTE: entries/min/address (0: off)
+    address_burst: Positive = 1000  # TRUSTSCORE_ADDRESS_BURST: entries an address may write at once
+    reverify_interval: Seconds = 86_400.0  # TRUSTSCORE_REVERIFY_INTERVAL: scheduled runs (0: after reports)
+    reverify_k: Count = 10  # TRUSTSCORE_REVERIFY_K: public items re-asked per run
+    reverify_k_private: Count = 3  # TRUSTSCORE_REVERIFY_K_PRIVATE: private items asked per run
+    reverify_deadline: Interval = 120.0  # TRUSTSCORE_REVERIFY_DEADLINE: seconds a whole run may take
+    outbound_allow_loopback: bool = (
+        False  # TRUSTSCORE_OUTBOUND_ALLOW_LOOPBACK: let outbound calls reach 127/8
+    )
+    outbound_allow_private: bool = False  # TRUSTSCORE_OUTBOUND_ALLOW_PRIVATE: ... and RFC 1918, ULA, CGNAT
+    # TRUSTSCORE_SANDBOX_ALLOW_WEAK: grade code items with the interpreter-level sandbox when the kernel
+    # refuses namespaces or seccomp. Off: such a server refuses code items (docs/graders.md, "Sandbox").
+    sandbox_allow_weak: bool = False
+    sitting_deadline: Interval = 3600.0  # TRUSTSCORE_SITTING_DEADLINE: seconds to report a fresh sitting
+    sitting_max_open: Positive = 4  # TRUSTSCORE_SITTING_MAX_OPEN: sittings one agent may hold open at once
+    sitting_sweep_interval: Interval = 5.0  # TRUSTSCORE_SITTING_SWEEP_INTERVAL: expiry sweeps
 
     @property
     def log_key_file(self) -> Path:
@@ -59,59 +87,44 @@ class Settings:
         return self.data_dir / "pg"
 
     def with_overrides(self, **overrides: Any) -> Settings:
-        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+        """These settings with ``overrides`` (None values ignored), converted and range-checked."""
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return convert(values)
 
 
-def _int(name: str, raw: str) -> int:
+def env_name(field: str) -> str:
+    """The environment variable that sets ``field``."""
+    return ENV_PREFIX + field.upper()
+
+
+def _path(kind: type, value: Any) -> Any:
+    if kind is Path and isinstance(value, str | Path):
+        return Path(value)
+    raise NotImplementedError(f"cannot convert to {kind}")
+
+
+def convert(values: dict[str, Any]) -> Settings:
+    """The one place settings are converted (strings from the environment too) and range-checked."""
+    fields = {f.name for f in dataclasses.fields(Settings)}
+    unknown = sorted(set(values) - fields)
+    if unknown:
+        raise ConfigError(f"unknown setting {unknown[0]}")
+    plain = {k: str(v) if isinstance(v, Path) else v for k, v in values.items()}
     try:
-        return int(raw)
-    except ValueError as exc:
-        raise ConfigError(f"{ENV_PREFIX}{name} must be an integer, got {raw!r}") from exc
-
-
-def _float(name: str, raw: str) -> float:
-    try:
-        return float(raw)
-    except ValueError as exc:
-        raise ConfigError(f"{ENV_PREFIX}{name} must be a number, got {raw!r}") from exc
-
-
-def _bool(name: str, raw: str) -> bool:
-    if raw.lower() in ("1", "true", "yes", "on"):
-        return True
-    if raw.lower() in ("0", "false", "no", "off"):
-        return False
-    raise ConfigError(f"{ENV_PREFIX}{name} must be true or false, got {raw!r}")
+        return msgspec.convert(plain, Settings, strict=False, dec_hook=_path)
+    except msgspec.ValidationError as exc:
+        message = str(exc)
+        name = message.rsplit("$.", 1)[-1].strip("`") if "$." in message else "?"
+        problem = message.split(" - at ", 1)[0].replace("`", "")
+        given = plain.get(name)
+        raise ConfigError(
+            f"setting {name} ({env_name(name)}) = {given!r}: {problem[:1].lower()}{problem[1:]}"
+        ) from exc
 
 
 def from_env(env: dict[str, str] | None = None) -> Settings:
-    """Settings from ``TRUSTSCORE_*`` environment variables; unset ones keep their defaults."""
+    """Settings from ``TRUSTSCORE_*`` environment variables; unset or empty ones keep their defaults."""
     env = dict(os.environ) if env is None else env
-    s = Settings()
-
-    def get(name: str) -> str | None:
-        return env.get(ENV_PREFIX + name) or None
-
-    overrides: dict[str, Any] = {
-        "host": get("HOST"),
-        "data_dir": Path(v) if (v := get("DATA_DIR")) else None,
-        "database_url": get("DATABASE_URL"),
-        "log_origin": get("LOG_ORIGIN"),
-        "port": _int("PORT", v) if (v := get("PORT")) else None,
-        "integrate_interval": _float("INTEGRATE_INTERVAL", v) if (v := get("INTEGRATE_INTERVAL")) else None,
-        "max_body_bytes": _int("MAX_BODY_BYTES", v) if (v := get("MAX_BODY_BYTES")) else None,
-        "snapshot_interval": _float("SNAPSHOT_INTERVAL", v) if (v := get("SNAPSHOT_INTERVAL")) else None,
-        "key_rate": _float("KEY_RATE", v) if (v := get("KEY_RATE")) else None,
-        "address_rate_per_minute": _int("ADDRESS_RATE_PER_MINUTE", v)
-        if (v := get("ADDRESS_RATE_PER_MINUTE"))
-        else None,
-        "reverify_interval": _float("REVERIFY_INTERVAL", v) if (v := get("REVERIFY_INTERVAL")) else None,
-        "reverify_deadline": _float("REVERIFY_DEADLINE", v) if (v := get("REVERIFY_DEADLINE")) else None,
-        "outbound_allow_loopback": _bool("OUTBOUND_ALLOW_LOOPBACK", v)
-        if (v := get("OUTBOUND_ALLOW_LOOPBACK"))
-        else None,
-        "outbound_allow_private": _bool("OUTBOUND_ALLOW_PRIVATE", v)
-        if (v := get("OUTBOUND_ALLOW_PRIVATE"))
-        else None,
-    }
-    return s.with_overrides(**overrides)
+    values = {f.name: raw for f in dataclasses.fields(Settings) if (raw := env.get(env_name(f.name)))}
+    return convert(values)

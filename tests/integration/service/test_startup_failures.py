@@ -44,7 +44,7 @@ def test_a_taken_port_fails_first_and_creates_nothing(tmp_path: Path) -> None:
 
 
 def test_an_out_of_range_port_is_refused(tmp_path: Path) -> None:
-    one_line_error(serve("--port", "99999", "--data-dir", tmp_path / "data"), "out of range")
+    one_line_error(serve("--port", "99999", "--data-dir", tmp_path / "data"), "expected int <= 65535")
     assert not (tmp_path / "data").exists()
 
 

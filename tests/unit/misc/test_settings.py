@@ -1,0 +1,59 @@
+"""Settings: every field set by its environment variable, converted and range-checked in one place."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from trustscore import settings
+from trustscore.errors import ConfigError
+from trustscore.settings import Settings
+
+
+def test_every_field_is_set_by_the_variable_named_beside_it() -> None:
+    source = Path(settings.__file__).read_text()
+    for field in dataclasses.fields(Settings):
+        assert settings.env_name(field.name) in source, field.name
+    assert settings.from_env({}) == Settings()
+
+
+def test_values_are_converted_from_strings() -> None:
+    s = settings.from_env(
+        {
+            "TRUSTSCORE_PORT": "9000",
+            "TRUSTSCORE_DATA_DIR": "/srv/ts",
+            "TRUSTSCORE_KEY_RATE": "2.5",
+            "TRUSTSCORE_OUTBOUND_ALLOW_LOOPBACK": "true",
+            "TRUSTSCORE_DATABASE_URL": "postgresql://db/x",
+            "TRUSTSCORE_SNAPSHOT_INTERVAL": "",  # empty: the default
+        }
+    )
+    assert (s.port, s.data_dir, s.key_rate, s.outbound_allow_loopback) == (9000, Path("/srv/ts"), 2.5, True)
+    assert s.database_url == "postgresql://db/x" and s.snapshot_interval == Settings().snapshot_interval
+
+
+@pytest.mark.parametrize(
+    ("env", "words"),
+    [
+        ({"TRUSTSCORE_PORT": "99999"}, "setting port (TRUSTSCORE_PORT) = '99999': expected int <= 65535"),
+        ({"TRUSTSCORE_PORT": "http"}, "expected int"),
+        ({"TRUSTSCORE_KEY_RATE": "-1"}, "expected float >= 0"),
+        ({"TRUSTSCORE_INTEGRATE_INTERVAL": "0"}, "expected float > 0"),
+        ({"TRUSTSCORE_OUTBOUND_ALLOW_PRIVATE": "maybe"}, "expected bool"),
+        ({"TRUSTSCORE_MAX_BODY_BYTES": "10"}, "expected int >= 1024"),
+    ],
+)
+def test_out_of_range_or_unparsable_values_are_refused(env: dict[str, str], words: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        settings.from_env(env)
+
+
+def test_flags_are_checked_like_the_environment() -> None:
+    with pytest.raises(ConfigError, match="TRUSTSCORE_PORT"):
+        Settings().with_overrides(port=0)
+    with pytest.raises(ConfigError, match="unknown setting"):
+        Settings().with_overrides(prot=1)
+    assert Settings().with_overrides(port=None, host="::1").host == "::1"
