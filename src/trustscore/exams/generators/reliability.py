@@ -20,7 +20,7 @@ def _is_prime(n: int) -> bool:
 
 def repeat_check(seed: bytes) -> Item:
     """Asked 3 times; five forms: a+b (a, b 10..9999); a×b (a 3..99, b 3..99); next term of an
-    arithmetic sequence (start 0..500, step 2..60, 4 terms shown); is n prime (n 11..9999, yes/no); how
+    arithmetic sequence (start 0..500, step 2..60, 4 terms shown); is n prime (n from 11..9999 moved up to the next prime or composite, half each); how
     many letters in a fresh name (one of 50 names + a 3..6-letter invented suffix)."""
     r = Rng(seed, "repeat-check@1")
     kind = r.below(5)
@@ -35,7 +35,9 @@ def repeat_check(seed: bytes) -> Item:
         shown = ", ".join(str(a + d * i) for i in range(4))
         text, spec = f"What is the next number in the sequence {shown}, ...?", integer(a + 4 * d)
     elif kind == 3:
-        n = r.between(11, 9999)
+        n, prime = r.between(11, 9999), r.below(2) == 1  # half primes, so "no" is right only half the time
+        while _is_prime(n) != prime:
+            n += 1
         text = f"Is {n} a prime number? Answer yes or no."
         spec = choice(["yes", "no"], "yes" if _is_prime(n) else "no")
     else:
