@@ -41,6 +41,9 @@ class Settings:
     reverify_deadline: float = 120.0  # seconds a whole run may take
     outbound_allow_loopback: bool = False  # let re-verification call loopback addresses (tests, demos)
     outbound_allow_private: bool = False  # ... and private networks (RFC 1918, ULA, CGNAT)
+    sitting_deadline: float = 3600.0  # seconds an agent has to report a fresh sitting
+    sitting_max_open: int = 4  # sittings one agent may hold open at once
+    sitting_sweep_interval: float = 5.0  # seconds between sweeps that expire overdue sittings
 
     @property
     def log_key_file(self) -> Path:
@@ -113,5 +116,7 @@ def from_env(env: dict[str, str] | None = None) -> Settings:
         "outbound_allow_private": _bool("OUTBOUND_ALLOW_PRIVATE", v)
         if (v := get("OUTBOUND_ALLOW_PRIVATE"))
         else None,
+        "sitting_deadline": _float("SITTING_DEADLINE", v) if (v := get("SITTING_DEADLINE")) else None,
+        "sitting_max_open": _int("SITTING_MAX_OPEN", v) if (v := get("SITTING_MAX_OPEN")) else None,
     }
     return s.with_overrides(**overrides)

@@ -75,6 +75,7 @@ class SittingClose(Predicate, kw_only=True, frozen=True):
     report_sha256: str | None
     closed_at: str
     items: list[GradedItem]
+    dialogues: dict[str, list[str]]  # the dialogue moves played with the server, per item id
 
 
 def _exam(text: str) -> None:
@@ -159,6 +160,9 @@ def _check_close(stmt: Statement, c: SittingClose) -> Facts:
         check_graded_item(i)
         if c.outcome == "expired" and (i.value_millis, i.result) != (0, "failure"):
             raise InvalidInput("every item of an expired sitting is a failure")
+    ids = {i.item_id for i in c.items}
+    if not set(c.dialogues) <= ids or sum(len(m) for m in c.dialogues.values()) > MAX_ITEMS:
+        raise InvalidInput("dialogues must name graded items and hold a bounded number of moves")
     if stmt.subject != [Subject(name=c.agent, digest={"sha256": c.commitment})]:
         raise InvalidInput("sitting-close subject must be the agent id and the commitment")
     return Facts(signer=c.service, subject=c.agent)
