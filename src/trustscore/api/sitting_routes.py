@@ -7,7 +7,7 @@ from typing import Any
 import msgspec
 from litestar import Controller, Request, get, post
 from litestar.di import NamedDependency
-from litestar.params import FromPath
+from litestar.params import FromPath, JSONBody
 
 from trustscore.api.evidence_routes import GradedItemOut, write_route
 from trustscore.api.openapi import READ_PROBLEMS, WRITE_PROBLEMS
@@ -65,7 +65,9 @@ class SittingController(Controller):
         return OpenedOut(o.sitting, o.request_index, o.exam, o.deadline, o.instructions, o.items, o.token)
 
     @post("/{index:int}/dialogue", operation_id="playSittingDialogue", responses=WRITE_PROBLEMS)
-    async def dialogue(self, index: FromPath[int], data: DialogueIn, sittings: Sittings) -> DialogueOut:
+    async def dialogue(
+        self, index: FromPath[int], data: JSONBody[DialogueIn], sittings: Sittings
+    ) -> DialogueOut:
         """Play a dialogue item's next move; the server's counterpart answers. Moves cannot be taken back."""
         return DialogueOut(await sittings.dialogue(index, data.token, data.item_id, data.outputs))
 

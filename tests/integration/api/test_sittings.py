@@ -1,0 +1,301 @@
+"""Fresh sittings over real HTTP, a real PostgreSQL and real signatures: prompts only while open,
+graded by the server once, recomputable from the log afterwards, failed when not reported in time; a
+lookup agent that memorised every exam file and every earlier sitting scores at chance; cherry-picking
+the best of several sittings ends lower than reporting them all."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+from dataclasses import replace
+from typing import Any
+
+import asyncpg
+import msgspec
+import pytest
+from litestar import Litestar
+from litestar.testing import AsyncTestClient
+
+from tests.helpers import new_card
+from trustscore import canonical, resources
+from trustscore.exams.forms import form_for, instantiate, sitting_seed
+from trustscore.exams.loader import ExamDirs, load_exam
+from trustscore.exams.report import ReportItem
+from trustscore.exams.sitting_check import check_sitting
+from trustscore.exams.sitting_kinds import (
+    SittingClose,
+    SittingOpen,
+    SittingReport,
+    SittingRequest,
+    make_report,
+    make_request,
+)
+from trustscore.grading import Response, Turn, grade_item
+from trustscore.grading.model import Item
+from trustscore.ledger import dsse, keys, statements
+from trustscore.ledger.parties import new_nonce, now
+from trustscore.settings import Settings
+
+Client = AsyncTestClient[Litestar]
+
+
+async def register(client: Client) -> keys.SigningKey:
+    key, card = new_card("sitter")
+    r = await client.post("/v1/log/entries", content=msgspec.json.encode(card))
+    assert r.status_code == 201, r.text
+    return key
+
+
+async def open_sitting(client: Client, key: keys.SigningKey, exam: str) -> dict[str, Any]:
+    r = await client.post(
+        "/v1/sittings", content=msgspec.json.encode(dsse.sign(make_request(key.id, exam), [key]))
+    )
+    assert r.status_code == 201, r.text
+    return dict(r.json())
+
+
+async def entry(client: Client, index: int) -> tuple[bytes, Any]:
+    r = await client.get("/v1/log/entries", params={"start": index, "end": index + 1})
+    leaf = canonical.b64decode(r.json()["entries"][0]["leaf"])
+    payload = canonical.b64decode(json.loads(leaf)["payload"])
+    return payload, statements.parse_statement(payload).predicate
+
+
+async def hidden_items(dsn: str, sitting: int) -> tuple[bytes, bytes, list[Item]]:
+    """What only the server knows while a sitting is open (read straight from its database)."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        row = await conn.fetchrow(
+            "SELECT secret, root, request_sha256, exam FROM sittings WHERE open_index = $1", sitting
+        )
+    finally:
+        await conn.close()
+    seed = sitting_seed(bytes(row["secret"]), bytes(row["root"]), bytes(row["request_sha256"]))
+    return bytes(row["secret"]), seed, instantiate(form_for(row["exam"]), seed)
+
+
+def report_envelope(
+    key: keys.SigningKey, opened: dict[str, Any], commitment: str, answers: dict[str, list[str]]
+) -> dsse.Envelope:
+    items = [ReportItem(i["id"], [Turn(t, 5) for t in answers.get(i["id"], ["ANSWER: 0"])], None, 0, "failure")
+             for i in opened["items"]]  # fmt: skip
+    r = SittingReport(nonce=new_nonce(), issued_at=now(), agent=key.id, sitting=opened["sitting"], commitment=commitment,
+                      adapter="test", sdk_version="test", started_at=now(), elapsed_ms=1, items=items)  # fmt: skip
+    return dsse.sign(make_report(r), [key])
+
+
+async def report(
+    client: Client, key: keys.SigningKey, opened: dict[str, Any], answers: dict[str, list[str]]
+) -> Any:
+    _, o = await entry(client, opened["sitting"])
+    body = msgspec.json.encode(report_envelope(key, opened, o.commitment, answers))
+    return await client.post(f"/v1/sittings/{opened['sitting']}/report", content=body)
+
+
+def truthful(item: Item) -> list[str]:
+    """A perfect answer to an exact-answer style item (an oracle standing in for a capable agent)."""
+    spec = item.args.get("answer")
+    if item.args.get("expect") == "decline":
+        return ["ANSWER: CANNOT ANSWER"]
+    assert isinstance(spec, dict)
+    value = spec["value"]
+    text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+    return [f"ANSWER: {text}"] * max(item.ask.times, len(item.ask.prompts))
+
+
+async def served_text(client: Client, sitting: int, opened: dict[str, Any]) -> str:
+    """Everything public: the open response, every log entry (envelope and payload), the sitting's state,
+    the published exam files and the generator source."""
+    parts = [json.dumps(opened), (await client.get(f"/v1/sittings/{sitting}")).text]
+    for e in (await client.get("/v1/log/entries", params={"start": 0})).json()["entries"]:
+        leaf = canonical.b64decode(e["leaf"])
+        parts += [leaf.decode(), canonical.b64decode(json.loads(leaf)["payload"]).decode()]
+    for path in [*resources.path("exams").rglob("*.json"), *resources.path("src").rglob("generators/*.py")]:
+        parts.append(path.read_text())
+    return "\n".join(parts)
+
+
+async def test_nothing_public_reveals_an_open_sittings_hidden_parts(client: Client, dsn: str) -> None:
+    key = await register(client)
+    opened = await open_sitting(client, key, "capability@1")
+    sitting = opened["sitting"]
+    secret, seed, items = await hidden_items(dsn, sitting)
+    assert [i["id"] for i in opened["items"]] == [i.id for i in items]
+    assert [i["prompts"] for i in opened["items"]] == [i.ask.prompts for i in items]
+    assert all(
+        set(i) == {"id", "dimension", "grader", "kind", "prompts", "times", "timeout_ms"}
+        for i in opened["items"]
+    )
+    served = await served_text(client, sitting, opened)
+    assert secret.hex() not in served and seed.hex() not in served
+    for item in items:
+        assert canonical.encode(item.args).decode() not in served
+        for hidden in item.args.get("tests", []):  # each hidden code test, arguments and expected result
+            assert canonical.encode(hidden).decode() not in served
+    state = (await client.get(f"/v1/sittings/{sitting}")).json()
+    assert state["state"] == "open" and state["close_index"] is None
+    # After the report, the secret is revealed in the log.
+    r = await report(client, key, opened, {})
+    assert r.status_code == 201, r.text
+    assert secret.hex() in await served_text(client, sitting, opened)
+
+
+async def test_the_server_grades_once_and_anyone_recomputes_the_grades(client: Client, dsn: str) -> None:
+    key = await register(client)
+    opened = await open_sitting(client, key, "integrity@1")
+    sitting = opened["sitting"]
+    _, _, items = await hidden_items(dsn, sitting)
+    answers = {i.id: truthful(i) for i in items[::2]}  # half right, the rest "ANSWER: 0"
+    # Wrong agent, wrong commitment: refused, nothing logged.
+    other = await register(client)
+    _, o = await entry(client, sitting)
+    for signer, commitment, words in [(other, o.commitment, "another agent"), (key, "0" * 64, "commitment")]:
+        bad = msgspec.json.encode(report_envelope(signer, opened, commitment, answers))
+        refused = await client.post(f"/v1/sittings/{sitting}/report", content=bad)
+        assert refused.status_code == 400 and words in refused.json()["detail"], refused.text
+    r = await report(client, key, opened, answers)
+    assert r.status_code == 201, r.text
+    closed = r.json()
+    expected = [
+        grade_item(i, Response([Turn(t, 5) for t in answers.get(i.id, ["ANSWER: 0"])])).value for i in items
+    ]
+    assert [g["value_millis"] for g in closed["items"]] == expected
+    assert 0 < sum(expected) < 1000 * len(items)
+    # Reported once only.
+    again = await report(client, key, opened, answers)
+    assert again.status_code == 409 and "closed" in again.json()["detail"]
+    # Offline recompute from the log's entries equals the server's grades; a doctored close does not.
+    req_payload, req = await entry(client, opened["request_index"])
+    _, op = await entry(client, sitting)
+    rep_payload, rep = await entry(client, closed["report_index"])
+    _, close = await entry(client, closed["close_index"])
+    assert isinstance(req, SittingRequest) and isinstance(op, SittingOpen)
+    assert isinstance(rep, SittingReport) and isinstance(close, SittingClose)
+    req_hash, rep_hash = hashlib.sha256(req_payload).hexdigest(), hashlib.sha256(rep_payload).hexdigest()
+    checked = check_sitting(req, req_hash, op, sitting, close, rep, rep_hash)
+    assert [g.grade.value for g in checked.grades] == expected
+    doctored = msgspec.structs.replace(
+        close,
+        items=[
+            msgspec.structs.replace(close.items[0], value_millis=1000 - close.items[0].value_millis),
+            *close.items[1:],
+        ],
+    )
+    with pytest.raises(Exception, match="recomputed"):
+        check_sitting(req, req_hash, op, sitting, doctored, rep, rep_hash)
+    with pytest.raises(Exception, match="regenerated items differ"):
+        check_sitting(
+            req, req_hash, op, sitting, msgspec.structs.replace(close, root="0" * 64), rep, rep_hash
+        )
+    state = (await client.get(f"/v1/sittings/{sitting}")).json()
+    assert state["state"] == "closed" and state["close_index"] == closed["close_index"]
+
+
+async def test_dialogue_moves_are_played_with_the_server_and_cannot_be_rewritten(
+    client: Client, dsn: str
+) -> None:
+    key = await register(client)
+    opened = await open_sitting(client, key, "negotiation@1")
+    sitting, token = opened["sitting"], opened["token"]
+    first = opened["items"][0]["id"]
+
+    async def play(outputs: list[str], tok: str = token, item: str = first) -> Any:
+        return await client.post(f"/v1/sittings/{sitting}/dialogue",
+                                 json={"token": tok, "item_id": item, "outputs": outputs})  # fmt: skip
+
+    assert (await play([], tok="ab" * 32)).status_code in (401, 403, 422)
+    r = await play([])
+    assert r.status_code == 201 and "price" in r.json()["message"]
+    low = '{"action": "offer", "price": 1}'
+    assert (await play([low])).status_code == 201
+    assert (await play([low])).status_code == 201  # a retry of the same moves is harmless
+    rewrite = await play(['{"action": "accept"}'])
+    assert rewrite.status_code == 409 and "cannot be changed" in rewrite.json()["detail"]
+    assert (await play([low, low, low])).status_code == 409  # at most one new move
+    # A report claiming other moves fails that item; the moves played are in the close.
+    claimed = {first: ['{"action": "accept"}']}
+    r = await report(client, key, opened, claimed)
+    assert r.status_code == 201, r.text
+    graded = {g["item_id"]: g for g in r.json()["items"]}
+    assert graded[first]["result"] == "failure" and "differ" in graded[first]["detail"]
+    _, close = await entry(client, r.json()["close_index"])
+    assert close.dialogues == {first: [low]}
+
+
+async def _sit_randomly(
+    client: Client, key: keys.SigningKey, rng: random.Random
+) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    opened = await open_sitting(client, key, "integrity@1")
+    answers = {i["id"]: [rng.choice(["ANSWER: CANNOT ANSWER", "ANSWER: 42", "ANSWER: Alice"])] * len(i["prompts"])
+               for i in opened["items"]}  # fmt: skip
+    return opened, answers
+
+
+async def _evidence_mean(client: Client, key: keys.SigningKey) -> float:
+    values = []
+    for e in (await client.get("/v1/log/entries", params={"start": 0})).json()["entries"]:
+        p = statements.parse_statement(
+            canonical.b64decode(json.loads(canonical.b64decode(e["leaf"]))["payload"])
+        ).predicate
+        if isinstance(p, SittingClose) and p.agent == key.id:
+            values += [i.value_millis for i in p.items]
+    return sum(values) / len(values) / 1000
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    return replace(settings, sitting_deadline=5.0, sitting_sweep_interval=0.2, sitting_max_open=10)
+
+
+async def test_cherry_picking_the_best_sitting_ends_lower_than_reporting_every_one(client: Client) -> None:
+    honest, picker = await register(client), await register(client)
+    rng = random.Random(7)
+    honest_means: list[int] = []
+    for _ in range(6):
+        opened, answers = await _sit_randomly(client, honest, rng)
+        r = await report(client, honest, opened, answers)
+        assert r.status_code == 201, r.text
+        honest_means.append(sum(g["value_millis"] for g in r.json()["items"]))
+    # The picker opens six sittings, sees all their items, and reports only the one it did best on
+    # (here: grades it would get, known from the honest agent's luck; any choice will do).
+    sittings = [await _sit_randomly(client, picker, rng) for _ in range(6)]
+    best = sittings[honest_means.index(max(honest_means))]
+    assert (await report(client, picker, *best)).status_code == 201
+    await asyncio.sleep(6.0)  # past the deadline: the sweep closes the other five as failures
+    for opened, _ in sittings:
+        state = (await client.get(f"/v1/sittings/{opened['sitting']}")).json()
+        assert state["state"] == "closed", state
+    late = await report(client, picker, *sittings[0] if sittings[0] is not best else sittings[1])
+    assert late.status_code == 409
+    assert await _evidence_mean(client, picker) < await _evidence_mean(client, honest)
+
+
+async def test_a_lookup_agent_that_memorised_everything_scores_at_chance(client: Client, dsn: str) -> None:
+    key = await register(client)
+    table: dict[str, list[str]] = {}
+    static = load_exam("capability@1", ExamDirs())
+    for item in static.items:  # every published exam item, answers included
+        if "answer" in item.args:
+            table[item.ask.prompts[0]] = truthful(item)
+    assert all(grade_item(i, Response([Turn(t, 1) for t in table[i.ask.prompts[0]]])).value == 1000
+               for i in static.items if "answer" in i.args)  # it aces the static exam  # fmt: skip
+    for _ in range(3):  # ... and memorises three earlier sittings once they are revealed
+        opened = await open_sitting(client, key, "capability@1")
+        r = await report(client, key, opened, {})
+        _, close = await entry(client, r.json()["close_index"])
+        req_payload, _ = await entry(client, opened["request_index"])
+        seed = sitting_seed(
+            bytes.fromhex(close.secret), bytes.fromhex(close.root), hashlib.sha256(req_payload).digest()
+        )
+        for item in instantiate(form_for("capability@1"), seed):
+            if "answer" in item.args:
+                table[item.ask.prompts[0]] = truthful(item)
+    fresh = await open_sitting(client, key, "capability@1")
+    hits = [i["id"] for i in fresh["items"] if i["prompts"][0] in table]
+    answers = {i["id"]: table.get(i["prompts"][0], ["ANSWER: 0"]) for i in fresh["items"]}
+    r = await report(client, key, fresh, answers)
+    assert r.status_code == 201, r.text
+    mean = sum(g["value_millis"] for g in r.json()["items"]) / len(r.json()["items"]) / 1000
+    assert hits == [] and mean <= 0.1, (hits, mean)
