@@ -72,6 +72,7 @@ async def hidden_items(dsn: str, sitting: int) -> tuple[bytes, bytes, list[Item]
         )
     finally:
         await conn.close()
+    assert row is not None
     seed = sitting_seed(bytes(row["secret"]), bytes(row["root"]), bytes(row["request_sha256"]))
     return bytes(row["secret"]), seed, instantiate(form_for(row["exam"]), seed)
 
