@@ -28,6 +28,9 @@ from trustscore.sdk.runner import Dialogue, Progress, RunResult, run_exam
 class SittingClient(LogClient):
     """The sitting routes of a trustscore server."""
 
+    def __enter__(self) -> SittingClient:
+        return self
+
     def _post(self, path: str, body: Any) -> Any:
         return self._json(
             "POST", path, content=msgspec.json.encode(body), headers={"content-type": "application/json"}
