@@ -192,6 +192,16 @@ async def test_the_server_grades_once_and_anyone_recomputes_the_grades(client: C
         )
     state = (await client.get(f"/v1/sittings/{sitting}")).json()
     assert state["state"] == "closed" and state["close_index"] == closed["close_index"]
+    # The grades are the agent's evidence, from a source the weights trust more than public benchmarks.
+    for _ in range(100):
+        evidence = (await client.get(f"/v1/agents/{key.id}/evidence")).json()["items"]
+        if evidence:
+            break
+        await asyncio.sleep(0.05)
+    assert {(e["source"], e["key"]) for e in evidence} == {
+        ("verified", f"sitting:{sitting}:{i.id}") for i in items
+    }
+    assert [e["value"] for e in evidence] == [v / 1000 for v in expected]
 
 
 async def test_dialogue_moves_are_played_with_the_server_and_cannot_be_rewritten(
