@@ -42,6 +42,7 @@ def check_sitting(
     need(opened.request_sha256 == request_sha256, "the sitting-open names another request")
     need((opened.agent, opened.exam) == (request.agent, request.exam), "the open differs from the request")
     need(close.sitting == open_index and close.agent == opened.agent, "the close names another sitting")
+    need(close.exam == opened.exam, "the close names another exam")
     need(close.service == opened.service, "opened and closed by different service keys")
     need(close.commitment == opened.commitment, "the close's commitment differs from the open's")
     secret = bytes.fromhex(close.secret)
@@ -56,6 +57,7 @@ def check_sitting(
         need(
             report.sitting == open_index and report.agent == opened.agent, "the report is for another sitting"
         )
+        need(report.commitment == opened.commitment, "the report is bound to another sitting's commitment")
         grades = grade_sitting(items, report.items, close.dialogues)
     else:
         need(report is None, "an expired sitting has no report")

@@ -271,7 +271,10 @@ class SittingService:
                 raise Conflict(f"this report is already in the log as entry {appended.index}")
             return [self._close(row, index, items, grades, appended.index, prepared.statement_hash.hex())]
 
-        report, close = await self.log.append_checked(checked, follow=follow, charged=True)
+        try:
+            report, close = await self.log.append_checked(checked, follow=follow, charged=True)
+        except NonceReplay as exc:  # the close's nonce: another report (or the sweep) closed it first
+            raise Conflict(f"sitting {index} is closed (reported, or expired at its deadline)") from exc
         await self.store.closed(index, close.index)
         return Closed(index, report.index, close.index, grades)
 

@@ -310,3 +310,29 @@ async def test_a_lookup_agent_that_memorised_everything_scores_at_chance(client:
     assert r.status_code == 201, r.text
     mean = sum(g["value_millis"] for g in r.json()["items"]) / len(r.json()["items"]) / 1000
     assert hits == [] and mean <= 0.1, (hits, mean)
+
+
+async def test_racing_reports_close_a_sitting_once_and_open_sittings_are_bounded(client: Client) -> None:
+    key = await register(client)
+    opened = await open_sitting(client, key, "integrity@1")
+    first, second = await asyncio.gather(report(client, key, opened, {}), report(client, key, opened, {}))
+    assert sorted([first.status_code, second.status_code]) == [201, 409], (first.text, second.text)
+    closes = [
+        e
+        for e in (await client.get("/v1/log/entries", params={"start": 0})).json()["entries"]
+        if b"sitting-close" in canonical.b64decode(json.loads(canonical.b64decode(e["leaf"]))["payload"])
+    ]
+    assert len(closes) == 1
+    # An agent holds at most sitting_max_open (10 here) sittings open at once.
+    for _ in range(10):
+        await open_sitting(client, key, "integrity@1")
+    body = msgspec.json.encode(dsse.sign(make_request(key.id, "integrity@1"), [key]))
+    r = await client.post("/v1/sittings", content=body)
+    assert r.status_code == 429 and "sittings open" in r.json()["detail"]
+    # Unknown exams and malformed requests are clear problems.
+    r = await client.post(
+        "/v1/sittings", content=msgspec.json.encode(dsse.sign(make_request(key.id, "nope@1"), [key]))
+    )
+    assert r.status_code == 404 and "no sitting form" in r.json()["detail"]
+    r = await client.post("/v1/sittings", content=b"{")
+    assert r.status_code == 400
