@@ -336,3 +336,40 @@ async def test_racing_reports_close_a_sitting_once_and_open_sittings_are_bounded
     assert r.status_code == 404 and "no sitting form" in r.json()["detail"]
     r = await client.post("/v1/sittings", content=b"{")
     assert r.status_code == 400
+
+
+async def test_the_sweep_repairs_an_open_cut_short_by_a_crash(client: Client, dsn: str) -> None:
+    key = await register(client)
+    opened = await open_sitting(client, key, "integrity@1")
+    n = opened["sitting"]
+    conn = await asyncpg.connect(dsn)
+    try:
+        root = await conn.fetchval("SELECT root FROM sittings WHERE open_index = $1", n)
+        # As if the process died after logging the open but before marking it (and an append that never
+        # happened): both rows are "opening", a while ago.
+        await conn.execute(
+            "UPDATE sittings SET state = 'opening', open_index = NULL, root = NULL, "
+            "created_at = now() - interval '5 minutes' WHERE open_index = $1",
+            n,
+        )
+        await conn.execute(
+            "INSERT INTO sittings (request_sha256, agent, exam, secret, token_sha256, deadline, created_at) "
+            "VALUES ($1, $2, 'integrity@1', $3, $3, now() + interval '1 hour', now() - interval '5 minutes')",
+            b"\x01" * 32,
+            key.id,
+            b"\x02" * 32,
+        )
+        for _ in range(100):  # the background sweep (every 0.2 s here) settles them
+            await asyncio.sleep(0.05)
+            if not await conn.fetchval("SELECT count(*) FROM sittings WHERE state = 'opening'"):
+                break
+        rows = await conn.fetch(
+            "SELECT request_sha256, state, open_index, root FROM sittings ORDER BY created_at"
+        )
+    finally:
+        await conn.close()
+    states = {bytes(r["request_sha256"]): (r["state"], r["open_index"], r["root"]) for r in rows}
+    assert states[b"\x01" * 32][0] == "void"
+    assert [s for s in states.values() if s[0] == "open"] == [("open", n, root)]
+    r = await report(client, key, opened, {})
+    assert r.status_code == 201, r.text
