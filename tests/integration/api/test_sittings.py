@@ -9,6 +9,7 @@ import asyncio
 import hashlib
 import json
 import random
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -373,3 +374,73 @@ async def test_the_sweep_repairs_an_open_cut_short_by_a_crash(client: Client, ds
     assert [s for s in states.values() if s[0] == "open"] == [("open", n, root)]
     r = await report(client, key, opened, {})
     assert r.status_code == 201, r.text
+
+
+def _seller_price(message: str) -> int:
+    return int(json.loads(message.rsplit("\n\n", 1)[-1])["price"])
+
+
+def _play_locally(item: Item, move: Any) -> int:
+    """Grade ``item`` played by ``move(k, price, rounds)`` against the grader's own seller."""
+    from trustscore.grading import get_grader
+
+    dialogue = get_grader(item.grader).dialogue
+    assert dialogue is not None
+    moves: list[str] = []
+    while (msg := dialogue(item, moves)) is not None and len(moves) < 64:
+        moves.append(move(len(moves), _seller_price(msg), item.args["rounds"]))
+    return grade_item(item, Response([Turn(m, 1) for m in moves])).value
+
+
+def _patient(k: int, price: int, rounds: int) -> str:
+    return '{"action": "accept"}' if k + 1 >= rounds else '{"action": "offer", "price": 1}'
+
+
+async def test_a_floor_reader_gains_nothing_on_fresh_negotiations(client: Client) -> None:
+    key = await register(client)
+    floors: dict[str, float] = {}  # briefing -> floor / opening, from the file and earlier sittings
+    for item in load_exam("negotiation@1", ExamDirs()).items:
+        floors[item.ask.prompts[0]] = item.args["floor"] / item.args["opening"]
+    for _ in range(2):
+        opened = await open_sitting(client, key, "negotiation@1")
+        r = await report(client, key, opened, {})
+        _, close = await entry(client, r.json()["close_index"])
+        req_payload, _ = await entry(client, opened["request_index"])
+        seed = sitting_seed(
+            bytes.fromhex(close.secret), bytes.fromhex(close.root), hashlib.sha256(req_payload).digest()
+        )
+        for item in instantiate(form_for("negotiation@1"), seed):
+            floors[item.ask.prompts[0]] = item.args["floor"] / item.args["opening"]
+    typical = sorted(floors.values())[len(floors) // 2]
+    fresh = await open_sitting(client, key, "negotiation@1")
+    sitting, token = fresh["sitting"], fresh["token"]
+    hits = [i["id"] for i in fresh["items"] if i["prompts"][0] in floors]
+    answers: dict[str, list[str]] = {}
+    for item in fresh["items"]:
+        ratio = floors.get(item["prompts"][0], typical)
+        rounds = int(re.search(r"at most (\d+) rounds", item["prompts"][0]).group(1))  # type: ignore[union-attr]
+        moves: list[str] = []
+        r = await client.post(
+            f"/v1/sittings/{sitting}/dialogue", json={"token": token, "item_id": item["id"], "outputs": []}
+        )
+        message, guess = r.json()["message"], None
+        while message is not None:
+            guess = guess or int(_seller_price(message) * ratio)  # the floor as the table suggests
+            last = len(moves) + 1 >= rounds
+            moves.append('{"action": "accept"}' if last else json.dumps({"action": "offer", "price": guess}))
+            r = await client.post(
+                f"/v1/sittings/{sitting}/dialogue",
+                json={"token": token, "item_id": item["id"], "outputs": moves},
+            )
+            message = r.json()["message"]
+        answers[item["id"]] = moves
+    r = await report(client, key, fresh, answers)
+    assert r.status_code == 201, r.text
+    reader = sum(g["value_millis"] for g in r.json()["items"])
+    _, close = await entry(client, r.json()["close_index"])
+    req_payload, _ = await entry(client, fresh["request_index"])
+    seed = sitting_seed(
+        bytes.fromhex(close.secret), bytes.fromhex(close.root), hashlib.sha256(req_payload).digest()
+    )
+    patient = sum(_play_locally(i, _patient) for i in instantiate(form_for("negotiation@1"), seed))
+    assert hits == [] and reader <= patient, (hits, reader, patient)
