@@ -1,4 +1,5 @@
-"""Grading throughput: items graded per second for each grader family (execution graders separately).
+"""Grading throughput: items graded per second for each grader family (execution graders separately),
+and generation throughput: fresh items made per second by each item generator (docs/exams.md).
 
     PYTHONPATH=src python bench/grading.py [--seconds 2] [--exec-items 32]
 
@@ -17,6 +18,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from trustscore.exams.generators import all_generators
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, list_exams
 from trustscore.grading import Item, Response, Turn, get_grader, grade_item
 from trustscore.grading.vectors import DEFAULT_DIR, load
@@ -60,6 +62,18 @@ def measure(
             return done, time.perf_counter() - start
 
 
+def generation(seconds: float) -> None:
+    """Items per second of every generator (seeds 0, 1, 2, ... as 8 bytes), ``seconds`` each."""
+    print(f"{'GENERATOR':<20} {'FAMILY':<12} {'ITEMS':>8} {'ITEMS/S':>10}")
+    for ref, gen in all_generators().items():
+        done, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            for _ in range(200):
+                gen.make(done.to_bytes(8, "big"))
+                done += 1
+        print(f"{ref:<20} {gen.family:<12} {done:>8} {done / (time.perf_counter() - start):>10.0f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -80,6 +94,7 @@ def main() -> int:
         else:
             done, elapsed = measure(cases, seconds=args.seconds)
         print(f"{family:<14} {graders:<34} {len(cases):>5} {done:>8} {done / elapsed:>10.1f}")
+    generation(args.seconds / 2)
     return 0
 
 

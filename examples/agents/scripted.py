@@ -20,6 +20,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).parent))
+import solver
+
 KNOWLEDGE: dict[str, dict[str, Any]] = json.loads((Path(__file__).with_name("knowledge.json")).read_text())
 PERSONAS = ("good", "careless", "gullible", "bluffer", "crash", "hang", "garbage")
 _asked: dict[tuple[str, str], int] = defaultdict(int)
@@ -52,8 +55,9 @@ def answer(persona: str, request: Any) -> str:
     users = [m["content"] for m in messages if m["role"] == "user"]
     entry = _entry(users[0]) if users else None
     base = persona if persona in ("good", "careless", "gullible", "bluffer") else "good"
-    if entry is None:
-        return "I do not recognise this question.\nANSWER: CANNOT ANSWER"
+    if entry is None:  # a fresh item (a sitting): work it out, as far as the rule-based solver can
+        solved = solver.solve(base, messages)
+        return solved if solved is not None else "I do not recognise this question.\nANSWER: CANNOT ANSWER"
     if "negotiation" in entry:
         return _negotiate(base, entry["negotiation"], messages)
     reply = entry[base]

@@ -20,6 +20,7 @@ from trustscore.api.evidence_routes import EvidenceController
 from trustscore.api.log_routes import LogController
 from trustscore.api.problems import EXCEPTION_HANDLERS
 from trustscore.api.public_routes import PublicController
+from trustscore.api.sitting_routes import SittingController
 from trustscore.errors import StorageError
 from trustscore.exams.loader import ExamDirs
 from trustscore.ledger import keys
@@ -34,12 +35,14 @@ from trustscore.services.public import PublicService
 from trustscore.services.ratelimit import KeyRateLimiter
 from trustscore.services.ratings import RatingService, load_models
 from trustscore.services.reverify import Reverifier, ReverifyConfig
+from trustscore.services.sittings import SittingConfig, SittingService
 from trustscore.settings import Settings
 from trustscore.store import db
 from trustscore.store.attestations import AttestationStore
 from trustscore.store.log import LogStore
 from trustscore.store.projection import ProjectionStore
 from trustscore.store.reverify import ReverifyStore
+from trustscore.store.sittings import SittingStore
 
 log = logging.getLogger("trustscore")
 
@@ -54,6 +57,7 @@ class Runtime:
     public: PublicService | None = None
     projector: Projector | None = None
     attestations: AttestationService | None = None
+    sittings: SittingService | None = None
     ready: bool = False
 
 
@@ -124,6 +128,15 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
                 ),
             )
             runtime.public.verification = reverifier.status
+            runtime.sittings = SittingService(
+                service,
+                SittingStore(pool),
+                service_key,
+                exam_dirs,
+                SittingConfig(
+                    settings.sitting_deadline, settings.sitting_max_open, settings.sitting_sweep_interval
+                ),
+            )
             tasks = [
                 asyncio.create_task(
                     service.run_integrator(settings.integrate_interval, stop, settings.integrate_batch)
@@ -134,6 +147,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
                     snapshots.run(service, ratings, service_key, settings.snapshot_interval, stop)
                 ),
                 asyncio.create_task(reverifier.run(stop)),
+                asyncio.create_task(runtime.sittings.run(stop)),
             ]
             runtime.ready = True
             log.info(
@@ -190,6 +204,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             EvidenceController,
             PublicController,
             AttestationController,
+            SittingController,
             health,
             ready,
             metrics,
@@ -199,6 +214,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             "intake": provide("intake"),
             "public": provide("public"),
             "attestations": provide("attestations"),
+            "sittings": provide("sittings"),
             "max_page": Provide(lambda: settings.max_page, sync_to_thread=False),
         },
         lifespan=[lifespan],

@@ -36,6 +36,7 @@ from trustscore import canonical, resources
 from trustscore.canonical import b64decode, b64encode
 from trustscore.cli.agent import card_envelope
 from trustscore.cli.rating import weights_for
+from trustscore.cli.sitting import check as check_sitting_cli
 from trustscore.client import LogClient
 from trustscore.errors import (
     InvalidInput,
@@ -51,6 +52,7 @@ from trustscore.ledger.parties import make_party_card, now
 from trustscore.ledger.settlements import Delivery, make_settlement
 from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import sign_run
+from trustscore.sdk.sitting import SittingClient, sit_on_server
 from trustscore.store import embedded
 from trustscore.verifying import VerifyingClient
 
@@ -64,6 +66,7 @@ PERSONAS = ("good", "careless", "gullible", "bluffer")
 ENDPOINT_PERSONA = {"good": "good", "careless": "careless", "gullible": "gullible", "bluffer": "careless"}
 MODEL = "trustscore-v1"
 FEATURED = "good"  # the agent whose rating and proofs are shown
+FRESH_EXAMS = ("integrity@1", "security@1", "negotiation@1")  # sat as fresh sittings (no sandboxed code)
 START_TIMEOUT = 120.0
 WAIT_TIMEOUT = 60.0
 AGENT_START_TIMEOUT = 15.0
@@ -359,6 +362,7 @@ class Demo:
     def run(self) -> Shown:
         self.register()
         self.sit_exams()
+        self.sit_fresh()
         self.settle()
         ratings = {p: self.wait_rating(p) for p in PERSONAS}
         self.show_leaderboard()
@@ -410,6 +414,45 @@ class Demo:
                     print(_row(cells, widths, numeric=True), flush=True)
             finally:
                 agent.close()
+
+    def sit_fresh(self) -> None:
+        """Every agent sits fresh instances (sittings): memorised answers are worth nothing there, the
+        example agents work each question out (examples/agents/solver.py); then one sitting is checked."""
+        section(
+            f"every agent sits fresh instances of {', '.join(FRESH_EXAMS)}; the server grades each sitting"
+        )
+        widths = (max(map(len, PERSONAS)), max(map(len, FRESH_EXAMS)), 5, 17, 7, 9)
+        print(
+            _row(
+                ("agent", "exam", "items", "server mean grade", "sitting", "log index"), widths, numeric=False
+            )
+        )
+        checked = None
+        with SittingClient(self.server.url) as sittings:
+            for persona in PERSONAS:
+                agent = agent_from_spec(f"python:{AGENTS}:{persona}")
+                try:
+                    for exam in FRESH_EXAMS:
+                        closed = sit_on_server(sittings, self.keys[persona], exam, agent).closed
+                        self._appended(closed["close_index"])
+                        values = [i["value_millis"] for i in closed["items"]]
+                        mean = sum(values) / len(values) / 1000
+                        cells = (
+                            persona,
+                            exam,
+                            len(values),
+                            _fmt(mean, 3),
+                            closed["sitting"],
+                            closed["close_index"],
+                        )
+                        print(_row(cells, widths, numeric=True), flush=True)
+                        checked = checked or closed["sitting"]
+                finally:
+                    agent.close()
+        assert checked is not None
+        print(f"\n  anyone can recompute sitting {checked} from the log (trustscore exam check-sitting):")
+        check_sitting_cli(argparse.Namespace(server=self.server.url, verifier_key=self.server.verifier_key,
+                                             sitting=checked))  # fmt: skip
 
     def settle(self) -> None:
         section("the counterparty reports two deals")

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from trustscore.cli import sitting
 from trustscore.errors import InvalidInput
 from trustscore.exams.loader import ExamDirs, list_exams, load_exam
 from trustscore.exams.report import exam_for, grade_report, read_report, write_report
@@ -25,16 +26,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = sub.add_parser("list", help="list the exam sets available here")
     p.set_defaults(func=cmd_list)
 
-    p = sub.add_parser("run", help="sit an exam with an agent and write a signed report")
-    p.add_argument("--exam", required=True, help="NAME@VERSION, e.g. capability@1")
+    p = sub.add_parser(
+        "run",
+        help="sit a fresh instance on a server (--server), practise locally, or report the public set (--out)",
+    )
+    p.add_argument("--exam", help="NAME@VERSION, e.g. capability@1")
+    p.add_argument("--all", action="store_true", help="sit every exam (with --server, or as practice)")
+    p.add_argument("--server", help="open a fresh sitting on this server, run it and report it")
     p.add_argument("--agent", required=True, help="python:MOD:FN | cmd:COMMAND | http:URL | openai:MODEL@URL")
-    p.add_argument("--key", required=True, type=Path, help="the agent's key file")
-    p.add_argument("--out", required=True, type=Path, help="where to write the report")
+    p.add_argument("--key", type=Path, help="the agent's key file (needed with --server or --out)")
+    p.add_argument("--out", type=Path, help="write a signed report of the public exam set here")
     p.add_argument(
         "--item-timeout", type=float, default=None, help="seconds per answer (default: the exam's)"
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_run)
+
+    sitting.register_check(sub)
 
     p = sub.add_parser("grade", help="verify and re-grade a report offline")
     p.add_argument("report", type=Path)
@@ -82,13 +90,20 @@ def _table(grades: list[ItemGrade], out: TextIO) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    progress = None if args.quiet or not sys.stderr.isatty() else _bar(sys.stderr)
+    if args.server or args.out is None:
+        if args.server and args.key is None:
+            raise InvalidInput("--server needs the agent's --key to sign the sitting")
+        sit = sitting.run_on_server if args.server else sitting.run_practice
+        return sit(args, progress, _table)  # type: ignore[arg-type]
+    if args.exam is None or args.key is None:
+        raise InvalidInput("--out writes a report of one public exam set: give --exam and --key")
     if args.out.exists():
         raise InvalidInput(f"{args.out} already exists; refusing to overwrite a report")
     key = keys.read_key_file(args.key)
     exam = load_exam(args.exam, ExamDirs.from_env())
     agent = agent_from_spec(args.agent)
     try:
-        progress = None if args.quiet else _bar(sys.stderr)
         run = run_exam(exam, agent, timeout_s=args.item_timeout, progress=progress)  # type: ignore[arg-type]
     finally:
         agent.close()

@@ -16,6 +16,7 @@ import msgspec
 
 from trustscore.errors import UnsupportedKind
 from trustscore.evidence.reporters import ReporterWeights, no_snapshots
+from trustscore.exams import sitting_mapping
 from trustscore.ledger.cards import AGENT_CARD
 from trustscore.ledger.events import Event, EventName
 from trustscore.ledger.graded import GradedEvidence
@@ -104,6 +105,8 @@ def derive(entry_index: int, statement: ParsedStatement, context: Context) -> li
         return [_event(entry_index, p, context)]
     if isinstance(p, Reverification):
         return derive_reverification(entry_index, statement)
+    if statement.kind.name in sitting_mapping.SITTING_KINDS:
+        return sitting_mapping.derive_sitting(entry_index, statement)
     if statement.kind.predicate_type in NO_EVIDENCE:
         return []
     raise UnsupportedKind(f"no evidence mapping for {statement.kind.predicate_type}")

@@ -14,7 +14,8 @@ Rules (docs/evidence-mapping.md):
 - a settlement's two parties must be registered non-service parties and not one interest
   (the same key, the same controller, or one controlling the other);
 - an event must be signed by a registered marketplace, about a registered agent of another interest;
-- a re-verification must be signed by a service key with the ``reverify`` role, about a registered agent.
+- a re-verification must be signed by a service key with the ``reverify`` role, about a registered agent;
+- sitting statements: see ``exams/sitting_mapping.py``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 
 from trustscore.canonical import b64decode
 from trustscore.errors import InvalidInput, SignatureError, UnknownSigner
+from trustscore.exams import sitting_mapping
 from trustscore.ledger import keys
 from trustscore.ledger.cards import AgentCard
 from trustscore.ledger.parties import PartyCard
@@ -125,6 +127,8 @@ def admit(
             raise InvalidInput("self-dealing: the marketplace and the agent share a controller")
     elif name == "reverification":
         mapping.admit_rule(stmt, lookup)
+    elif name in sitting_mapping.SITTING_KINDS:
+        sitting_mapping.admit_rule(stmt, lookup)
     else:
         raise InvalidInput(f"no admission rule for {name}")
     return None

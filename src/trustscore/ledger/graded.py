@@ -61,7 +61,7 @@ def graded_subject(agent: str, report_sha256: str) -> Subject:
     return Subject(name=agent, digest={"sha256": report_sha256})
 
 
-def _check_item(i: GradedItem) -> None:
+def check_graded_item(i: GradedItem) -> None:
     check_text(i.item_id, what="items[].item_id")
     if i.dimension not in DIMENSIONS:
         raise InvalidInput(f"items[{i.item_id}].dimension must be one of {', '.join(DIMENSIONS)}")
@@ -114,7 +114,7 @@ def _check(stmt: Statement, g: GradedEvidence) -> Facts:
     if not 1 <= len(g.items) <= MAX_ITEMS:
         raise InvalidInput(f"items must hold 1..{MAX_ITEMS} graded items")
     for item in g.items:
-        _check_item(item)
+        check_graded_item(item)
     if len({i.item_id for i in g.items}) != len(g.items):
         raise InvalidInput("items: an item_id appears twice")
     if stmt.subject != [graded_subject(g.agent, g.report_sha256)]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from trustscore.exams.model import ExamSet
 from trustscore.exams.report import ReportItem, build_report
 from trustscore.grading import Grade, Item, Response, Turn, get_grader, grade_item
+from trustscore.grading.model import failure
 from trustscore.ledger import dsse, keys
 from trustscore.ledger.statements import format_time
 from trustscore.sdk.adapters import Agent, AgentFailure, AgentRequest, Message
@@ -22,6 +23,9 @@ MAX_OUTPUT = 64 * 1024  # longer replies are cut to this many characters before 
 MAX_DIALOGUE_TURNS = 64
 
 Progress = Callable[[int, int, str], None]
+#: The counterpart of a dialogue item: its next message after the agent's outputs so far, or None.
+Dialogue = Callable[[Item, list[str]], str | None]
+NOT_GRADED = failure("not graded client-side (the server grades this sitting)")
 
 
 @dataclass(frozen=True)
@@ -64,11 +68,13 @@ class _Asker:
         return output
 
 
-def _sit_item(exam: ExamSet, agent: Agent, item: Item, timeout_s: float) -> Response:
+def _sit_item(
+    exam: ExamSet, agent: Agent, item: Item, timeout_s: float, counterpart: Dialogue | None = None
+) -> Response:
     asker = _Asker(exam, agent, item, timeout_s)
     system = Message("system", exam.file.instructions)
     if item.ask.kind == "dialogue":
-        dialogue = get_grader(item.grader).dialogue
+        dialogue = counterpart or get_grader(item.grader).dialogue
         assert dialogue is not None
         first = dialogue(item, [])
         messages = [system, Message("user", f"{item.ask.prompts[0]}\n\n{first}")]
@@ -91,9 +97,18 @@ def _sit_item(exam: ExamSet, agent: Agent, item: Item, timeout_s: float) -> Resp
 
 
 def run_exam(
-    exam: ExamSet, agent: Agent, *, timeout_s: float | None = None, progress: Progress | None = None
+    exam: ExamSet,
+    agent: Agent,
+    *,
+    timeout_s: float | None = None,
+    progress: Progress | None = None,
+    counterpart: Dialogue | None = None,
+    grade: bool = True,
 ) -> RunResult:
-    """Put every item of ``exam`` to ``agent``; ``timeout_s`` overrides each item's own per-ask timeout."""
+    """Put every item of ``exam`` to ``agent``; ``timeout_s`` overrides each item's own per-ask timeout.
+
+    ``counterpart`` plays dialogue items instead of the local grader (a server sitting, whose hidden
+    arguments the client never has); with ``grade`` False no item is graded client-side."""
     started_at = format_time(dt.datetime.now(dt.UTC))
     start = time.monotonic()
     records: list[ItemRecord] = []
@@ -101,8 +116,8 @@ def run_exam(
         if progress:
             progress(n, len(exam.items), item.id)
         limit = timeout_s if timeout_s is not None else exam.timeout_ms(item) / 1000
-        response = _sit_item(exam, agent, item, limit)
-        records.append(ItemRecord(item, response, grade_item(item, response)))
+        response = _sit_item(exam, agent, item, limit, counterpart)
+        records.append(ItemRecord(item, response, grade_item(item, response) if grade else NOT_GRADED))
     if progress:
         progress(len(exam.items), len(exam.items), "")
     return RunResult(exam, agent.label, started_at, _ms(start), records)

@@ -39,6 +39,8 @@ ROUTE_OF_KIND = {
     "exam-report": "POST /v1/reports",
     "settlement": "POST /v1/settlements",
     "event": "POST /v1/events",
+    "sitting-request": "POST /v1/sittings",
+    "sitting-report": "POST /v1/sittings/{index}/report",
 }
 
 

@@ -67,7 +67,7 @@ def test_list(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_run_prints_progress_and_summary(
-    tmp_path: Path, key_file: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, key_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "r.json"
     agent = f"python:{AGENT}:good"
@@ -87,9 +87,28 @@ def test_run_prints_progress_and_summary(
         == 0
     )
     captured = capsys.readouterr()
-    assert "6/6" in captured.err
+    assert captured.err == ""  # stderr is not a terminal here: no progress bar
     assert "6 items: 6 success" in captured.out
     assert "written to" in captured.out
+    # On a terminal the bar is drawn on stderr.
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    out.unlink()
+    assert (
+        cli(
+            "exam",
+            "run",
+            "--exam",
+            "reliability@1",
+            "--agent",
+            agent,
+            "--key",
+            str(key_file),
+            "--out",
+            str(out),
+        )
+        == 0
+    )
+    assert "6/6" in capsys.readouterr().err
 
 
 def test_run_refuses_to_overwrite(report: Path, key_file: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,6 +17,10 @@ def test_kinds_all_registers_every_kind() -> None:
         "graded-evidence/v1",
         "rating-snapshot/v1",
         "reverification/v1",
+        "sitting-request/v1",
+        "sitting-open/v1",
+        "sitting-report/v1",
+        "sitting-close/v1",
     }
     registered = statements.kinds()
     for kind in kinds_all.ALL_KINDS:

@@ -1,0 +1,136 @@
+"""SQL of exam sittings: the server's secret and state of each sitting (docs/exams.md, "Sittings")."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+
+import asyncpg
+
+
+@dataclass(frozen=True)
+class SittingRow:
+    request_sha256: bytes
+    agent: str
+    exam: str
+    secret: bytes
+    token_sha256: bytes
+    deadline: dt.datetime
+    open_index: int | None
+    root: bytes | None
+    transcripts: dict[str, list[str]]
+    state: str
+    close_index: int | None
+    created_at: dt.datetime
+
+
+_SELECT = (
+    "SELECT request_sha256, agent, exam, secret, token_sha256, deadline, open_index, root, transcripts, "
+    "state, close_index, created_at FROM sittings "
+)
+
+
+def _row(r: asyncpg.Record) -> SittingRow:
+    return SittingRow(
+        bytes(r["request_sha256"]),
+        r["agent"],
+        r["exam"],
+        bytes(r["secret"]),
+        bytes(r["token_sha256"]),
+        r["deadline"],
+        r["open_index"],
+        None if r["root"] is None else bytes(r["root"]),
+        json.loads(r["transcripts"]),
+        r["state"],
+        r["close_index"],
+        r["created_at"],
+    )
+
+
+class SittingStore:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+
+    async def unsettled(self, agent: str) -> int:
+        """How many sittings of ``agent`` are opening or open."""
+        n: int = await self.pool.fetchval(
+            "SELECT count(*) FROM sittings WHERE agent = $1 AND state IN ('opening', 'open')", agent
+        )
+        return n
+
+    async def insert(
+        self,
+        request_sha256: bytes,
+        agent: str,
+        exam: str,
+        secret: bytes,
+        token_sha256: bytes,
+        deadline: dt.datetime,
+    ) -> None:
+        await self.pool.execute(
+            "INSERT INTO sittings (request_sha256, agent, exam, secret, token_sha256, deadline) "
+            "VALUES ($1, $2, $3, $4, $5, $6)",
+            request_sha256,
+            agent,
+            exam,
+            secret,
+            token_sha256,
+            deadline,
+        )
+
+    async def opened(self, request_sha256: bytes, open_index: int, root: bytes) -> None:
+        await self.pool.execute(
+            "UPDATE sittings SET state = 'open', open_index = $2, root = $3, updated_at = now() "
+            "WHERE request_sha256 = $1 AND state = 'opening'",
+            request_sha256,
+            open_index,
+            root,
+        )
+
+    async def void(self, request_sha256: bytes) -> None:
+        await self.pool.execute(
+            "UPDATE sittings SET state = 'void', updated_at = now() WHERE request_sha256 = $1 AND state = 'opening'",
+            request_sha256,
+        )
+
+    async def get(self, open_index: int) -> SittingRow | None:
+        r = await self.pool.fetchrow(_SELECT + "WHERE open_index = $1", open_index)
+        return None if r is None else _row(r)
+
+    async def stale_opening(self, older_than: dt.datetime) -> list[SittingRow]:
+        rows = await self.pool.fetch(
+            _SELECT + "WHERE state = 'opening' AND created_at < $1 LIMIT 100",
+            older_than,
+        )
+        return [_row(r) for r in rows]
+
+    async def due(self, now: dt.datetime, limit: int = 100) -> list[int]:
+        """Open sittings past their deadline (oldest first)."""
+        rows = await self.pool.fetch(
+            "SELECT open_index FROM sittings WHERE state = 'open' AND deadline < $1 ORDER BY deadline LIMIT $2",
+            now,
+            limit,
+        )
+        return [int(r["open_index"]) for r in rows]
+
+    async def record_moves(self, open_index: int, item_id: str, moves: list[str], before: int) -> bool:
+        """Store ``moves`` as the item's transcript if it still holds ``before`` moves (no rewinding)."""
+        status: str = await self.pool.execute(
+            "UPDATE sittings SET transcripts = jsonb_set(transcripts, ARRAY[$2::text], $3::jsonb), "
+            "updated_at = now() WHERE open_index = $1 AND state = 'open' "
+            "AND jsonb_array_length(COALESCE(transcripts -> $2::text, '[]'::jsonb)) = $4",
+            open_index,
+            item_id,
+            json.dumps(moves),
+            before,
+        )
+        return status.endswith(" 1")
+
+    async def closed(self, open_index: int, close_index: int) -> None:
+        await self.pool.execute(
+            "UPDATE sittings SET state = 'closed', close_index = $2, updated_at = now() "
+            "WHERE open_index = $1 AND state = 'open'",
+            open_index,
+            close_index,
+        )
