@@ -4,6 +4,9 @@ Each reply is parsed by the item's answer spec. The value is the size of the lar
 parsed answers over the number of asks; an unparseable reply agrees with nothing. Whether the agreed
 answer is right is reported as the ``correct`` facet but does not change the value (capability items
 measure correctness; this measures stability).
+
+``agreement@2`` (below) reads the same items but scores agreement on the *expected* answer: the value is
+the share of asks answered correctly, so a constant answer agrees perfectly and still scores 0.
 """
 
 from __future__ import annotations
@@ -51,3 +54,41 @@ def grade(item: Item, response: Response) -> Grade:
 
 
 AGREEMENT_V1 = register(Grader("agreement", 1, grade, check, family="consistency"))
+
+
+def check_v2(item: Item) -> None:
+    check(item)
+    problem = answers.check_spec(item.args["answer"], need_value=True)
+    require(problem is None, item, f"{problem} (agreement@2 grades correctness too)")
+
+
+def grade_v2(item: Item, response: Response) -> Grade:
+    """``agreement@2``: the value is the share of asks whose answer is the expected one, so a constant
+    (agreeing but wrong) answer scores 0. Same items as v1, but the spec must carry a ``value``."""
+    n = item.ask.times
+    if not response.turns:
+        return no_answer(response)
+    if len(response.turns) > n:
+        return failure(f"{len(response.turns)} replies for {n} asks")
+    spec = item.args["answer"]
+    parsed = []
+    for turn in response.turns:
+        try:
+            parsed.append(answers.parse(spec, turn.output))
+        except answers.Unparseable:
+            continue
+    if not parsed:
+        return failure("no reply has a parseable final answer")
+    modal, agreeing = sorted(Counter(parsed).items(), key=lambda kv: (-kv[1], repr(kv[0])))[0]
+    good = answers.accepted(spec)
+    correct = sum(1 for p in parsed if p in good)
+    facets = {"agreeing": agreeing, "asks": n, "correct": correct}
+    detail = f"{correct} of {n} answers are the expected one ({agreeing} agree on {answers.show(modal)})"
+    if correct == n:
+        return success(detail, **facets)
+    if correct <= 1:
+        return failure(detail, **facets)
+    return partial(correct * MAX_MILLIS // n, detail, **facets)
+
+
+AGREEMENT_V2 = register(Grader("agreement", 2, grade_v2, check_v2, family="consistency"))
