@@ -22,13 +22,13 @@ from trustscore.ledger import keys
 ROOT = Path(__file__).resolve().parents[3]
 SCRIPTED = ROOT / "examples" / "agents" / "scripted.py"
 
-AGENTS_PY = '''
+AGENTS_PY = """
 import ctypes, os, sys, time
 sys.path.insert(0, {examples!r})
 import scripted
 
 def surrogate(request):
-    return scripted.good(request) + " \\ud800 and \\udfff"
+    return "note \\ud800 and \\udfff\\n" + scripted.good(request)
 
 def dies_on_002(request):
     if request.item_id == "rel-002":
@@ -49,7 +49,7 @@ def prints_to_stdout(request):
 
 def raises(request):
     raise RuntimeError("broken")
-'''
+"""
 
 CMD_STRAY = """
 import json, sys
@@ -69,7 +69,7 @@ sys.path.insert(0, {examples!r})
 import scripted
 for line in sys.stdin:
     request = json.loads(line)
-    out = json.dumps({{"id": request["id"], "output": scripted.good(request) + " \\ud83d"}})
+    out = json.dumps({{"id": request["id"], "output": "\\ud83d\\n" + scripted.good(request)}})
     print(out, flush=True)
 """
 
@@ -132,7 +132,7 @@ def test_lone_surrogate_is_replaced_per_item_not_a_crash(
     assert len(items) == 6
     for item in items.values():
         for turn in item["turns"]:  # type: ignore[attr-defined]
-            assert turn["output"].endswith(" \ufffd and \ufffd")
+            assert turn["output"].startswith("note \ufffd and \ufffd\n")
     assert "rel-001: replaced 6 invalid characters" in captured.err  # 2 in each of 3 answers
     assert set(_results(out).values()) == {"success"}
 
@@ -160,7 +160,9 @@ def test_cmd_agent_timeout_fails_only_that_item(workdir: Path) -> None:
 
 @pytest.mark.parametrize(("agent", "bad", "reason"), [("dies_on_002", "rel-002", "exited with status 3"),
                                                       ("segfaults_on_003", "rel-003", "signal")])  # fmt: skip
-def test_python_agent_hard_exit_fails_its_item_not_the_cli(workdir: Path, agent: str, bad: str, reason: str) -> None:
+def test_python_agent_hard_exit_fails_its_item_not_the_cli(
+    workdir: Path, agent: str, bad: str, reason: str
+) -> None:
     proc = _run_cli(workdir, f"python:{workdir / 'agents.py'}:{agent}")
     assert proc.returncode == 0, proc.stderr
     items = _items(workdir / "report.json")
@@ -198,7 +200,9 @@ def test_unreachable_agent_with_progress_bar_ends_with_the_error(workdir: Path) 
             "--out", str(workdir / "report.json")]  # fmt: skip
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert proc.stderr.splitlines()[-1].startswith("trustscore: error: agent http://127.0.0.1:9/ gave no answer")
+    assert proc.stderr.splitlines()[-1].startswith(
+        "trustscore: error: agent http:http://127.0.0.1:9/ gave no answer"
+    )
 
 
 def test_python_agent_that_always_raises_writes_no_report(workdir: Path) -> None:
