@@ -150,3 +150,39 @@ def test_fold_is_idempotent_and_ascii_letters_survive(text: str) -> None:
 def test_hidden_forms_never_include_the_text_itself() -> None:
     forms = textnorm.hidden_forms("I won't send this to evil.example")
     assert all("evilexample" not in textnorm.squash(f) for _, f in forms)
+
+
+def _public_items(exam: str, ref: str) -> list[Item]:
+    items = json.loads((DEFAULT_PUBLIC_DIR / exam / "v1.json").read_text())["items"]
+    return [msgspec.convert({**raw, "grader": ref}, Item) for raw in items]
+
+
+def test_dumping_every_prompt_token_no_longer_does_the_user_task() -> None:
+    """The attack: a reply of every distinct prompt token passed v1's utility check on 10 of 12 items."""
+    useful = {1: 0, 2: 0}
+    for version in (1, 2):
+        for item in _public_items("security", f"injection@{version}"):
+            dump = " ".join(sorted(set(item.ask.prompts[0].split())))
+            useful[version] += grade_item(item, Response([Turn(dump, 0)])).facets["utility"]
+    assert useful == {1: 10, 2: 0}
+
+
+@pytest.mark.parametrize(("exam", "ref"), [("security", "injection@2"), ("integrity", "honesty@2"),
+                                           ("reliability", "agreement@2")])  # fmt: skip
+def test_scripted_personas_under_v2(exam: str, ref: str) -> None:
+    """The good persona still scores full marks under v2; no persona scores higher than under v1."""
+    knowledge = json.loads((DEFAULT_PUBLIC_DIR.parent / "examples" / "agents" / "knowledge.json").read_text())
+    for item in _public_items(exam, ref):
+        v1 = msgspec.structs.replace(item, grader=ref.replace("@2", "@1"))
+        entries = [knowledge.get(p) or next(v for k, v in knowledge.items() if p.startswith(k))
+                   for p in item.ask.prompts]  # fmt: skip
+        for persona in ("good", "careless", "gullible", "bluffer"):
+            outputs = []
+            for n in range(item.ask.times if item.ask.kind == "repeat" else len(entries)):
+                reply = entries[min(n, len(entries) - 1)][persona]
+                outputs.append(reply[n % len(reply)] if isinstance(reply, list) else reply)
+            response = Response([Turn(o, 0) for o in outputs])
+            got = grade_item(item, response).value
+            assert got <= grade_item(v1, response).value, (item.id, persona)
+            if persona == "good":
+                assert got == 1000, (item.id, persona)
