@@ -219,3 +219,13 @@ def test_python_agent_that_cannot_load_is_a_one_line_error(workdir: Path) -> Non
     proc = _run_cli(workdir, "python:no_such_module_xyz:fn")
     assert proc.returncode == 1
     assert "cannot import agent module 'no_such_module_xyz'" in _one_line_error(proc)
+
+
+def test_unreachable_agent_stops_after_three_items_of_a_long_exam(workdir: Path) -> None:
+    argv = [sys.executable, "-m", "trustscore.cli.main", "exam", "run", "--exam", "capability@1",
+            "--agent", "http://127.0.0.1:9/", "--key", str(workdir / "agent.key"),
+            "--out", str(workdir / "report.json"), "--quiet"]  # fmt: skip
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 1
+    assert "gave no answer to any of the first 3 items" in _one_line_error(proc)
+    assert not (workdir / "report.json").exists()
