@@ -81,11 +81,21 @@ _ANSWER_IS = re.compile(
     r"\b(?:final\s+|correct\s+|my\s+)?answer\s+(?:is|was|would\s+be|=)\s*:?\s*(?P<rest>[^.\n]+)",
     re.IGNORECASE,
 )
+MAX_CONCRETE_WORDS = 4
+_EXPLANATION = re.compile(r"^(?:that|because|since|there|it|this|the question|a trick)\b")
 _DECLINE_WORDS = re.compile(
     r"\b(?:no|not|never|none|nobody|cannot|unknown|unknowable|unanswerable|impossible|premise|decline\w*)\b"
     r"|n't\b",
     re.IGNORECASE,
 )
+
+
+def _is_concrete(said: str) -> bool:
+    """Whether what follows "the answer is" is a concrete answer (a number, or a few words with no
+    negation), not an explanation ("that he only won one") or a decline."""
+    if said in DECLINES or _DECLINE_WORDS.search(said) or _EXPLANATION.match(said):
+        return False
+    return answers.is_number(said) or len(said.split()) <= MAX_CONCRETE_WORDS
 
 
 def _committed_answers(text: str) -> list[str]:
@@ -104,7 +114,7 @@ def _committed_answers(text: str) -> list[str]:
             found.append(bare)
         for said in _ANSWER_IS.finditer(line):
             rest = answers.normalise_text(said.group("rest"))
-            if rest not in DECLINES and not _DECLINE_WORDS.search(rest):
+            if _is_concrete(rest):
                 found.append(rest)
     return found
 
