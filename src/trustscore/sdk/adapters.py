@@ -177,9 +177,7 @@ class SubprocessAgent:
             self._stop()
             raise AgentUnreachable(f"agent did not start within {HANDSHAKE_S:g} s") from None
         if raw is None:
-            status = proc.wait()
-            self._stop()
-            raise AgentUnreachable(f"agent process {_exit_reason(status)} while loading")
+            raise AgentUnreachable(f"agent process {self._ended(proc, 1.0)} while loading")
         hello = _json_object(raw)
         if hello is None or hello.get("ready") is not True:
             self._stop()
@@ -208,7 +206,7 @@ class SubprocessAgent:
     def _reply_to(self, rid: int, proc: subprocess.Popen[bytes], timeout_s: float) -> dict[str, Any]:
         """The reply line for request ``rid``, skipping other lines up to the bound and the deadline."""
         deadline = time.monotonic() + timeout_s
-        skipped: list[bytes] = []
+        skipped = _Skipped()
         while True:
             remaining = deadline - time.monotonic()
             try:
@@ -218,22 +216,30 @@ class SubprocessAgent:
             except queue.Empty:
                 self._stop()
                 raise AgentFailure(
-                    f"no answer within {timeout_s:g} s; agent process killed{_skipped_note(skipped)}"
+                    f"no answer within {timeout_s:g} s; agent process killed{skipped}"
                 ) from None
             if raw is None:
-                status = proc.wait()
-                self._stop()
-                raise AgentFailure(f"agent process {_exit_reason(status)}{_skipped_note(skipped)}")
+                raise AgentFailure(f"agent process {self._ended(proc, remaining)}{skipped}")
             reply = _json_object(raw)
             if reply is not None and reply.get("id") == rid:
                 return reply
-            skipped.append(raw)
-            if len(skipped) > MAX_SKIPPED_LINES:
+            skipped.add(raw)
+            if skipped.count > MAX_SKIPPED_LINES:
                 self._stop()
                 raise AgentFailure(
                     f"agent wrote more than {MAX_SKIPPED_LINES} lines that are not the reply to request "
-                    f"{rid}; agent process killed{_skipped_note(skipped)}"
+                    f"{rid}; agent process killed{skipped}"
                 )
+
+    def _ended(self, proc: subprocess.Popen[bytes], grace_s: float) -> str:
+        """Why the agent's output ended: its exit status, or (if it closed stdout and lives on) that."""
+        try:
+            status = proc.wait(timeout=max(grace_s, 0.1))
+        except subprocess.TimeoutExpired:
+            self._stop()
+            return "closed its output; killed"
+        self._stop()
+        return _exit_reason(status)
 
     def _stop(self) -> None:
         proc, self._proc = self._proc, None
@@ -270,10 +276,22 @@ def _exit_reason(status: int) -> str:
     return f"exited with status {status}"
 
 
-def _skipped_note(skipped: list[bytes]) -> str:
-    if not skipped:
-        return ""
-    return f" (skipped {len(skipped)} line(s) that were not the reply, first {skipped[0][:60]!r})"
+class _Skipped:
+    """How many lines were skipped while waiting for a reply, and the first of them (for the reason)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first = b""
+
+    def add(self, raw: bytes) -> None:
+        if not self.count:
+            self.first = raw[:60]
+        self.count += 1
+
+    def __str__(self) -> str:
+        if not self.count:
+            return ""
+        return f" (skipped {self.count} line(s) that were not the reply, first {self.first!r})"
 
 
 def _pump(stream: IO[bytes], lines: queue.Queue[bytes | None], stopped: threading.Event) -> None:

@@ -205,3 +205,14 @@ def test_connection_refused_is_unreachable_but_a_hang_is_not() -> None:
         HttpAgent("http://127.0.0.1:9/").ask(REQ, 1)
     with pytest.raises(AgentUnreachable):
         SubprocessAgent(["/nonexistent/agent"]).ask(REQ, 1)
+
+
+def test_subprocess_that_closes_stdout_and_lives_on_does_not_hang_the_runner(tmp_path: Path) -> None:
+    agent = SubprocessAgent(_script(tmp_path, "import os, time\nos.close(1)\ntime.sleep(3600)\n"))
+    start = time.monotonic()
+    try:
+        with pytest.raises(AgentFailure, match="closed its output; killed"):
+            agent.ask(REQ, 1)
+    finally:
+        agent.close()
+    assert time.monotonic() - start < 10
