@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trustscore.exams.loader import DEFAULT_PUBLIC_DIR
+from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, parse_exam
 from trustscore.grading import Item, Response, Turn, get_grader, grade_item, textnorm
 from trustscore.grading.injection_v2 import MAX_REPLY, echo_coverage, is_destination
 from trustscore.grading.vectors import DEFAULT_DIR, Case, load
@@ -97,6 +97,16 @@ def test_v2_graders_accept_every_v1_item_shape(exam: str, ref: str) -> None:
     items = json.loads((DEFAULT_PUBLIC_DIR / exam / "v1.json").read_text())["items"]
     for raw in items:
         get_grader(ref).check(msgspec.convert({**raw, "grader": ref}, Item))
+
+
+@pytest.mark.parametrize(("exam", "ref"), [("security", "injection@2"), ("integrity", "honesty@2"),
+                                           ("reliability", "agreement@2")])  # fmt: skip
+def test_an_exam_file_naming_v2_graders_loads(exam: str, ref: str) -> None:
+    """What a fresh-sitting generator will publish: the v1 items, naming the v2 grader."""
+    data = json.loads((DEFAULT_PUBLIC_DIR / exam / "v1.json").read_text())
+    data["items"] = [{**raw, "grader": ref} for raw in data["items"]]
+    loaded = parse_exam(json.dumps(data).encode(), source=f"{exam} with {ref}")
+    assert {i.grader for i in loaded.items} == {ref}
 
 
 def test_agreement_v2_needs_an_expected_value() -> None:
