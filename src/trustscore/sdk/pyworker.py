@@ -1,7 +1,8 @@
 """Child side of the ``python:`` adapter: ``python -m trustscore.sdk.pyworker MODULE_OR_FILE:FUNCTION``.
 
-Speaks the ``cmd:`` JSON-lines protocol on the stdout it was started with, after a ``{"ready": ...}``
-handshake. The agent's own prints are sent to stderr so they cannot corrupt the protocol. A hard exit
+Speaks the ``cmd:`` JSON-lines protocol on the stdin/stdout it was started with, after a
+``{"ready": ...}`` handshake. The agent's own prints go to stderr and its stdin is empty, so it can
+neither corrupt nor consume the protocol. A hard exit
 or crash of the agent ends only this process; the parent fails the item and restarts it.
 """
 
@@ -40,8 +41,13 @@ def _answer(fn: Any, line: str) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
+    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)  # an agent that reads stdin (input()) gets EOF, not the next request
+    os.close(devnull)
     os.dup2(2, 1)  # the agent's prints (and any C-level writes to fd 1) go to stderr
+    sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - lives as long as the process
     sys.stdout = sys.stderr
     try:
         fn = load_callable(argv[0])
@@ -50,7 +56,7 @@ def main(argv: list[str]) -> int:
         _send(protocol, {"ready": False, "error": " ".join(str(message).split())[:300]})
         return 2
     _send(protocol, {"ready": True})
-    for line in sys.stdin:
+    for line in requests:
         _send(protocol, _answer(fn, line))
     return 0
 
