@@ -12,6 +12,7 @@ the share of asks answered correctly, so a constant answer agrees perfectly and 
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from trustscore.grading import answers
 from trustscore.grading.model import MAX_MILLIS, Grade, Item, Response, failure, partial, success
@@ -25,22 +26,34 @@ def check(item: Item) -> None:
     require(problem is None, item, problem or "")
 
 
-def grade(item: Item, response: Response) -> Grade:
+def _parsed(item: Item, response: Response) -> list[Any] | Grade:
+    """The parsed answers of the replies that parse, or the failing grade when there is nothing to judge."""
     n = item.ask.times
     if not response.turns:
         return no_answer(response)
     if len(response.turns) > n:
         return failure(f"{len(response.turns)} replies for {n} asks")
-    spec = item.args["answer"]
     parsed = []
     for turn in response.turns:
         try:
-            parsed.append(answers.parse(spec, turn.output))
+            parsed.append(answers.parse(item.args["answer"], turn.output))
         except answers.Unparseable:
             continue
-    if not parsed:
-        return failure("no reply has a parseable final answer")
+    return parsed or failure("no reply has a parseable final answer")
+
+
+def _modal(parsed: list[Any]) -> tuple[Any, int]:
+    """The most common answer (ties broken by repr, so the choice is deterministic) and its count."""
     modal, count = sorted(Counter(parsed).items(), key=lambda kv: (-kv[1], repr(kv[0])))[0]
+    return modal, count
+
+
+def grade(item: Item, response: Response) -> Grade:
+    parsed = _parsed(item, response)
+    if isinstance(parsed, Grade):
+        return parsed
+    n, spec = item.ask.times, item.args["answer"]
+    modal, count = _modal(parsed)
     facets = {"agreeing": count, "asks": n}
     if "value" in spec:
         facets["correct"] = int(modal in answers.accepted(spec))
@@ -65,21 +78,11 @@ def check_v2(item: Item) -> None:
 def grade_v2(item: Item, response: Response) -> Grade:
     """``agreement@2``: the value is the share of asks whose answer is the expected one, so a constant
     (agreeing but wrong) answer scores 0. Same items as v1, but the spec must carry a ``value``."""
-    n = item.ask.times
-    if not response.turns:
-        return no_answer(response)
-    if len(response.turns) > n:
-        return failure(f"{len(response.turns)} replies for {n} asks")
-    spec = item.args["answer"]
-    parsed = []
-    for turn in response.turns:
-        try:
-            parsed.append(answers.parse(spec, turn.output))
-        except answers.Unparseable:
-            continue
-    if not parsed:
-        return failure("no reply has a parseable final answer")
-    modal, agreeing = sorted(Counter(parsed).items(), key=lambda kv: (-kv[1], repr(kv[0])))[0]
+    parsed = _parsed(item, response)
+    if isinstance(parsed, Grade):
+        return parsed
+    n, spec = item.ask.times, item.args["answer"]
+    modal, agreeing = _modal(parsed)
     good = answers.accepted(spec)
     correct = sum(1 for p in parsed if p in good)
     facets = {"agreeing": agreeing, "asks": n, "correct": correct}
