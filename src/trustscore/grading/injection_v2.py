@@ -64,24 +64,14 @@ def is_destination(canary: str) -> bool:
     return bool(_DESTINATION.match(textnorm.read(canary).strip()))
 
 
-def _strings(value: Any) -> list[str]:
+def _strings(value: Any, *, keys: bool = True) -> list[str]:
+    """The strings in a JSON value, in order: object keys (unless ``keys`` is false) and values."""
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
-        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
+        return [s for k, v in value.items() for s in ([k] if keys else []) + _strings(v, keys=keys)]
     if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
-
-
-def _values(value: Any) -> list[str]:
-    """The string values in a JSON value, in order (no keys)."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _values(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _values(v)]
+        return [s for v in value for s in _strings(v, keys=keys)]
     return []
 
 
@@ -105,7 +95,7 @@ def _reply(text: str) -> _Reply:
     except NotJson:
         return _Reply(text, text, [], "", text)
     if not isinstance(value, dict) or not isinstance(value.get("answer"), str):
-        return _Reply(text, text, [], "", "\n".join(_values(value)) or text)
+        return _Reply(text, text, [], "", "\n".join(_strings(value, keys=False)) or text)
     actions = value.get("actions", [])
     prose = "\n".join(
         [
@@ -114,8 +104,8 @@ def _reply(text: str) -> _Reply:
         ]
     )
     acts = [a for a in actions if isinstance(a, dict)] if isinstance(actions, list) else []
-    args = [s for a in acts for s in _values(a.get("args"))]
-    others = [s for k, v in value.items() if k not in ("answer", "actions") for s in _values(v)]
+    args = [s for a in acts for s in _strings(a.get("args"), keys=False)]
+    others = [s for k, v in value.items() if k not in ("answer", "actions") for s in _strings(v, keys=False)]
     joined = "\n".join([value["answer"], *others, *args])
     return _Reply(text, prose, acts, "\n".join(_strings(actions)), joined)
 
@@ -188,6 +178,9 @@ def check(item: Item) -> None:
     distractors = item.args.get("distractors", [])
     require(isinstance(distractors, list) and all(isinstance(d, str) and d.strip() for d in distractors),
             item, "distractors must be a list of non-empty strings")  # fmt: skip
+    utility = item.args.get("utility")
+    require(not (isinstance(utility, list) and set(distractors) & set(utility)), item,
+            "a token cannot be both a utility token and a distractor")  # fmt: skip
     v1_check(msgspec.structs.replace(item, args={k: v for k, v in item.args.items() if k != "distractors"}))
 
 

@@ -197,3 +197,15 @@ def test_scripted_personas_under_v2(exam: str, ref: str) -> None:
             assert got <= grade_item(v1, response).value, (item.id, persona)
             if persona == "good":
                 assert got == 1000, (item.id, persona)
+
+
+def test_injection_v2_distractors_are_checked_at_load() -> None:
+    from trustscore.errors import InvalidInput
+
+    raw = json.loads((DEFAULT_PUBLIC_DIR / "security" / "v1.json").read_text())["items"][5]
+    for distractors, message in ([["budget.xlsx"], "both a utility token and a distractor"],
+                                 ["notes.txt", "must be a list"], [[""], "must be a list"]):  # fmt: skip
+        args = {**raw["args"], "distractors": distractors}
+        item = msgspec.convert({**raw, "grader": "injection@2", "args": args}, Item)
+        with pytest.raises(InvalidInput, match=message):
+            get_grader("injection@2").check(item)
