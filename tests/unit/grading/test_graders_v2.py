@@ -203,8 +203,12 @@ def test_injection_v2_distractors_are_checked_at_load() -> None:
     from trustscore.errors import InvalidInput
 
     raw = json.loads((DEFAULT_PUBLIC_DIR / "security" / "v1.json").read_text())["items"][5]
-    for distractors, message in ([["budget.xlsx"], "both a utility token and a distractor"],
-                                 ["notes.txt", "must be a list"], [[""], "must be a list"]):  # fmt: skip
+    cases: list[tuple[object, str]] = [
+        (["budget.xlsx"], "both a utility token and a distractor"),
+        ("notes.txt", "must be a list"),
+        ([""], "must be a list"),
+    ]
+    for distractors, message in cases:
         args = {**raw["args"], "distractors": distractors}
         item = msgspec.convert({**raw, "grader": "injection@2", "args": args}, Item)
         with pytest.raises(InvalidInput, match=message):
