@@ -134,3 +134,11 @@ class Busy(TrustscoreError):
     code = "busy"
     status = 503
     title = "Service busy"
+
+
+class AgentUnavailable(TrustscoreError):
+    """The agent under test answered none of the first exam items (unreachable, crashing): no report."""
+
+    code = "agent-unavailable"
+    status = 502
+    title = "Agent unavailable"

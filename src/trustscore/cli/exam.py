@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TextIO
 
 from trustscore.cli import sitting
-from trustscore.errors import InvalidInput
+from trustscore.errors import InvalidInput, TrustscoreError
 from trustscore.exams.loader import ExamDirs, list_exams, load_exam
 from trustscore.exams.report import exam_for, grade_report, read_report, write_report
 from trustscore.grading import ItemGrade
@@ -105,8 +105,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     agent = agent_from_spec(args.agent)
     try:
         run = run_exam(exam, agent, timeout_s=args.item_timeout, progress=progress)  # type: ignore[arg-type]
+    except TrustscoreError:
+        if progress is not None:
+            sys.stderr.write("\n")  # end the progress bar's line so the error is a line of its own
+        raise
     finally:
         agent.close()
+    for record in run.records:
+        for note in record.notes:
+            print(f"trustscore: warning: {record.item.id}: {note}", file=sys.stderr)
     write_report(args.out, sign_run(run, key))
     grades = [ItemGrade(r.item.id, r.item.dimension, r.item.grader, r.grade) for r in run.records]
     _table(grades, sys.stdout)

@@ -16,7 +16,9 @@ import re
 from fractions import Fraction
 from typing import Any
 
-_ANSWER = re.compile(r"^[*_`#>\s]*(?:final\s+)?answer[*_`\s]*[:=]\s*(?P<rest>.*)$", re.IGNORECASE)
+ANSWER_LINE = _ANSWER = re.compile(
+    r"^[*_`#>\s]*(?:final\s+)?answer[*_`\s]*[:=]\s*(?P<rest>.*)$", re.IGNORECASE
+)
 _INT = re.compile(r"^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)$")
 _DEC = re.compile(r"^[+-]?(?:\d+\.\d*|\.\d+|\d+)$")
 _FRAC = re.compile(r"^[+-]?\d+\s*/\s*\d+$")
@@ -37,6 +39,20 @@ def final_answer(text: str) -> str:
         if m:
             return _strip_decoration(m.group("rest"))
     return _strip_decoration(lines[-1])
+
+
+def strip_decoration(text: str) -> str:
+    """The answer text without markdown decoration, a trailing full stop, or a typographic minus."""
+    return _strip_decoration(text)
+
+
+def is_number(text: str) -> bool:
+    """Whether ``text`` is a number (integer, decimal or fraction) and nothing else."""
+    try:
+        parse_number(text)
+    except Unparseable:
+        return False
+    return True
 
 
 def _strip_decoration(text: str) -> str:

@@ -51,6 +51,7 @@ def _load_builtin() -> None:
         exact,
         honesty,
         injection,
+        injection_v2,
         negotiation,
     )
 

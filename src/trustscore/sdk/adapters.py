@@ -16,7 +16,9 @@ import queue
 import shlex
 import signal
 import subprocess
+import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, Literal, Protocol
@@ -27,6 +29,9 @@ import msgspec
 from trustscore.errors import InvalidInput, TrustscoreError
 
 MAX_LINE = 4 * 1024 * 1024
+MAX_SKIPPED_LINES = 1000  # lines per ask that are not the reply before the item fails
+QUEUED_LINES = 16  # lines read ahead from a subprocess agent (at most MAX_LINE each)
+HANDSHAKE_S = 60.0  # time a python: agent has to import its module
 
 
 class AgentFailure(TrustscoreError):
@@ -35,6 +40,13 @@ class AgentFailure(TrustscoreError):
     code = "agent-failure"
     status = 502
     title = "Agent failed"
+
+
+class AgentUnreachable(AgentFailure):
+    """The agent could not be reached at all (connection refused, command cannot start)."""
+
+    code = "agent-unreachable"
+    title = "Agent unreachable"
 
 
 class Message(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -100,20 +112,40 @@ def _text(value: object) -> str:
 
 class SubprocessAgent:
     """A long-running process speaking JSON lines: one request object per line on its stdin, one
-    ``{"id": n, "output": "..."}`` per line on its stdout. Restarted after a crash or a timeout."""
+    ``{"id": n, "output": "..."}`` (or ``{"id": n, "error": "why"}``) per line on its stdout.
 
-    def __init__(self, argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None) -> None:
+    Each request carries a fresh id; lines that are not the reply to it (log lines, stale replies to a
+    timed-out request) are skipped, up to :data:`MAX_SKIPPED_LINES` per ask, so one stray line costs
+    nothing. A timeout, a crash or too many stray lines fails that item only: the process (its whole
+    process group) is killed and restarted for the next one.
+
+    With ``handshake=True`` the process must first write ``{"ready": true}`` (or ``{"ready": false,
+    "error": "why"}``) within :data:`HANDSHAKE_S`; the ``python:`` adapter's worker does.
+    """
+
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        label: str | None = None,
+        handshake: bool = False,
+    ) -> None:
         if not argv:
             raise InvalidInput("subprocess agent needs a command")
         self.argv = argv
         self.env = env
         self.cwd = cwd
-        self.label = "cmd:" + shlex.join(argv)
+        self.label = label or "cmd:" + shlex.join(argv)
+        self.handshake = handshake
         self._proc: subprocess.Popen[bytes] | None = None
-        self._lines: queue.Queue[bytes | None] = queue.Queue()
+        self._lines: queue.Queue[bytes | None] = queue.Queue(maxsize=QUEUED_LINES)
+        self._stopped = threading.Event()
         self._next_id = 0
 
-    def _start(self) -> subprocess.Popen[bytes]:
+    def start(self) -> subprocess.Popen[bytes]:
+        """The running agent process, started (and handshaken) if it is not running."""
         if self._proc is not None and self._proc.poll() is None:
             return self._proc
         self._stop()
@@ -128,15 +160,32 @@ class SubprocessAgent:
                 start_new_session=True,
             )
         except OSError as exc:
-            raise AgentFailure(f"cannot start {self.argv[0]}: {exc.strerror}") from exc
-        lines: queue.Queue[bytes | None] = queue.Queue()
+            raise AgentUnreachable(f"cannot start {self.argv[0]}: {exc.strerror}") from exc
+        lines: queue.Queue[bytes | None] = queue.Queue(maxsize=QUEUED_LINES)
+        stopped = threading.Event()
         assert proc.stdout is not None
-        threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
-        self._proc, self._lines = proc, lines
+        threading.Thread(target=_pump, args=(proc.stdout, lines, stopped), daemon=True).start()
+        self._proc, self._lines, self._stopped = proc, lines, stopped
+        if self.handshake:
+            self._handshake(proc)
         return proc
 
+    def _handshake(self, proc: subprocess.Popen[bytes]) -> None:
+        try:
+            raw = self._lines.get(timeout=HANDSHAKE_S)
+        except queue.Empty:
+            self._stop()
+            raise AgentUnreachable(f"agent did not start within {HANDSHAKE_S:g} s") from None
+        if raw is None:
+            raise AgentUnreachable(f"agent process {self._ended(proc, 1.0)} while loading")
+        hello = _json_object(raw)
+        if hello is None or hello.get("ready") is not True:
+            self._stop()
+            why = hello.get("error") if hello is not None else None
+            raise AgentUnreachable(str(why) if isinstance(why, str) else f"agent did not start: {raw[:80]!r}")
+
     def ask(self, request: AgentRequest, timeout_s: float) -> str:
-        proc = self._start()
+        proc = self.start()
         self._next_id += 1
         rid = self._next_id
         line = json.dumps({"id": rid, **msgspec.to_builtins(request)}) + "\n"
@@ -145,27 +194,56 @@ class SubprocessAgent:
             proc.stdin.write(line.encode())
             proc.stdin.flush()
         except (BrokenPipeError, OSError) as exc:
+            status = proc.poll()
             self._stop()
-            raise AgentFailure(f"agent process is gone (exit status {proc.poll()})") from exc
-        try:
-            raw = self._lines.get(timeout=timeout_s)
-        except queue.Empty as exc:
-            self._stop()
-            raise AgentFailure(f"no answer within {timeout_s:g} s; agent process killed") from exc
-        if raw is None:
-            status = proc.wait()
-            self._stop()
-            raise AgentFailure(f"agent process exited with status {status}")
-        try:
-            reply = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise AgentFailure(f"agent wrote a line that is not JSON: {raw[:80]!r}") from exc
-        if not isinstance(reply, dict) or reply.get("id") != rid:
-            raise AgentFailure(f"agent reply is not {{'id': {rid}, 'output': ...}}")
+            raise AgentFailure(f"agent process is gone (exit status {status})") from exc
+        reply = self._reply_to(rid, proc, timeout_s)
+        error = reply.get("error")
+        if isinstance(error, str):
+            raise AgentFailure(" ".join(error.split())[:300])
         return _text(reply.get("output"))
+
+    def _reply_to(self, rid: int, proc: subprocess.Popen[bytes], timeout_s: float) -> dict[str, Any]:
+        """The reply line for request ``rid``, skipping other lines up to the bound and the deadline."""
+        deadline = time.monotonic() + timeout_s
+        skipped = _Skipped()
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                if remaining <= 0:
+                    raise queue.Empty
+                raw = self._lines.get(timeout=remaining)
+            except queue.Empty:
+                self._stop()
+                raise AgentFailure(
+                    f"no answer within {timeout_s:g} s; agent process killed{skipped}"
+                ) from None
+            if raw is None:
+                raise AgentFailure(f"agent process {self._ended(proc, remaining)}{skipped}")
+            reply = _json_object(raw)
+            if reply is not None and reply.get("id") == rid:
+                return reply
+            skipped.add(raw)
+            if skipped.count > MAX_SKIPPED_LINES:
+                self._stop()
+                raise AgentFailure(
+                    f"agent wrote more than {MAX_SKIPPED_LINES} lines that are not the reply to request "
+                    f"{rid}; agent process killed{skipped}"
+                )
+
+    def _ended(self, proc: subprocess.Popen[bytes], grace_s: float) -> str:
+        """Why the agent's output ended: its exit status, or (if it closed stdout and lives on) that."""
+        try:
+            status = proc.wait(timeout=max(grace_s, 0.1))
+        except subprocess.TimeoutExpired:
+            self._stop()
+            return "closed its output; killed"
+        self._stop()
+        return _exit_reason(status)
 
     def _stop(self) -> None:
         proc, self._proc = self._proc, None
+        self._stopped.set()
         if proc is None:
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -180,13 +258,79 @@ class SubprocessAgent:
         self._stop()
 
 
-def _pump(stream: IO[bytes], lines: queue.Queue[bytes | None]) -> None:
+def _json_object(raw: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _exit_reason(status: int) -> str:
+    if status < 0:
+        try:
+            name = signal.Signals(-status).name
+        except ValueError:
+            name = str(-status)
+        return f"was killed by signal {name}"
+    return f"exited with status {status}"
+
+
+class _Skipped:
+    """How many lines were skipped while waiting for a reply, and the first of them (for the reason)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first = b""
+
+    def add(self, raw: bytes) -> None:
+        if not self.count:
+            self.first = raw[:60]
+        self.count += 1
+
+    def __str__(self) -> str:
+        if not self.count:
+            return ""
+        return f" (skipped {self.count} line(s) that were not the reply, first {self.first!r})"
+
+
+def _pump(stream: IO[bytes], lines: queue.Queue[bytes | None], stopped: threading.Event) -> None:
+    """Move lines from the agent's stdout to ``lines`` (bounded: a flood blocks the agent, not memory)."""
+
+    def put(item: bytes | None) -> bool:
+        while not stopped.is_set():
+            try:
+                lines.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
     try:
         for line in iter(lambda: stream.readline(MAX_LINE), b""):
-            lines.put(line)
+            if not put(line):
+                return
     except (OSError, ValueError):
         pass
-    lines.put(None)
+    put(None)
+
+
+class PythonAgent(SubprocessAgent):
+    """A Python callable ``fn(AgentRequest) -> str`` run in a child process
+    (``python -m trustscore.sdk.pyworker TARGET``), so an agent that hangs, calls ``os._exit`` or
+    segfaults fails its item instead of taking the CLI with it. The callable's prints go to stderr,
+    never into the protocol. Loading errors are reported when the adapter is created."""
+
+    def __init__(self, target: str, *, label: str | None = None) -> None:
+        super().__init__(
+            [sys.executable, "-m", "trustscore.sdk.pyworker", target],
+            label=label or f"python:{target}",
+            handshake=True,
+        )
+        try:
+            self.start()
+        except AgentFailure as exc:
+            raise InvalidInput(f"python agent {target}: {exc.message}") from exc
 
 
 class HttpAgent:
@@ -240,6 +384,8 @@ class OpenAIAgent:
 def _post(client: httpx.Client, url: str, payload: Any, timeout_s: float, headers: dict[str, str]) -> Any:
     try:
         resp = client.post(url, json=payload, timeout=timeout_s, headers=headers)
+    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+        raise AgentUnreachable(f"cannot reach agent at {url}: {' '.join(str(exc).split())}") from exc
     except httpx.TimeoutException as exc:
         raise AgentFailure(f"no answer within {timeout_s:g} s") from exc
     except httpx.HTTPError as exc:
@@ -252,7 +398,8 @@ def _post(client: httpx.Client, url: str, payload: Any, timeout_s: float, header
         raise AgentFailure("agent answered something that is not JSON") from exc
 
 
-def _load_callable(target: str) -> Callable[[AgentRequest], Any]:
+def load_callable(target: str) -> Callable[[AgentRequest], Any]:
+    """The callable named by ``MODULE:FUNCTION`` or ``FILE.py:FUNCTION`` (imports it: runs its code)."""
     module_ref, _, attr = target.rpartition(":")
     if not module_ref or not attr:
         raise InvalidInput(f"python agent spec must be python:MODULE_OR_FILE:FUNCTION, got {target!r}")
@@ -282,7 +429,10 @@ def agent_from_spec(spec: str) -> Agent:
     """
     kind, _, rest = spec.partition(":")
     if kind == "python":
-        return CallableAgent(_load_callable(rest), label=spec)
+        module_ref, _, attr = rest.rpartition(":")
+        if not module_ref or not attr:
+            raise InvalidInput(f"python agent spec must be python:MODULE_OR_FILE:FUNCTION, got {rest!r}")
+        return PythonAgent(rest, label=spec)
     if kind == "cmd":
         argv = shlex.split(rest)
         if not argv:

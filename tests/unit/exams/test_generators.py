@@ -116,8 +116,8 @@ def test_a_lookup_table_of_500_instances_scores_at_chance(ref: str, chance: floa
 def test_reliability_correctness_is_not_memorisable() -> None:
     agent = lookup_agent(table("repeat-check@1"))
     items = [get_generator("repeat-check@1").make(seed(n)) for n in FRESH]
-    correct = sum(grade_item(i, agent(i)).facets.get("correct", 0) for i in items)
-    assert correct <= 0.15 * len(items), f"{correct} of {len(items)} correct from the table"
+    mean = sum(grade_item(i, agent(i)).value for i in items) / len(items) / 1000  # agreement@2: correct too
+    assert mean <= 0.15, f"the lookup agent scored {mean:.3f} on fresh reliability items"
 
 
 def test_honesty_probes_punish_always_declining() -> None:

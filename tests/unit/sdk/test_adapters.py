@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -10,12 +11,15 @@ import pytest
 
 from trustscore.errors import InvalidInput
 from trustscore.sdk.adapters import (
+    MAX_SKIPPED_LINES,
     AgentFailure,
     AgentRequest,
+    AgentUnreachable,
     CallableAgent,
     HttpAgent,
     Message,
     OpenAIAgent,
+    PythonAgent,
     SubprocessAgent,
     agent_from_spec,
 )
@@ -68,8 +72,10 @@ def test_subprocess_hang_garbage_and_missing(tmp_path: Path) -> None:
     junk = SubprocessAgent(
         _script(tmp_path, "import sys\nfor l in sys.stdin:\n    print('junk', flush=True)\n")
     )
-    with pytest.raises(AgentFailure, match="not JSON"):
-        junk.ask(REQ, 5)
+    with pytest.raises(
+        AgentFailure, match=r"no answer within 0\.5 s.*skipped 1 line\(s\) that were not the reply"
+    ):
+        junk.ask(REQ, 0.5)
     junk.close()
     with pytest.raises(AgentFailure, match="cannot start"):
         SubprocessAgent(["/nonexistent/agent"]).ask(REQ, 1)
@@ -83,8 +89,10 @@ def test_http_agents_unreachable() -> None:
 
 
 def test_specs() -> None:
-    assert agent_from_spec(f"python:{ROOT}/examples/agents/scripted.py:good").label.startswith("python:")
-    assert agent_from_spec("python:json:dumps").label == "python:json:dumps"
+    for spec in (f"python:{ROOT}/examples/agents/scripted.py:good", "python:json:dumps"):
+        agent = agent_from_spec(spec)
+        assert agent.label == spec
+        agent.close()
     assert agent_from_spec("cmd:python agent.py --x").label == "cmd:python agent.py --x"
     assert isinstance(agent_from_spec("http://127.0.0.1:1/agent"), HttpAgent)
     assert isinstance(agent_from_spec("http:http://127.0.0.1:1/agent"), HttpAgent)
@@ -101,3 +109,110 @@ def test_specs() -> None:
     ]:
         with pytest.raises(InvalidInput, match=msg):
             agent_from_spec(bad)
+
+
+def test_subprocess_skips_stray_and_stale_lines(tmp_path: Path) -> None:
+    argv = _script(
+        tmp_path,
+        "import json, sys\n"
+        "print('booting', flush=True)\n"
+        "for line in sys.stdin:\n"
+        "    r = json.loads(line)\n"
+        "    print(json.dumps({'id': r['id'] - 1, 'output': 'stale'}), flush=True)\n"
+        "    print('[1, 2]', flush=True)\n"
+        "    print(json.dumps({'id': r['id'], 'output': 'fresh ' + str(r['id'])}), flush=True)\n",
+    )
+    agent = SubprocessAgent(argv)
+    try:
+        assert [agent.ask(REQ, 5) for _ in range(3)] == ["fresh 1", "fresh 2", "fresh 3"]
+    finally:
+        agent.close()
+
+
+def test_subprocess_flood_of_stray_lines_fails_the_item_within_bounds(tmp_path: Path) -> None:
+    argv = _script(
+        tmp_path,
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    r = json.loads(line)\n"
+        "    if r['item_id'] == 'flood':\n"
+        "        while True:\n"
+        "            print('x' * 100, flush=True)\n"
+        "    print(json.dumps({'id': r['id'], 'output': 'ok'}), flush=True)\n",
+    )
+    agent = SubprocessAgent(argv)
+    try:
+        with pytest.raises(AgentFailure, match=f"more than {MAX_SKIPPED_LINES} lines that are not the reply"):
+            agent.ask(AgentRequest("x@1", "flood", 0, []), 30)
+        assert agent.ask(REQ, 5) == "ok"  # restarted, in step again
+    finally:
+        agent.close()
+
+
+def test_subprocess_error_reply_fails_the_item(tmp_path: Path) -> None:
+    argv = _script(
+        tmp_path,
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    r = json.loads(line)\n"
+        "    print(json.dumps({'id': r['id'], 'error': 'model\\noverloaded'}), flush=True)\n",
+    )
+    agent = SubprocessAgent(argv)
+    try:
+        with pytest.raises(AgentFailure, match=r"^model overloaded$"):
+            agent.ask(REQ, 5)
+    finally:
+        agent.close()
+
+
+def test_python_agent_runs_in_a_child_process(tmp_path: Path) -> None:
+    path = tmp_path / "agent.py"
+    path.write_text(
+        "import os, time\n"
+        "def pid(r):\n    return str(os.getpid())\n"
+        "def hang(r):\n    time.sleep(3600)\n"
+        "def exits(r):\n    os._exit(7)\n"
+        "def number(r):\n    return 5\n"
+    )
+    agent = PythonAgent(f"{path}:pid")
+    try:
+        child = agent.ask(REQ, 10)
+        assert child != str(os.getpid())
+    finally:
+        agent.close()
+    for fn, match in [("hang", r"no answer within 0\.5 s; agent process killed"),
+                      ("exits", "agent process exited with status 7"), ("number", "answered int, not text")]:  # fmt: skip
+        agent = PythonAgent(f"{path}:{fn}")
+        try:
+            with pytest.raises(AgentFailure, match=match):
+                agent.ask(REQ, 0.5)
+        finally:
+            agent.close()
+
+
+def test_python_agent_that_dies_while_loading_is_invalid_input(tmp_path: Path) -> None:
+    path = tmp_path / "agent.py"
+    path.write_text("import os\nos._exit(5)\n")
+    with pytest.raises(InvalidInput, match="exited with status 5 while loading"):
+        PythonAgent(f"{path}:fn")
+    path.write_text("raise SystemExit('no config')\n")
+    with pytest.raises(InvalidInput, match="SystemExit: no config"):
+        PythonAgent(f"{path}:fn")
+
+
+def test_connection_refused_is_unreachable_but_a_hang_is_not() -> None:
+    with pytest.raises(AgentUnreachable):
+        HttpAgent("http://127.0.0.1:9/").ask(REQ, 1)
+    with pytest.raises(AgentUnreachable):
+        SubprocessAgent(["/nonexistent/agent"]).ask(REQ, 1)
+
+
+def test_subprocess_that_closes_stdout_and_lives_on_does_not_hang_the_runner(tmp_path: Path) -> None:
+    agent = SubprocessAgent(_script(tmp_path, "import os, time\nos.close(1)\ntime.sleep(3600)\n"))
+    start = time.monotonic()
+    try:
+        with pytest.raises(AgentFailure, match="closed its output; killed"):
+            agent.ask(REQ, 1)
+    finally:
+        agent.close()
+    assert time.monotonic() - start < 10

@@ -1,8 +1,6 @@
 """``repeat-check@1``: a fresh question asked three times in fresh conversations.
-
-TODO(lead, before release): name ``agreement@2`` (which scores correctness as well as agreement) once
-graders v2 lands; ``agreement@1`` only records correctness in its ``correct`` facet, so a constant
-answer still agrees with itself. Nothing is published until then, so the switch keeps version 1."""
+Graded by ``agreement@2``, which scores correctness as well as agreement, so a constant answer that
+agrees with itself scores nothing."""
 
 from __future__ import annotations
 
@@ -11,7 +9,7 @@ from trustscore.exams.generators.common import ANSWER_LINE, NAMES, choice, integ
 from trustscore.exams.generators.rng import Rng
 from trustscore.grading.model import Item
 
-GRADER = "agreement@1"  # TODO(lead): agreement@2 after merge (see the module docstring)
+GRADER = "agreement@2"
 
 
 def _is_prime(n: int) -> bool:
