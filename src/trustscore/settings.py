@@ -34,7 +34,8 @@ class Settings:
     snapshot_interval: float = 3600.0  # seconds between logged rating snapshots
     key_rate: float = 50.0  # writes per second per signer key (0: unlimited)
     key_burst: int = 2000  # entries a key may write at once
-    address_rate_per_minute: int = 6000  # POSTs per minute per client address (0: unlimited)
+    address_rate_per_minute: int = 6000  # entries written per minute per client address (0: unlimited)
+    address_burst: int = 1000  # entries a client address may write at once (a duplicate costs nothing)
     reverify_interval: float = 86_400.0  # scheduled re-verification of every agent (0: only after reports)
     reverify_k: int = 10  # public items re-asked per run
     reverify_k_private: int = 3  # private items asked per run (when a private exam dir is configured)
@@ -105,6 +106,7 @@ def from_env(env: dict[str, str] | None = None) -> Settings:
         "address_rate_per_minute": _int("ADDRESS_RATE_PER_MINUTE", v)
         if (v := get("ADDRESS_RATE_PER_MINUTE"))
         else None,
+        "address_burst": _int("ADDRESS_BURST", v) if (v := get("ADDRESS_BURST")) else None,
         "reverify_interval": _float("REVERIFY_INTERVAL", v) if (v := get("REVERIFY_INTERVAL")) else None,
         "reverify_deadline": _float("REVERIFY_DEADLINE", v) if (v := get("REVERIFY_DEADLINE")) else None,
         "outbound_allow_loopback": _bool("OUTBOUND_ALLOW_LOOPBACK", v)

@@ -3,8 +3,9 @@
 
 Evidence (source ``verified``, issuer ``server-reverify``, at ``ran_at``):
 
-- integrity, key ``reverify:report:{report_index}``: the report's standing, replaced by each later run of
-  the same report. match: value = share, success; mismatch: value = share, partial (share >= 500) or
+- integrity, key ``reverify:standing:{exam}@{exam_version}``: the agent's standing on that exam version,
+  replaced by each later run of any report of it (one standing item per agent and exam version, so
+  re-submitting a report cannot multiply it; issue #10). match: value = share, success; mismatch: value = share, partial (share >= 500) or
   failure; unreachable: value 0, failure (a down endpoint is never a silent pass; a later match heals it).
 - integrity, key ``reverify:mismatch:{report_index}:{seed}``, mismatch only: value 0, failure. It is never
   replaced, so a mismatch keeps counting against integrity after the endpoint matches again.
@@ -59,6 +60,11 @@ def standing(r: Reverification) -> tuple[float, Result]:
     return 0.0, "failure"
 
 
+def standing_key(r: Reverification) -> str:
+    """The key of the standing item: one per agent (keys are per agent) and exam version."""
+    return f"reverify:standing:{r.exam}@{r.exam_version}"
+
+
 def derive_reverification(index: int, stmt: ParsedStatement) -> list[DerivedEvidence]:
     """The evidence items of the admitted re-verification logged at ``index``, in a fixed order."""
     from trustscore.evidence.derive import DerivedEvidence  # at call time: derive.py imports this module
@@ -82,7 +88,7 @@ def derive_reverification(index: int, stmt: ParsedStatement) -> list[DerivedEvid
         )
 
     value, result = standing(r)
-    out = [item("integrity", value, result, f"reverify:report:{r.report_index}")]
+    out = [item("integrity", value, result, standing_key(r))]
     if r.outcome == "mismatch":
         out.append(item("integrity", 0.0, "failure", f"reverify:mismatch:{r.report_index}:{r.seed}"))
     held_back = r.security_observed == "fail" and r.security_status != "failed"
@@ -93,4 +99,4 @@ def derive_reverification(index: int, stmt: ParsedStatement) -> list[DerivedEvid
     return out
 
 
-__all__ = ["ISSUER", "SOURCE", "admit_rule", "derive_reverification", "standing"]
+__all__ = ["ISSUER", "SOURCE", "admit_rule", "derive_reverification", "standing", "standing_key"]
