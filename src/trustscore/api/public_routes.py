@@ -123,7 +123,7 @@ class ExamOut(msgspec.Struct):
 
 Public = NamedDependency[PublicService]
 Log = NamedDependency[LogService]
-Model = Annotated[str | None, QueryParameter(description="model version (default trustscore-v1)")]
+Model = Annotated[str | None, QueryParameter(description="model version (default trustscore-v2)")]
 
 
 def parse_cursor(text: str | None) -> tuple[int, int]:
@@ -181,7 +181,7 @@ MODEL_PARAMETER = Parameter(
     name="model",
     param_in="query",
     required=False,
-    description="model version (default trustscore-v1)",
+    description="model version (default trustscore-v2)",
     schema=Schema(type=OpenAPIType.STRING),
 )
 

@@ -14,7 +14,9 @@ Rules (docs/evidence-mapping.md):
 - a settlement's two parties must be registered non-service parties and not one interest
   (the same key, the same controller, or one controlling the other);
 - an event must be signed by a registered marketplace, about a registered agent of another interest;
-- a re-verification must be signed by a service key with the ``reverify`` role, about a registered agent.
+- a re-verification must be signed by a service key with the ``reverify`` role, about a registered agent;
+- a marketplace approval or retirement must be signed by the log key (the operator), about a registered
+  marketplace.
 """
 
 from __future__ import annotations
@@ -125,6 +127,10 @@ def admit(
             raise InvalidInput("self-dealing: the marketplace and the agent share a controller")
     elif name == "reverification":
         mapping.admit_rule(stmt, lookup)
+    elif name == "marketplace-approval":
+        if stmt.facts.signer != log_key_id or log_key_id not in signer_ids:
+            raise SignatureError("a marketplace approval must be signed by the log key (the operator)")
+        _registered(lookup, stmt.facts.subject, "marketplace", ["marketplace"])
     else:
         raise InvalidInput(f"no admission rule for {name}")
     return None

@@ -2,7 +2,7 @@
 
 Kinds register themselves when their module is imported; this module imports them all in one place:
 agent cards, exam reports, party and service cards, settlements, marketplace events, graded evidence,
-rating snapshots and re-verifications.
+rating snapshots, re-verifications and the operator's marketplace approvals.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from trustscore.exams.report import EXAM_REPORT
+from trustscore.ledger.approvals import MARKETPLACE_APPROVAL
 from trustscore.ledger.cards import AGENT_CARD
 from trustscore.ledger.events import EVENT
 from trustscore.ledger.graded import GRADED_EVIDENCE
@@ -30,6 +31,7 @@ ALL_KINDS: tuple[Kind[Any], ...] = (
     GRADED_EVIDENCE,
     RATING_SNAPSHOT,
     REVERIFICATION,
+    MARKETPLACE_APPROVAL,
 )
 
 __all__ = ["ALL_KINDS"]

@@ -25,10 +25,11 @@ log = logging.getLogger(__name__)
 
 #: Statement kinds clients may post to ``/v1/log/entries``; the others have their own routes or are the
 #: server's own.
-CLIENT_LOG_KINDS = frozenset({"agent-card", "party-card"})
+CLIENT_LOG_KINDS = frozenset({"agent-card", "party-card", "marketplace-approval"})
 ROUTE_OF_KIND = {
     "agent-card": "POST /v1/log/entries",
     "party-card": "POST /v1/log/entries",
+    "marketplace-approval": "POST /v1/log/entries",
     "exam-report": "POST /v1/reports",
     "settlement": "POST /v1/settlements",
     "event": "POST /v1/events",

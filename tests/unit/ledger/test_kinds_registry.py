@@ -17,6 +17,7 @@ def test_kinds_all_registers_every_kind() -> None:
         "graded-evidence/v1",
         "rating-snapshot/v1",
         "reverification/v1",
+        "marketplace-approval/v1",
     }
     registered = statements.kinds()
     for kind in kinds_all.ALL_KINDS:
