@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "trustscore.cli.evidence",
     "trustscore.cli.rating",
     "trustscore.cli.demo",
+    "trustscore.cli.operator",
     "trustscore.reverify.cli",
 )
 
