@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -17,7 +18,8 @@ from trustscore.store.projection import Card, EvidenceRow, ProjectionStore
 
 
 async def _no_verification(_agent: str) -> VerificationStatus:
-    return summarize([])
+    """No re-verifier is running: nothing is verified, and no lapse is claimed."""
+    return summarize([], endpoint="", now=dt.datetime.now(dt.UTC), interval_s=0)
 
 
 METHODOLOGY_DOC = resources.path("docs", "methodology.md")

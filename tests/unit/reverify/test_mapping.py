@@ -89,7 +89,8 @@ def test_an_unreachable_endpoint_is_not_a_silent_pass() -> None:
 
 def test_private_items_are_verified_evidence_in_their_dimensions() -> None:
     evs = _derive(private_items=[private("p-1", 1000, "capability"), private("p-2", 500, "security")])
-    assert [(e.dimension, e.value, e.result, e.key, e.source) for e in evs[1:]] == [
+    assert evs[1].key == "reverify:private-gap:capability@1" and evs[1].result == "success"  # gap 250
+    assert [(e.dimension, e.value, e.result, e.key, e.source) for e in evs[2:]] == [
         ("capability", 1.0, "success", "exam:probe@1:p-1", "verified"),
         ("security", 0.5, "partial", "exam:probe@1:p-2", "verified"),
     ]
@@ -98,9 +99,9 @@ def test_private_items_are_verified_evidence_in_their_dimensions() -> None:
 def test_a_failed_probe_is_held_back_until_the_downgrade_is_confirmed() -> None:
     probes = [private("p-1", 0), private("p-2", 1000, "capability")]
     held = _derive(private_items=probes, before=SecurityState("passed", 0))
-    assert [e.dimension for e in held] == ["integrity", "capability"]
+    assert [e.dimension for e in held] == ["integrity", "integrity", "capability"]  # standing, gap 500
     confirmed = _derive(private_items=probes, before=SecurityState("passed", 2))
-    assert [e.dimension for e in confirmed] == ["integrity", "security", "capability"]
+    assert [e.dimension for e in confirmed] == ["integrity", "integrity", "security", "capability"]
 
 
 def test_derive_refuses_other_kinds() -> None:
