@@ -17,6 +17,7 @@ from trustscore.client import LogClient
 from trustscore.errors import InvalidInput, VerificationError
 from trustscore.evidence.jsonl import evidence_jsonl, snapshots_jsonl
 from trustscore.evidence.projection import ProjectionState, project
+from trustscore.evidence.standing import POLICY_VERSION as STANDING_POLICY
 from trustscore.ledger import checkpoint, merkle
 
 
@@ -58,6 +59,7 @@ def run_export(args: argparse.Namespace) -> int:
     args.evidence_out.write_bytes(evidence_jsonl(out.evidence))
     args.snapshots_out.write_bytes(snapshots_jsonl(snaps))
     print(f"verified {cp.size} entries against checkpoint {cp.size}; exported [0, {size})")
+    print(f"derived with reporter-standing policy {STANDING_POLICY} (docs/methodology.md)")
     print(
         f"evidence items: {len(out.evidence)}, snapshots: {len(snaps)}, entries not counted: {len(out.rejected)}"
     )
