@@ -93,15 +93,29 @@ class _Dimension:
     pool_raw: float = 0.0
     pool_ref: float = 0.0  # the pool's decayed weight at ``pool_ref_us``
     pool_ref_us: int = 0
+    cached: tuple[float, float, int] | None = None  # totals() until the standing items change
+
+    def set(self, key: str, unit: float, at_us: int) -> None:
+        self.standing[key] = (unit, at_us)
+        self.cached = None
+
+    def drop(self, key: str) -> None:
+        self.standing.pop(key, None)
+        self.cached = None
 
     def totals(self) -> tuple[float, float, int]:
-        """(undecayed weight, weight decayed to the newest item, the newest item's time)."""
-        if not self.standing:
-            return 0.0, 0.0, 0
-        newest = max(at for _, at in self.standing.values())
-        raw = sum(sorted(w for w, _ in self.standing.values()))
-        ref = sum(sorted(w * _decay(newest - at) for w, at in self.standing.values()))
-        return raw, ref, newest
+        """(undecayed weight, weight decayed to the newest item, the newest item's time); sums in
+        ascending order of their terms, so the result depends only on the set of items. Cached: the pool
+        asks for it once per pooled item, the standing items change less often."""
+        if self.cached is None:
+            if not self.standing:
+                self.cached = (0.0, 0.0, 0)
+            else:
+                newest = max(at for _, at in self.standing.values())
+                raw = sum(sorted(w for w, _ in self.standing.values()))
+                ref = sum(sorted(w * _decay(newest - at) for w, at in self.standing.values()))
+                self.cached = (raw, ref, newest)
+        return self.cached
 
 
 def _decay(age_us: int) -> float:
@@ -176,10 +190,10 @@ class Standing:
             key = f"\x00unkeyed:{len(self._key_dim)}"
         moved_from = self._key_dim.get((agent, key))
         if moved_from is not None and moved_from != dimension:
-            self._dims[(agent, moved_from)].standing.pop(key, None)
+            self._dims[(agent, moved_from)].drop(key)
         self._key_dim[(agent, key)] = dimension
         unit = STANDING_SOURCE_WEIGHT.get(source, STANDING_OTHER) * weight
-        self._dims.setdefault((agent, dimension), _Dimension()).standing[key] = (unit, to_micros(at))
+        self._dims.setdefault((agent, dimension), _Dimension()).set(key, unit, to_micros(at))
 
     def pool(
         self, agent: str, dimension: str, source: str, weight: float, at: dt.datetime

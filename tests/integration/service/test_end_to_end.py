@@ -199,13 +199,17 @@ def test_agents_ranked_by_behaviour_and_ratings_reproduce_offline(
 
     # The API's numbers equal `trustscore score` run offline on evidence exported from the log.
     vkey = http.get("/v1/log/key").text.strip()
-    for model in ("trustscore-v2", "baseline-v0.3"):
-        served = wait_rating(http, ids["good"].id, model, min_size=last + 1)
+    # The good agent, and the careless one the ring reported on (its ring reports went through the pool).
+    for model, persona in [(m, p) for m in ("trustscore-v2", "baseline-v0.3") for p in ("good", "careless")]:
+        served = wait_rating(http, ids[persona].id, model, min_size=last + 1)
         for _ in range(200):  # the export needs a checkpoint covering the rating's log prefix
             if int(http.get("/v1/log/checkpoint").text.split("\n")[1]) >= served["log_size"]:
                 break
             time.sleep(0.05)
-        ev, sn = tmp_path / f"{model}.evidence.jsonl", tmp_path / f"{model}.snapshots.jsonl"
+        ev, sn = (
+            tmp_path / f"{model}.{persona}.evidence.jsonl",
+            tmp_path / f"{model}.{persona}.snapshots.jsonl",
+        )
         out = subprocess.run(
             [
                 sys.executable,
@@ -232,6 +236,7 @@ def test_agents_ranked_by_behaviour_and_ratings_reproduce_offline(
         )
         assert out.returncode == 0, out.stderr
         assert "entries not counted: 0" in out.stdout, out.stdout
+        assert "reporter-standing policy standing-v1" in out.stdout, out.stdout
         scored = subprocess.run(
             [
                 sys.executable,
@@ -252,7 +257,9 @@ def test_agents_ranked_by_behaviour_and_ratings_reproduce_offline(
             timeout=300,
         )
         assert scored.returncode == 0, scored.stderr
-        offline = next(json.loads(line) for line in scored.stdout.splitlines() if ids["good"].id in line)
+        offline = next(json.loads(line) for line in scored.stdout.splitlines() if ids[persona].id in line)
         for field in ("total", "adjusted", "grade", "coverage", "confidence", "n", "model_version"):
-            assert offline[field] == served[field], (model, field)
+            assert offline[field] == served[field], (model, persona, field)
         assert offline["dimensions"] == {k: v["score"] for k, v in served["dimensions"].items()}
+        if persona == "careless":  # the ring's reports are in the export, pooled
+            assert '"issuer":"pool:standing-v1"' in ev.read_text()
