@@ -30,6 +30,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     names = set(zipfile.ZipFile(wheel).namelist())
     for expected in (
         "trustscore/_data/weights/trustscore-v1.toml",
+        "trustscore/_data/weights/trustscore-v2.toml",
         "trustscore/_data/exams/capability/v1.json",
         "trustscore/_data/docs/methodology.md",
         "trustscore/_data/examples/agents/scripted.py",

@@ -15,6 +15,7 @@ from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 
 from trustscore import __version__
+from trustscore.api.addresses import ENTRY_ROUTES, client_address
 from trustscore.api.attestation_routes import AttestationController
 from trustscore.api.evidence_routes import EvidenceController
 from trustscore.api.log_routes import LogController
@@ -70,6 +71,14 @@ def health() -> str:
 def create_app(settings: Settings, dsn: str) -> Litestar:
     """The app for ``settings`` on the PostgreSQL at ``dsn`` (migrated at start-up)."""
     runtime = Runtime()
+    # Writes per client address: a token bucket of entries (burst ``address_burst``, refilled evenly at
+    # the per-minute allowance), O(1) per request in bounded memory. Routes that write log entries charge
+    # it per new entry through the services (a duplicate costs nothing); other POSTs cost one each.
+    per_address = KeyRateLimiter(
+        settings.address_rate_per_minute / 60,
+        max(1, min(settings.address_burst, settings.address_rate_per_minute)),
+        what="client address",
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -89,6 +98,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
                 max_batch=settings.max_batch,
                 metrics=runtime.metrics,
                 limiter=KeyRateLimiter(settings.key_rate, settings.key_burst),
+                address_limiter=per_address,
             )
             await service.integrate_once(settings.integrate_batch)
             await service_keys.register(service, service_key)
@@ -188,15 +198,15 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         """Prometheus metrics: ingest, grading and rating latency, counts."""
         return Response(runtime.metrics.render(), media_type="text/plain; version=0.0.4")
 
-    # Writes per client address: a token bucket (burst = the per-minute allowance, refilled evenly),
-    # O(1) per request in bounded memory. Reads are not limited here.
-    per_address = KeyRateLimiter(
-        settings.address_rate_per_minute / 60, settings.address_rate_per_minute, what="client address"
-    )
-
     async def limit_writes(request: Request[Any, Any, Any]) -> None:
-        if request.method == "POST":  # (a rate of 0 takes nothing)
-            per_address.take(request.client.host if request.client else "unknown")
+        """POSTs that write no log entries cost one each; those that do need a token left and are charged
+        per entry by the services (reads are not limited here; a rate of 0 takes nothing)."""
+        if request.method != "POST":
+            return
+        if request.url.path in ENTRY_ROUTES:
+            per_address.check(client_address(request))
+        else:
+            per_address.take(client_address(request))
 
     return Litestar(
         route_handlers=[

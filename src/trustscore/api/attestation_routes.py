@@ -59,7 +59,7 @@ class CredentialOut(msgspec.Struct):
 
 
 Attestations = NamedDependency[AttestationService]
-Model = Annotated[str | None, QueryParameter(description="model version (default trustscore-v1)")]
+Model = Annotated[str | None, QueryParameter(description="model version (default trustscore-v2)")]
 Format = Annotated[
     Literal["bundle", "vc"],
     QueryParameter(description="bundle: for `trustscore rating verify`; vc: a W3C VC 2.0 (eddsa-jcs-2022)"),

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-from litestar import Controller, Request, post
+from litestar import Controller, Request, Response, post
 from litestar.di import NamedDependency
 
+from trustscore.api.addresses import client_address
 from trustscore.api.openapi import WRITE_PROBLEMS, envelope_body
 from trustscore.canonical import b64encode
 from trustscore.services.intake import Intake
@@ -28,6 +29,7 @@ class ReportResponse(msgspec.Struct):
     evidence_index: int
     exam: str
     items: list[GradedItemOut]
+    duplicate: bool = False  # the same answers were already logged: these are the first report's indexes
 
 
 class AppendedOut(msgspec.Struct):
@@ -36,8 +38,11 @@ class AppendedOut(msgspec.Struct):
     duplicate: bool
 
 
-def _out(a: Appended) -> AppendedOut:
-    return AppendedOut(a.index, b64encode(a.leaf_hash), a.duplicate)
+def _out(a: Appended) -> Response[AppendedOut]:
+    """201 when written; 200 with the first index when the statement was already in the log."""
+    return Response(
+        AppendedOut(a.index, b64encode(a.leaf_hash), a.duplicate), status_code=200 if a.duplicate else 201
+    )
 
 
 IntakeDep = NamedDependency[Intake]
@@ -59,24 +64,28 @@ class EvidenceController(Controller):
     tags = ["evidence in"]  # noqa: RUF012 - Litestar class attribute
 
     @write_route("/reports", "submitReport", "an exam-report/v1 statement signed by the registered agent")
-    async def report(self, request: Request[Any, Any, Any], intake: IntakeDep) -> ReportResponse:
+    async def report(self, request: Request[Any, Any, Any], intake: IntakeDep) -> Response[ReportResponse]:
         """Submit a signed exam report. The server re-grades every response itself and logs the report
-        with its own signed graded evidence; client-side grades are ignored. A replay is refused (409)."""
-        g = await intake.report(await request.body())
+        with its own signed graded evidence; client-side grades are ignored. A report is its answers:
+        the same responses to the same exam version again (any nonce) answer 200 with the first report's
+        indexes and write nothing; a reused nonce on other answers is refused (409)."""
+        g = await intake.report(await request.body(), client_address(request))
         items = [
             GradedItemOut(i.item_id, i.dimension, i.grader, i.grade.value, i.grade.result, i.grade.detail)
             for i in g.grades
         ]
-        return ReportResponse(g.report.index, g.evidence.index, g.exam, items)
+        out = ReportResponse(g.report.index, g.evidence.index, g.exam, items, g.duplicate)
+        return Response(out, status_code=200 if g.duplicate else 201)
 
     @write_route(
         "/settlements", "submitSettlement", "a settlement/v1 statement signed by the party reporting it"
     )
-    async def settlement(self, request: Request[Any, Any, Any], intake: IntakeDep) -> AppendedOut:
-        """Submit a settlement signed by the party reporting it (docs/evidence-mapping.md)."""
-        return _out(await intake.settlement(await request.body()))
+    async def settlement(self, request: Request[Any, Any, Any], intake: IntakeDep) -> Response[AppendedOut]:
+        """Submit a settlement signed by the party reporting it (docs/evidence-mapping.md). A statement
+        already in the log answers 200 with its first index and costs nothing."""
+        return _out(await intake.settlement(await request.body(), client_address(request)))
 
     @write_route("/events", "submitEvent", "an event/v1 statement signed by a registered marketplace")
-    async def event(self, request: Request[Any, Any, Any], intake: IntakeDep) -> AppendedOut:
-        """Submit a marketplace event signed by a registered marketplace key."""
-        return _out(await intake.event(await request.body()))
+    async def event(self, request: Request[Any, Any, Any], intake: IntakeDep) -> Response[AppendedOut]:
+        """Submit a marketplace event signed by a registered marketplace key (200 for a duplicate)."""
+        return _out(await intake.event(await request.body(), client_address(request)))

@@ -9,6 +9,7 @@ from litestar import Controller, Request, Response, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, QueryParameter
 
+from trustscore.api.addresses import client_address
 from trustscore.api.openapi import READ_PROBLEMS, WRITE_PROBLEMS, envelope_body
 from trustscore.canonical import b64encode
 from trustscore.services.log import LogService
@@ -81,7 +82,7 @@ class LogController(Controller):
         Each envelope's signatures are verified; a statement already in the log returns its first index
         with ``duplicate: true``. Returns 201 when anything new was written, else 200.
         """
-        appended = await log_service.submit(await request.body())
+        appended = await log_service.submit(await request.body(), client_address(request))
         body = AppendResponse([AppendedEntry(a.index, b64encode(a.leaf_hash), a.duplicate) for a in appended])
         return Response(body, status_code=200 if all(a.duplicate for a in appended) else 201)
 

@@ -15,6 +15,8 @@ from litestar.response.base import ASGIResponse
 
 from trustscore.api.openapi import READ_PROBLEMS, operation_class
 from trustscore.errors import InvalidInput, StorageError
+from trustscore.evidence.standing import POLICY_VERSION as STANDING_POLICY
+from trustscore.evidence.standing import PolicyDescription
 from trustscore.ledger import statements
 from trustscore.reverify.status import VerificationStatus
 from trustscore.services.log import LogService
@@ -33,6 +35,9 @@ class AgentOut(msgspec.Struct):
     card_index: int
     card: dict[str, Any]
     verification: VerificationStatus
+    # Ids of agents registered earlier whose display names look like this one's (NFKC, case, homoglyphs):
+    # show names with their ids; a non-empty list is a warning (trustscore.names).
+    name_confusable_with: list[str] = []
 
 
 class DimensionOut(msgspec.Struct):
@@ -60,6 +65,7 @@ class RatingOut(msgspec.Struct):
     total_interval: tuple[int, int] | None
     null_reasons: dict[str, str]
     verification: VerificationStatus
+    standing_policy: str = STANDING_POLICY  # the reporter-standing policy the evidence was derived with
 
 
 class EvidenceOut(msgspec.Struct):
@@ -111,6 +117,7 @@ class ModelOut(msgspec.Struct):
 class MethodologyOut(msgspec.Struct):
     models: list[ModelOut]
     document: str
+    standing_policy: PolicyDescription = PolicyDescription()
 
 
 class ExamOut(msgspec.Struct):
@@ -123,7 +130,7 @@ class ExamOut(msgspec.Struct):
 
 Public = NamedDependency[PublicService]
 Log = NamedDependency[LogService]
-Model = Annotated[str | None, QueryParameter(description="model version (default trustscore-v1)")]
+Model = Annotated[str | None, QueryParameter(description="model version (default trustscore-v2)")]
 
 
 def parse_cursor(text: str | None) -> tuple[int, int]:
@@ -181,7 +188,7 @@ MODEL_PARAMETER = Parameter(
     name="model",
     param_in="query",
     required=False,
-    description="model version (default trustscore-v1)",
+    description="model version (default trustscore-v2)",
     schema=Schema(type=OpenAPIType.STRING),
 )
 
@@ -204,7 +211,8 @@ class PublicController(Controller):
         """An agent's (or party's) current card and status."""
         c = await public.card(agent_id)
         status = await public.verification(agent_id)
-        return AgentOut(c.id, c.kind, c.name, c.endpoint, c.controller, c.index, c.card, status)
+        lookalikes = await public.lookalikes(c) if c.kind == "agent" else []
+        return AgentOut(c.id, c.kind, c.name, c.endpoint, c.controller, c.index, c.card, status, lookalikes)
 
     @get(
         "/agents/{agent_id:str}/rating",

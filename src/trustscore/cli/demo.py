@@ -64,7 +64,7 @@ PERSONAS = ("good", "careless", "gullible", "bluffer")
 # The persona each agent's declared endpoint serves: the bluffer's is a careless agent, so re-verification
 # finds that its endpoint answers differently from its reports.
 ENDPOINT_PERSONA = {"good": "good", "careless": "careless", "gullible": "gullible", "bluffer": "careless"}
-MODEL = "trustscore-v1"
+MODEL = "trustscore-v2"
 FEATURED = "good"  # the agent whose rating and proofs are shown
 FRESH_EXAMS = ("integrity@1", "security@1", "negotiation@1")  # sat as fresh sittings (no sandboxed code)
 START_TIMEOUT = 120.0

@@ -17,6 +17,7 @@ from trustscore.client import LogClient
 from trustscore.errors import InvalidInput, VerificationError
 from trustscore.evidence.jsonl import evidence_jsonl, snapshots_jsonl
 from trustscore.evidence.projection import ProjectionState, project
+from trustscore.evidence.standing import POLICY_VERSION as STANDING_POLICY
 from trustscore.ledger import checkpoint, merkle
 
 
@@ -65,12 +66,14 @@ def run_export(args: argparse.Namespace) -> int:
         {
             "checkpoint_size": cp.size,
             "exported": [0, size],
+            "standing_policy": STANDING_POLICY,
             "evidence_items": len(out.evidence),
             "snapshots": len(snaps),
             "not_counted": [{"index": index, "reason": reason} for index, reason in out.rejected],
         },
         [
             f"verified {cp.size} entries against checkpoint {cp.size}; exported [0, {size})",
+            f"derived with reporter-standing policy {STANDING_POLICY} (docs/methodology.md)",
             f"evidence items: {len(out.evidence)}, snapshots: {len(snaps)}, "
             f"entries not counted: {len(out.rejected)}",
             *(f"  entry {index} does not count: {reason}" for index, reason in out.rejected),

@@ -48,6 +48,7 @@ COMMAND_MODULES = (
     "trustscore.cli.evidence",
     "trustscore.cli.rating",
     "trustscore.cli.demo",
+    "trustscore.cli.operator",
     "trustscore.reverify.cli",
 )
 

@@ -1,7 +1,8 @@
 """The deterministic mapping from log statements to scoring evidence (docs/evidence-mapping.md).
 
 Pure: the output depends only on the statement, its log index and a :class:`Context` that is itself
-derived from the log (reporter weights from earlier rating snapshots). Which statements are admitted
+derived from the log (reporter weights from earlier rating snapshots, and the reporter-standing policy's
+state, :mod:`trustscore.evidence.standing`, fed in log order). Which statements are admitted
 (a graded-evidence signer is the configured grader key, an event signer's card has the marketplace
 role, settlement parties are not under one controller) is the caller's decision, made before ``derive``.
 """
@@ -16,7 +17,9 @@ import msgspec
 
 from trustscore.errors import UnsupportedKind
 from trustscore.evidence.reporters import ReporterWeights, no_snapshots
+from trustscore.evidence.standing import POOL_ISSUER, Standing
 from trustscore.exams import sitting_mapping
+from trustscore.ledger.approvals import MARKETPLACE_APPROVAL
 from trustscore.ledger.cards import AGENT_CARD
 from trustscore.ledger.events import Event, EventName
 from trustscore.ledger.graded import GradedEvidence
@@ -37,6 +40,7 @@ NO_EVIDENCE = frozenset(
         PARTY_CARD.predicate_type,
         SERVICE_CARD.predicate_type,
         RATING_SNAPSHOT.predicate_type,
+        MARKETPLACE_APPROVAL.predicate_type,
         f"{PREDICATE_PREFIX}exam-report/v1",
     }
 )
@@ -89,27 +93,54 @@ class Context:
 
     ``reporter_weight(reporter, before_index)`` is the extra weight of a counterparty's report logged at
     ``before_index`` (:meth:`ReporterWeights.weight`); by default every reporter is unrated (0.5).
+    ``standing`` is the reporter-standing policy's state (fed the same snapshots and the operator's
+    marketplace approvals); derivation updates it as it goes, so one context serves one log in order.
     """
 
     reporter_weight: Callable[[str, int], float] = field(default=no_snapshots)
+    standing: Standing = field(default_factory=Standing)
 
 
 def derive(entry_index: int, statement: ParsedStatement, context: Context) -> list[DerivedEvidence]:
     """The evidence items of the admitted statement logged at ``entry_index``, in a fixed order."""
     p = statement.predicate
     if isinstance(p, GradedEvidence):
-        return _graded(entry_index, p)
+        return _standing(_graded(entry_index, p), context)
     if isinstance(p, Settlement):
-        return _settlement(entry_index, p, context)
+        return _by_standing(p.reporter, entry_index, _settlement(entry_index, p, context), context)
     if isinstance(p, Event):
-        return [_event(entry_index, p, context)]
+        return _by_standing(p.marketplace, entry_index, [_event(entry_index, p, context)], context)
     if isinstance(p, Reverification):
-        return derive_reverification(entry_index, statement)
-    if statement.kind.name in sitting_mapping.SITTING_KINDS:
-        return sitting_mapping.derive_sitting(entry_index, statement)
+        return _standing(derive_reverification(entry_index, statement), context)
+    if statement.kind.name in sitting_mapping.SITTING_KINDS:  # the server's own grades of a sitting
+        return _standing(sitting_mapping.derive_sitting(entry_index, statement), context)
     if statement.kind.predicate_type in NO_EVIDENCE:
         return []
     raise UnsupportedKind(f"no evidence mapping for {statement.kind.predicate_type}")
+
+
+def _standing(items: list[DerivedEvidence], context: Context) -> list[DerivedEvidence]:
+    """Standing evidence: counted as it is, and counted towards the pool's budget."""
+    for d in items:
+        context.standing.observe(d.agent, d.dimension, d.key, d.source, d.extra_weight, d.at)
+    return items
+
+
+def _by_standing(
+    reporter: str, index: int, items: list[DerivedEvidence], context: Context
+) -> list[DerivedEvidence]:
+    """A reporter with standing counts as it is; one without goes to the subject's pool (docs/methodology.md,
+    "Reporter standing"): scaled to the room left, dated no later than the newest standing item, issuer
+    :data:`POOL_ISSUER`, dropped when no room is left."""
+    if context.standing.has_standing(reporter, index):
+        return _standing(items, context)
+    out = []
+    for d in items:
+        pooled = context.standing.pool(d.agent, d.dimension, d.source, d.extra_weight, d.at)
+        if pooled is not None:
+            extra, at = pooled
+            out.append(msgspec.structs.replace(d, extra_weight=extra, at=at, issuer=POOL_ISSUER))
+    return out
 
 
 def derive_snapshots(statement: ParsedStatement) -> list[Snapshot]:
@@ -193,17 +224,21 @@ class DerivedLog(msgspec.Struct, frozen=True, kw_only=True):
     snapshots: list[Snapshot]
 
 
-def derive_log(entries: Iterable[tuple[int, ParsedStatement]]) -> DerivedLog:
+def derive_log(
+    entries: Iterable[tuple[int, ParsedStatement]], standing: Standing | None = None
+) -> DerivedLog:
     """Derive admitted ``entries`` (index, statement) in increasing index order, feeding each rating
-    snapshot to the reporter weights as it passes, so every settlement is weighted as of its index."""
+    snapshot to the reporter weights and the standing policy as it passes, so every settlement is weighted
+    as of its index. ``standing``: the policy state to start from (default: that of an empty log)."""
     weights = ReporterWeights()
-    context = Context(reporter_weight=weights.weight)
+    context = Context(reporter_weight=weights.weight, standing=standing or Standing())
     evidence: list[DerivedEvidence] = []
     snapshots: list[Snapshot] = []
     for index, statement in entries:
         evidence.extend(derive(index, statement, context))
         snapshots.extend(derive_snapshots(statement))
         weights.feed(index, statement)
+        context.standing.feed(index, statement)
     return DerivedLog(evidence=evidence, snapshots=snapshots)
 
 

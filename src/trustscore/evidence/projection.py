@@ -18,11 +18,13 @@ from trustscore.errors import TrustscoreError
 from trustscore.evidence.derive import Context, DerivedEvidence, derive, derive_snapshots
 from trustscore.evidence.reporters import REPORTER_MODEL as REPORTER_MODEL
 from trustscore.evidence.reporters import ReporterWeights
+from trustscore.evidence.standing import POOL_ISSUER, Standing
 from trustscore.ledger import audit, keys, kinds_all
 from trustscore.ledger.admission import Registration, admit, registration_of
+from trustscore.ledger.approvals import MarketplaceApproval
 from trustscore.ledger.snapshots import RatingSnapshot
 from trustscore.ledger.submission import check
-from trustscore.scoring.inputs import Snapshot
+from trustscore.scoring.inputs import EvidenceItem, Snapshot
 
 assert kinds_all.ALL_KINDS  # every kind registered before any entry is parsed
 
@@ -53,6 +55,7 @@ class ProjectionState:
 
     log_public_key: bytes
     reporters: ReporterWeights = field(default_factory=ReporterWeights)
+    standing: Standing = field(default_factory=Standing)
     registry: dict[str, Registration] = field(default_factory=dict)
     next_index: int = 0
 
@@ -68,6 +71,19 @@ class ProjectionState:
 
     def feed_snapshot(self, index: int, snapshot: RatingSnapshot) -> None:
         self.reporters.add(index, snapshot)
+        self.standing.add_snapshot(index, snapshot)
+
+    def feed_approval(self, index: int, approval: MarketplaceApproval) -> None:
+        self.standing.add_approval(index, approval)
+
+    def feed_evidence(self, item: EvidenceItem) -> None:
+        """Replay evidence derived before (in log order) into the standing policy's state."""
+        if item.issuer == POOL_ISSUER:
+            self.standing.count_pooled(item.agent, item.dimension, item.source, item.extra_weight, item.at)
+        else:
+            self.standing.observe(
+                item.agent, item.dimension, item.key, item.source, item.extra_weight, item.at
+            )
 
 
 def project(
@@ -79,7 +95,7 @@ def project(
     yield no evidence, and only an offline replay (``verify``) needs their keys.
     """
     out = Projected()
-    context = Context(reporter_weight=state.reporters.weight)
+    context = Context(reporter_weight=state.reporters.weight, standing=state.standing)
     for index, leaf in entries:
         if index != state.next_index:
             raise ValueError(f"projection expected entry {state.next_index}, got {index}")
@@ -108,4 +124,6 @@ def project(
             adjusted = {r.agent: r.adjusted for r in stmt.predicate.ratings}
             out.snapshots.extend(SnapshotRow(index, s, adjusted[s.agent]) for s in derive_snapshots(stmt))
             state.feed_snapshot(index, stmt.predicate)
+        elif isinstance(stmt.predicate, MarketplaceApproval):
+            state.feed_approval(index, stmt.predicate)
     return out

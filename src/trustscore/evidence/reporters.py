@@ -10,13 +10,15 @@ from __future__ import annotations
 import bisect
 
 from trustscore.errors import InvalidInput
+from trustscore.evidence.standing import REPORTER_MODEL as STANDING_REPORTER_MODEL
 from trustscore.ledger.snapshots import MAX_TOTAL, RatingSnapshot
 from trustscore.ledger.statements import ParsedStatement
 
 #: The weight of a reporter with no rating yet (and the floor of every weight).
 UNRATED_WEIGHT = 0.5
-#: Reporter weights follow this model's rating snapshots only (one calibration decides).
-REPORTER_MODEL = "trustscore-v1"
+#: Reporter weights follow this model's rating snapshots only (one calibration decides): the one the
+#: reporter-standing policy reads.
+REPORTER_MODEL = STANDING_REPORTER_MODEL
 
 
 def rating_weight(rating: int | None) -> float:

@@ -16,6 +16,8 @@ Rules (docs/evidence-mapping.md):
 - an event must be signed by a registered marketplace, about a registered agent of another interest;
 - a re-verification must be signed by a service key with the ``reverify`` role, about a registered agent;
 - sitting statements: see ``exams/sitting_mapping.py``.
+- a marketplace approval or retirement must be signed by the log key (the operator), about a registered
+  marketplace.
 """
 
 from __future__ import annotations
@@ -129,6 +131,10 @@ def admit(
         mapping.admit_rule(stmt, lookup)
     elif name in sitting_mapping.SITTING_KINDS:
         sitting_mapping.admit_rule(stmt, lookup)
+    elif name == "marketplace-approval":
+        if stmt.facts.signer != log_key_id or log_key_id not in signer_ids:
+            raise SignatureError("a marketplace approval must be signed by the log key (the operator)")
+        _registered(lookup, stmt.facts.subject, "marketplace", ["marketplace"])
     else:
         raise InvalidInput(f"no admission rule for {name}")
     return None

@@ -452,8 +452,9 @@ def recompute(
     """``agent``'s rating from admitted ``entries`` (in log order), as the server computes it.
 
     Reports (settlements, marketplace events) are weighted by their reporter's newest snapshot row among
-    the entries logged before them, as :class:`ReporterWeights` decides; the agent's own snapshots of the
-    model feed reliability.
+    the entries logged before them, as :class:`ReporterWeights` decides, and pass the reporter-standing
+    policy (:mod:`trustscore.evidence.standing`) as the projection applies it; the agent's own snapshots
+    of the model feed reliability.
     """
     reporters = ReporterWeights()
     context = Context(reporter_weight=reporters.weight)
@@ -465,6 +466,7 @@ def recompute(
             s for s in derive_snapshots(stmt) if s.agent == agent and s.model_version == weights.model_version
         ]
         reporters.feed(index, stmt)  # as the projection does: only the reporter model's snapshots count
+        context.standing.feed(index, stmt)  # and the reporter-standing policy (evidence/standing.py)
     [rating] = score_agents(evidence_batch(evidence), snapshots, weights, at, agents=[agent])
     return rating
 

@@ -2,7 +2,8 @@
 
 Kinds register themselves when their module is imported; this module imports them all in one place:
 agent cards, exam reports, party and service cards, settlements, marketplace events, graded evidence,
-rating snapshots, re-verifications and exam sittings.
+rating snapshots, re-verifications, exam sittings
+and the operator's marketplace approvals.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 
 from trustscore.exams.report import EXAM_REPORT
 from trustscore.exams.sitting_kinds import SITTING_CLOSE, SITTING_OPEN, SITTING_REPORT, SITTING_REQUEST
+from trustscore.ledger.approvals import MARKETPLACE_APPROVAL
 from trustscore.ledger.cards import AGENT_CARD
 from trustscore.ledger.events import EVENT
 from trustscore.ledger.graded import GRADED_EVIDENCE
@@ -35,6 +37,7 @@ ALL_KINDS: tuple[Kind[Any], ...] = (
     SITTING_OPEN,
     SITTING_REPORT,
     SITTING_CLOSE,
+    MARKETPLACE_APPROVAL,
 )
 
 __all__ = ["ALL_KINDS"]

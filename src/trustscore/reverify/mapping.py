@@ -3,11 +3,15 @@
 
 Evidence (source ``verified``, issuer ``server-reverify``, at ``ran_at``):
 
-- integrity, key ``reverify:report:{report_index}``: the report's standing, replaced by each later run of
-  the same report. match: value = share, success; mismatch: value = share, partial (share >= 500) or
+- integrity, key ``reverify:standing:{exam}@{exam_version}``: the agent's standing on that exam version,
+  replaced by each later run of any report of it (one standing item per agent and exam version, so
+  re-submitting a report cannot multiply it; issue #10). match: value = share, success; mismatch: value = share, partial (share >= 500) or
   failure; unreachable: value 0, failure (a down endpoint is never a silent pass; a later match heals it).
 - integrity, key ``reverify:mismatch:{report_index}:{seed}``, mismatch only: value 0, failure. It is never
   replaced, so a mismatch keeps counting against integrity after the endpoint matches again.
+- integrity, key ``reverify:private-gap:{exam}@{exam_version}``, when the run asked public and private
+  items: 0 / failure when the mean public grade exceeds the mean private grade by more than
+  ``status.PRIVATE_GAP_MILLIS`` (public answers memorised), else 1 / success; replaced by later runs.
 - each answered private item: its dimension, value and result, key ``exam:{name@version}:{item_id}`` (the
   key graded private evidence uses, so a newer answer to the same item replaces the older). A failed
   security probe is held back while it only starts a downgrade streak (security.DOWNGRADE_RUNS).
@@ -20,6 +24,7 @@ from typing import TYPE_CHECKING
 from trustscore.errors import InvalidInput, UnknownSigner
 from trustscore.ledger.reverification import Reverification
 from trustscore.ledger.statements import ParsedStatement, parse_time
+from trustscore.reverify.status import gap_exceeded, private_gap
 from trustscore.scoring.inputs import Result
 
 if TYPE_CHECKING:  # admission.py and derive.py import this module: no run-time imports back
@@ -59,6 +64,11 @@ def standing(r: Reverification) -> tuple[float, Result]:
     return 0.0, "failure"
 
 
+def standing_key(r: Reverification) -> str:
+    """The key of the standing item: one per agent (keys are per agent) and exam version."""
+    return f"reverify:standing:{r.exam}@{r.exam_version}"
+
+
 def derive_reverification(index: int, stmt: ParsedStatement) -> list[DerivedEvidence]:
     """The evidence items of the admitted re-verification logged at ``index``, in a fixed order."""
     from trustscore.evidence.derive import DerivedEvidence  # at call time: derive.py imports this module
@@ -82,9 +92,19 @@ def derive_reverification(index: int, stmt: ParsedStatement) -> list[DerivedEvid
         )
 
     value, result = standing(r)
-    out = [item("integrity", value, result, f"reverify:report:{r.report_index}")]
+    out = [item("integrity", value, result, standing_key(r))]
     if r.outcome == "mismatch":
         out.append(item("integrity", 0.0, "failure", f"reverify:mismatch:{r.report_index}:{r.seed}"))
+    if private_gap(r) is not None:  # public answers far above private ones: memorised, not able
+        exceeded = gap_exceeded(r)
+        out.append(
+            item(
+                "integrity",
+                0.0 if exceeded else 1.0,
+                "failure" if exceeded else "success",
+                f"reverify:private-gap:{r.exam}@{r.exam_version}",
+            )
+        )
     held_back = r.security_observed == "fail" and r.security_status != "failed"
     for p in r.private_items:
         if p.value_millis is None or (held_back and p.dimension == "security"):
@@ -93,4 +113,4 @@ def derive_reverification(index: int, stmt: ParsedStatement) -> list[DerivedEvid
     return out
 
 
-__all__ = ["ISSUER", "SOURCE", "admit_rule", "derive_reverification", "standing"]
+__all__ = ["ISSUER", "SOURCE", "admit_rule", "derive_reverification", "standing", "standing_key"]

@@ -1,22 +1,52 @@
 """An agent's verification status and its history, purely from its re-verification statements.
 
-Verified iff the latest run matched: a mismatch (or an unreachable endpoint) removes the status at once.
+Verified means now (issue #10): the agent's current card declares an endpoint, the latest run matched,
+its private answers are not far below its public ones (:data:`PRIVATE_GAP_MILLIS`), and that run is at
+most :data:`STALE_INTERVALS` re-verification intervals old. Otherwise the status lapses with a reason:
+``no_endpoint``, ``mismatch``, ``private_gap`` or ``stale`` (checked in that order). A mismatch (or an
+unreachable endpoint) removes the status at once.
 The security status is carried by each statement (:mod:`trustscore.reverify.security`); :func:`check_history`
 recomputes that chain. :func:`should_record` keeps identical consecutive results out of the log.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
 from trustscore.errors import VerificationError
 from trustscore.ledger.reverification import Reverification, security_probes
+from trustscore.ledger.statements import parse_time
 from trustscore.reverify import security
 from trustscore.reverify.compare import Outcome
 from trustscore.reverify.security import SecurityState, SecurityStatus
+
+#: A matching run keeps an agent verified for this many re-verification intervals.
+STALE_INTERVALS = 2
+#: Public answers may score at most this much (millis) above private ones before it is a mismatch.
+PRIVATE_GAP_MILLIS = 400
+
+LapseReason = Literal["no_endpoint", "stale", "mismatch", "private_gap"]
+
+
+def private_gap(r: Reverification) -> int | None:
+    """Mean observed public grade minus mean private grade (millis; an unanswered item is 0), or None
+    when the endpoint answered no public item or no private one (a down endpoint is a mismatch already)."""
+    if all(i.observed_millis is None for i in r.items) or all(
+        p.value_millis is None for p in r.private_items
+    ):
+        return None
+    public = sum(i.observed_millis or 0 for i in r.items) / len(r.items)
+    private = sum(p.value_millis or 0 for p in r.private_items) / len(r.private_items)
+    return round(public - private)
+
+
+def gap_exceeded(r: Reverification) -> bool:
+    gap = private_gap(r)
+    return gap is not None and gap > PRIVATE_GAP_MILLIS
 
 
 class HistoryRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -36,6 +66,7 @@ class VerificationStatus(msgspec.Struct, frozen=True, kw_only=True):
     latest_index: int | None
     security_status: SecurityStatus
     history: list[HistoryRow]
+    lapsed: LapseReason | None = None  # why the agent is not verified now (None: verified, or never run)
 
 
 def security_state(history: Sequence[Reverification]) -> SecurityState:
@@ -93,8 +124,35 @@ def should_record(previous: Reverification | None, new: Reverification) -> bool:
     return previous is None or _result(previous) != _result(new)
 
 
-def summarize(history: Sequence[tuple[int, Reverification]]) -> VerificationStatus:
-    """The status and history of one agent from its (log index, statement) pairs in log order."""
+def lapse(
+    statements: Sequence[Reverification], endpoint: str | None, now: dt.datetime, interval_s: float
+) -> LapseReason | None:
+    """Why the agent is not verified now, or None when it is (or was never asked)."""
+    if endpoint is None:
+        return "no_endpoint"
+    if not statements:
+        return None
+    last = statements[-1]
+    if last.outcome != "match":
+        return "mismatch"
+    if gap_exceeded(last):
+        return "private_gap"
+    ran = parse_time(last.ran_at, what="ran_at")
+    if interval_s > 0 and now - ran > dt.timedelta(seconds=STALE_INTERVALS * interval_s):
+        return "stale"
+    return None
+
+
+def summarize(
+    history: Sequence[tuple[int, Reverification]],
+    *,
+    endpoint: str | None,
+    now: dt.datetime,
+    interval_s: float,
+) -> VerificationStatus:
+    """The status and history of one agent from its (log index, statement) pairs in log order, given the
+    endpoint its current card declares, the time now and the re-verification interval (seconds; 0 runs
+    only after reports, and then a run never goes stale)."""
     rows = [
         HistoryRow(
             index=i,
@@ -112,8 +170,10 @@ def summarize(history: Sequence[tuple[int, Reverification]]) -> VerificationStat
             break
         since = row.ran_at
     statements = [r for _, r in history]
+    why = lapse(statements, endpoint, now, interval_s)
     return VerificationStatus(
-        verified=verified(statements),
+        verified=verified(statements) and why is None,
+        lapsed=why,
         verified_since=since,
         latest_index=rows[-1].index if rows else None,
         security_status=security_state(statements).status,

@@ -109,7 +109,9 @@ def score_columns(
         sum_w = ascending_sums(cell, weight, cells)
     sum_wv = ascending_sums(cell, weight * value, cells)
     has_weight = sum_w > 0.0
-    mean = np.where(has_weight, sum_wv / np.where(has_weight, sum_w, 1.0), np.nan)
+    # trustscore-v2 pads thin evidence with failing weight up to the prior weight (monotone totals).
+    trials = sum_w if spec.shrinkage is None else np.maximum(sum_w, spec.shrinkage.prior_weight)
+    mean = np.where(has_weight, sum_wv / np.where(has_weight, trials, 1.0), np.nan)
     scores = 100.0 * mean
     reasons = np.where(counts == 0, NO_EVIDENCE, np.where(has_weight, OK, ZERO_WEIGHT)).astype(np.int8)
     n_eff: F64 = np.full(cells, np.nan)
@@ -119,7 +121,7 @@ def score_columns(
         n_eff = sum_w
         thin = (counts > 0) & (sum_w < spec.uncertainty.min_effective_n)
         reasons[thin] = INSUFFICIENT
-        low, high = wilson_interval(mean, sum_w, weights.z)
+        low, high = wilson_interval(mean, trials, weights.z)
     scores = np.where(reasons == OK, scores, np.nan).reshape(n_agents, n_dims)
     reasons = reasons.reshape(n_agents, n_dims)
     interval_reasons = reasons.copy()
@@ -234,11 +236,15 @@ def _blend_reliability(
     a = rel.evidence_share
     both = has_e & has_c
     only_c = ~has_e & has_c
-    scores[:, d] = np.where(
-        both, a * e + (1.0 - a) * c, np.where(only_c, np.minimum(c, rel.snapshot_only_cap), e)
-    )
-    low[:, d] = np.where(both, a * low[:, d] + (1.0 - a) * c, low[:, d])
-    high[:, d] = np.where(both, a * high[:, d] + (1.0 - a) * c, high[:, d])
+    floor = np.minimum(c, rel.snapshot_only_cap)
+    blend = a * e + (1.0 - a) * c
+    blend_low = a * low[:, d] + (1.0 - a) * c
+    blend_high = a * high[:, d] + (1.0 - a) * c
+    if weights.spec.shrinkage is not None:  # evidence never takes reliability below snapshots alone
+        blend, blend_low, blend_high = (np.maximum(x, floor) for x in (blend, blend_low, blend_high))
+    scores[:, d] = np.where(both, blend, np.where(only_c, floor, e))
+    low[:, d] = np.where(both, blend_low, low[:, d])
+    high[:, d] = np.where(both, blend_high, high[:, d])
     reasons[:, d] = np.where(only_c, OK, reasons[:, d])
     interval_reasons[:, d] = np.where(only_c, SNAPSHOT_ONLY, interval_reasons[:, d])
 

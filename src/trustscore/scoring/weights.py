@@ -28,6 +28,7 @@ SCHEMA_VERSION = 1
 RELEASED_DIGESTS: dict[str, str] = {
     "baseline-v0.3": "6a315a7afc49ea47c1dccd4163ceebdc126b9ce0c3fcb7840c32b70631db65af",
     "trustscore-v1": "bc81817430ba3516edb7981625d69b6ac0835dfa472745c31019ecbeaefde166",
+    "trustscore-v2": "b51c3e83d3f6d82cff81bd8ad3de8606cf957124036fabc5a26785751fea77a0",
 }
 
 _NAME = re.compile(r"[a-z][a-z0-9_-]*", re.ASCII)
@@ -77,6 +78,14 @@ class UncertaintySection(msgspec.Struct, forbid_unknown_fields=True, frozen=True
     min_effective_n: float
 
 
+class ShrinkageSection(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """trustscore-v2: a dimension's score is ``100 · Σ(w·v) / max(Σw, prior_weight)`` (thin evidence is
+    pulled towards 0 as if padded with failing weight, instead of being suppressed), and reliability never
+    falls below its snapshot-only value when evidence is added. Both make the total monotone."""
+
+    prior_weight: float
+
+
 class IssuersSection(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     max_share: float
     exempt: list[str] = []
@@ -100,6 +109,7 @@ class WeightsFile(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     decay: DecaySection | None = None
     uncertainty: UncertaintySection | None = None
     issuers: IssuersSection | None = None
+    shrinkage: ShrinkageSection | None = None
 
 
 @dataclass(frozen=True)
@@ -239,5 +249,7 @@ def _validate(spec: WeightsFile, source: str) -> None:
         )
     if spec.issuers is not None:
         unit(spec.issuers.max_share, "issuers.max_share", low_open=True)
+    if spec.shrinkage is not None:
+        positive(spec.shrinkage.prior_weight, "shrinkage.prior_weight")
     if problems:
         raise ConfigError(f"{source}: " + "; ".join(problems))

@@ -16,6 +16,7 @@ from typing import Any
 from trustscore.errors import ConfigError, NotFound, NotYetAvailable, TrustscoreError
 from trustscore.evidence.reporters import REPORTER_MODEL
 from trustscore.ledger import attestation, dsse, merkle, note
+from trustscore.ledger.approvals import MARKETPLACE_APPROVAL
 from trustscore.ledger.checkpoint import Checkpoint
 from trustscore.ledger.keys import SigningKey
 from trustscore.services.public import PublicService
@@ -79,11 +80,15 @@ async def build_bundle(
 async def entries_of(store: AttestationStore, agent: str, model: str, size: int, signer: str) -> list[int]:
     """The sorted log indexes ``agent``'s rating under ``model`` over [0, ``size``) is computed from."""
     evidence = await store.evidence_entries(agent, size)
-    # What weighted each third-party report: its issuer's newest reporter-model snapshot before it.
-    reports = [(i, issuer) for i, issuer in evidence if issuer is not None]
+    # What weighted each third-party report: its reporter's newest reporter-model snapshot before it, the
+    # first that rated it (how long it has had standing) and the operator's word on it as a marketplace.
+    # The reporter is the entry's signer (a pooled item's issuer is the pool; evidence/standing.py).
+    reports = await store.entry_signers(i for i, issuer in evidence if issuer is not None)
     found = {i for i, _ in evidence}
     found |= set(await store.snapshot_entries(agent, model, size))
     found |= set(await store.newest_snapshots_before(reports, REPORTER_MODEL))
+    found |= set(await store.first_rated_snapshots_before(reports, REPORTER_MODEL))
+    found |= set(await store.approvals_of({r for _, r in reports}, MARKETPLACE_APPROVAL.predicate_type, size))
     ids = await store.signers(found) | {agent, signer} | {issuer for _, issuer in evidence if issuer}
     cards = await store.registration_entries(ids)
     if cards.get(signer, size) >= size:

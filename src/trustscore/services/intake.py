@@ -15,11 +15,12 @@ from dataclasses import dataclass
 import msgspec
 
 from trustscore.errors import Busy, Conflict, InvalidInput, NonceReplay, TrustscoreError
+from trustscore.exams.identity import graded_nonce
 from trustscore.exams.loader import ExamDirs
 from trustscore.exams.report import ExamReport, exam_for, grade_report
-from trustscore.grading.model import ItemGrade
-from trustscore.ledger import dsse, statements
-from trustscore.ledger.graded import GradedItem, make_graded_evidence
+from trustscore.grading.model import Grade, ItemGrade
+from trustscore.ledger import audit, dsse, statements
+from trustscore.ledger.graded import GradedEvidence, GradedItem, make_graded_evidence
 from trustscore.ledger.keys import SigningKey
 from trustscore.ledger.submission import Prepared, prepare
 from trustscore.services.log import LogService
@@ -33,6 +34,10 @@ class GradedReport:
     evidence: Appended
     exam: str
     grades: list[ItemGrade]
+
+    @property
+    def duplicate(self) -> bool:
+        return self.report.duplicate
 
 
 class Intake:
@@ -55,33 +60,36 @@ class Intake:
         self.grading_wait = grading_wait
         self.clock_skew = dt.timedelta(seconds=clock_skew)
 
-    async def report(self, body: bytes) -> GradedReport:
+    async def report(self, body: bytes, address: str | None = None) -> GradedReport:
         """Verify, re-grade and log an exam report with the server's graded evidence (all or nothing).
 
         Everything cheap is checked before grading (which runs sandboxed code): signature, admission,
         the signer's rate limit, a replay, the exam version and digest, and that the set is public.
         """
         try:
-            return await self._report(body)
+            return await self._report(body, address)
         except TrustscoreError as exc:
             self.metrics.submissions_refused.labels(exc.code).inc()
+            self.log.refused(address)
             raise
 
-    async def _report(self, body: bytes) -> GradedReport:
+    async def _report(self, body: bytes, address: str | None) -> GradedReport:
         [prepared] = self.log.parse_body(body, kinds={"exam-report"}, single=True)
         report = prepared.statement.predicate
         assert isinstance(report, ExamReport)
         checked = await self.log.check_prepared([prepared], batch=False)
         self._not_in_future(report.issued_at, "issued_at")
-        existing = await self.log.store.statement_index(prepared.statement_hash)
-        if existing is not None:
-            raise Conflict(f"this report is already in the log as entry {existing}")
+        # A report is its answers, not its nonce: the same answers again are the first report (issue #10).
+        nonce = graded_nonce(report)
+        first = await self._graded_before(nonce)
+        if first is not None:
+            return first
         if await self.log.store.nonce_used(report.agent, report.nonce):
             raise NonceReplay(f"nonce {report.nonce!r} of {report.agent} was already used")
         exam = exam_for(report, self.exam_dirs)
         if exam.file.tier != "public":
             raise InvalidInput(f"{exam.id} is not a public exam set; the server asks private items itself")
-        self.log.charge([report.agent])
+        self.log.charge([report.agent], address)
         try:
             await asyncio.wait_for(self._grading.acquire(), self.grading_wait)
         except TimeoutError as exc:
@@ -109,6 +117,7 @@ class Intake:
                 exam_digest=report.exam_digest,
                 tier=exam.file.tier,
                 graded_at=graded_at,
+                nonce=nonce,
                 items=[
                     GradedItem(
                         item_id=g.item_id,
@@ -123,26 +132,53 @@ class Intake:
             envelope = dsse.sign(payload, [self.grader_key])
             return [prepare(msgspec.to_builtins(envelope))]
 
-        rep, ev = await self.log.append_checked(checked, follow=follow, charged=True)
+        try:
+            rep, ev = await self.log.append_checked(checked, follow=follow, charged=True)
+        except NonceReplay:
+            # The same answers were logged meanwhile by a concurrent request: that one is the report.
+            first = await self._graded_before(nonce)
+            if first is None:
+                raise
+            return first
         self.metrics.ingest_seconds.labels("reports").observe(time.perf_counter() - started)
         return GradedReport(rep, ev, exam.id, grades)
 
-    async def settlement(self, body: bytes) -> Appended:
-        return await self._simple(body, "settlement", "settled_at")
+    async def _graded_before(self, nonce: str) -> GradedReport | None:
+        """The report already logged with these answers (its graded evidence carries ``nonce``), if any."""
+        found = await self.log.store.entry_by_nonce(self.grader_key.id, nonce)
+        if found is None:
+            return None
+        graded = audit.parse_leaf(found.leaf).statement.predicate
+        assert isinstance(graded, GradedEvidence)
+        [report_entry] = await self.log.store.entries(graded.report_index, graded.report_index + 1)
+        grades = [
+            ItemGrade(i.item_id, i.dimension, i.grader, Grade(i.value_millis, i.result, "as first graded"))
+            for i in graded.items
+        ]
+        return GradedReport(
+            Appended(report_entry.index, report_entry.leaf_hash, True),
+            Appended(found.index, found.leaf_hash, True),
+            f"{graded.exam}@{graded.exam_version}",
+            grades,
+        )
 
-    async def event(self, body: bytes) -> Appended:
-        return await self._simple(body, "event", "occurred_at")
+    async def settlement(self, body: bytes, address: str | None = None) -> Appended:
+        return await self._simple(body, "settlement", "settled_at", address)
 
-    async def _simple(self, body: bytes, kind: str, when: str) -> Appended:
+    async def event(self, body: bytes, address: str | None = None) -> Appended:
+        return await self._simple(body, "event", "occurred_at", address)
+
+    async def _simple(self, body: bytes, kind: str, when: str, address: str | None) -> Appended:
         started = time.perf_counter()
         try:
             prepared = self.log.parse_body(body, kinds={kind}, single=True)
             predicate = prepared[0].statement.predicate
             self._not_in_future(predicate.issued_at, "issued_at")
             self._not_in_future(getattr(predicate, when), when)
-            [appended] = await self.log.append(prepared, batch=False)
+            [appended] = await self.log.append(prepared, batch=False, address=address)
         except TrustscoreError as exc:
             self.metrics.submissions_refused.labels(exc.code).inc()
+            self.log.refused(address)
             raise
         self.metrics.ingest_seconds.labels(kind).observe(time.perf_counter() - started)
         return appended

@@ -32,10 +32,11 @@ log = logging.getLogger(__name__)
 
 #: Statement kinds clients may post to ``/v1/log/entries``; the others have their own routes or are the
 #: server's own.
-CLIENT_LOG_KINDS = frozenset({"agent-card", "party-card"})
+CLIENT_LOG_KINDS = frozenset({"agent-card", "party-card", "marketplace-approval"})
 ROUTE_OF_KIND = {
     "agent-card": "POST /v1/log/entries",
     "party-card": "POST /v1/log/entries",
+    "marketplace-approval": "POST /v1/log/entries",
     "exam-report": "POST /v1/reports",
     "settlement": "POST /v1/settlements",
     "event": "POST /v1/events",
@@ -74,6 +75,7 @@ class LogService:
         max_batch: int,
         metrics: Metrics | None = None,
         limiter: KeyRateLimiter | None = None,
+        address_limiter: KeyRateLimiter | None = None,
     ) -> None:
         self.store = store
         self.log_key = log_key
@@ -81,6 +83,7 @@ class LogService:
         self.max_batch = max_batch
         self.metrics = metrics or Metrics()
         self.limiter = limiter
+        self.address_limiter = address_limiter  # entries per client address (docs/service.md)
         self.verifier_key = note.make_verifier_key(origin, log_key.public_key)
         self.checkpoint_size: int | None = None  # of the latest checkpoint this process has seen
         self._own_keys: dict[str, bytes] = {log_key.id: log_key.public_key}
@@ -129,16 +132,19 @@ class LogService:
                 raise _at(pos, exc) from exc
         return out
 
-    async def submit(self, body: bytes) -> list[Appended]:
-        """``POST /v1/log/entries``: cards (one envelope or a batch)."""
+    async def submit(self, body: bytes, address: str | None = None) -> list[Appended]:
+        """``POST /v1/log/entries``: cards (one envelope or a batch), charged to ``address`` per new entry."""
         started = time.perf_counter()
         # A body big enough to hold a batch worth verifying off the loop is parsed off the loop too.
         big = len(body) >= _VERIFY_IN_THREAD * 512
         try:
             prepared = await asyncio.to_thread(self.parse_body, body) if big else self.parse_body(body)
-            out = await self.append(prepared, batch=len(prepared) > 1 or body.lstrip()[:1] == b"[")
+            out = await self.append(
+                prepared, batch=len(prepared) > 1 or body.lstrip()[:1] == b"[", address=address
+            )
         except TrustscoreError as exc:
             self.metrics.submissions_refused.labels(exc.code).inc()
+            self.refused(address)
             raise
         self.metrics.ingest_seconds.labels("log").observe(time.perf_counter() - started)
         return out
@@ -211,15 +217,16 @@ class LogService:
         batch: bool = True,
         follow: Callable[[list[Appended]], list[Prepared]] | None = None,
         charged: bool = False,
+        address: str | None = None,
     ) -> list[Appended]:
         """Verify and admit every envelope, then append them all in one transaction (all or nothing).
 
         ``follow`` makes statements that must enter the log right after these, in the same transaction,
         from their results (the server's graded evidence pointing at a report's index). ``charged``: the
-        caller already charged the signers' rate limits.
+        caller already charged the signers' and the address's rate limits.
         """
         checked = await self.check_prepared(prepared, batch=batch)
-        return await self.append_checked(checked, follow=follow, charged=charged)
+        return await self.append_checked(checked, follow=follow, charged=charged, address=address)
 
     async def append_checked(
         self,
@@ -227,11 +234,19 @@ class LogService:
         *,
         follow: Callable[[list[Appended]], list[Prepared]] | None = None,
         charged: bool = False,
+        address: str | None = None,
     ) -> list[Appended]:
         """:meth:`append` of entries :meth:`check_prepared` already verified and admitted (signatures
-        and registrations never change once checked, so the check holds however long ago it ran)."""
+        and registrations never change once checked, so the check holds however long ago it ran).
+
+        Limits count entries, not requests, and a statement already in the log costs nothing: it is
+        answered with its first index (``duplicate``) before anything is charged.
+        """
         if not charged:
-            self.charge([e.signer for e in checked])
+            known = await self.store.existing([e.statement_hash for e in checked])
+            if follow is None and len(known) == len(checked):
+                return [known[e.statement_hash] for e in checked]
+            self.charge([e.signer for e in checked if e.statement_hash not in known], address)
         store_follow: Follow | None = None
         if follow is not None:
             make = follow
@@ -243,16 +258,24 @@ class LogService:
         self.metrics.entries_appended.inc(sum(not a.duplicate for a in out))
         return out
 
-    def charge(self, signers: list[str]) -> None:
-        """Spend the per-key write allowance of ``signers`` (one per statement); the server's keys are free."""
-        if self.limiter is None:
-            return
+    def charge(self, signers: list[str], address: str | None = None) -> None:
+        """Spend the write allowance of ``signers`` (one per statement) and of the client ``address``
+        (one per statement, whoever signed it); the server's keys are free."""
         counts: dict[str, int] = {}
         for signer in signers:
             if signer not in self._own_keys:
                 counts[signer] = counts.get(signer, 0) + 1
+        if self.address_limiter is not None and address is not None and counts:
+            self.address_limiter.take(address, sum(counts.values()))
+        if self.limiter is None:
+            return
         for signer, n in sorted(counts.items()):
             self.limiter.take(signer, n)
+
+    def refused(self, address: str | None) -> None:
+        """A refused write from ``address`` costs it one entry, so a flood of bad requests is limited too."""
+        if self.address_limiter is not None and address is not None:
+            self.address_limiter.spend(address)
 
     def trust_own_key(self, key: SigningKey) -> None:
         """Let statements the server makes with ``key`` (already registered) follow others in a transaction."""

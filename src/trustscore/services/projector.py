@@ -8,6 +8,7 @@ import logging
 
 from trustscore.evidence.projection import Projected, ProjectionState, project
 from trustscore.ledger import audit
+from trustscore.ledger.approvals import MARKETPLACE_APPROVAL, MarketplaceApproval
 from trustscore.ledger.snapshots import RATING_SNAPSHOT, RatingSnapshot
 from trustscore.services.ratings import RatingService
 from trustscore.store.log import LogStore
@@ -43,6 +44,14 @@ class Projector:
             predicate = audit.parse_leaf(leaf).statement.predicate
             assert isinstance(predicate, RatingSnapshot)
             state.feed_snapshot(index, predicate)
+        for index, leaf in await self.log_store.leaves_of_kind(
+            MARKETPLACE_APPROVAL.predicate_type, state.next_index
+        ):
+            approval = audit.parse_leaf(leaf).statement.predicate
+            assert isinstance(approval, MarketplaceApproval)
+            state.feed_approval(index, approval)
+        for row in await self.store.evidence_since(0, state.next_index):
+            state.feed_evidence(row.item)
         self.state = state
 
     async def step(self) -> Projected | None:

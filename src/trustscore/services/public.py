@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -10,6 +11,7 @@ from trustscore.errors import InvalidInput, NotFound
 from trustscore.exams.loader import ExamDirs, list_exams
 from trustscore.exams.model import ExamSet
 from trustscore.ledger.graded import DIMENSIONS
+from trustscore.names import NameIndex
 from trustscore.reverify.status import VerificationStatus, summarize
 from trustscore.services.log import LogService
 from trustscore.services.ratings import DEFAULT_MODEL, DEFAULT_WEIGHTS_DIR, RatedAgent, RatingService
@@ -17,7 +19,8 @@ from trustscore.store.projection import Card, EvidenceRow, ProjectionStore
 
 
 async def _no_verification(_agent: str) -> VerificationStatus:
-    return summarize([])
+    """No re-verifier is running: nothing is verified, and no lapse is claimed."""
+    return summarize([], endpoint="", now=dt.datetime.now(dt.UTC), interval_s=0)
 
 
 METHODOLOGY_DOC = resources.path("docs", "methodology.md")
@@ -50,6 +53,13 @@ class PublicService:
         # checkpoint size stay the same. Bounded by the agents the rating service holds anyway.
         self._bodies: dict[tuple[str, str], tuple[object, int, int | None, bytes]] = {}
         self.verification: Callable[[str], Awaitable[VerificationStatus]] = _no_verification
+        self._names = NameIndex()
+
+    async def lookalikes(self, card: Card) -> list[str]:
+        """Agents registered before ``card``'s whose display names look like its name (issue #10)."""
+        for index, agent, name in await self.store.agent_names_since(self._names.next_index):
+            self._names.add(index, agent, name)
+        return self._names.confusable_with(card.id, card.name)
 
     async def card(self, agent: str) -> Card:
         card = await self.store.card(agent)

@@ -33,6 +33,26 @@ class KeyRateLimiter:
         self.clock = clock
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
 
+    def check(self, key_id: str) -> None:
+        """Raise :class:`RateLimited` if ``key_id`` has not one token left; spend nothing."""
+        if self.rate <= 0:
+            return
+        tokens, last = self._buckets.get(key_id, (float(self.burst), self.clock()))
+        tokens = min(float(self.burst), tokens + (self.clock() - last) * self.rate)
+        if tokens < 1:
+            raise RateLimited(
+                f"{self.what} {key_id} is over its rate limit ({self.rate:g}/s, burst {self.burst})",
+                retry_after=max(1, math.ceil((1 - tokens) / self.rate)),
+            )
+
+    def spend(self, key_id: str, n: int = 1) -> None:
+        """:meth:`take` what is left of ``n`` without ever refusing (work already done for nothing)."""
+        try:
+            self.take(key_id, n)
+        except RateLimited:
+            self._buckets[key_id] = (0.0, self.clock())
+            self._buckets.move_to_end(key_id)
+
     def take(self, key_id: str, n: int = 1) -> None:
         """Spend ``n`` tokens of ``key_id``'s bucket or raise :class:`RateLimited`."""
         if self.rate <= 0:
@@ -42,7 +62,7 @@ class KeyRateLimiter:
         tokens = min(float(self.burst), tokens + (now - last) * self.rate)
         if n > self.burst:
             raise InvalidInput(
-                f"{n} statements signed by {key_id} in one request exceed its burst of {self.burst}; "
+                f"{n} statements from {self.what} {key_id} in one request exceed its burst of {self.burst}; "
                 "send them in smaller batches"
             )
         if tokens < n:

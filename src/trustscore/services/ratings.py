@@ -25,8 +25,8 @@ from trustscore.services.metrics import Metrics
 from trustscore.store.projection import ProjectionStore
 
 DEFAULT_WEIGHTS_DIR = resources.path("weights")
-RELEASED_MODELS = ("trustscore-v1", "baseline-v0.3")
-DEFAULT_MODEL = "trustscore-v1"
+RELEASED_MODELS = ("trustscore-v2", "baseline-v0.3")  # trustscore-v1: offline only (docs/methodology.md)
+DEFAULT_MODEL = "trustscore-v2"
 
 
 def load_models(

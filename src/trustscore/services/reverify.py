@@ -115,7 +115,14 @@ class Reverifier:
         return out
 
     async def status(self, agent: str) -> status.VerificationStatus:
-        return status.summarize(await self.history(agent))
+        """Verified now: an endpoint in the current card and a recent, matching run (reverify/status.py)."""
+        endpoint = (await self.store.endpoints({agent})).get(agent)
+        return status.summarize(
+            await self.history(agent),
+            endpoint=endpoint,
+            now=dt.datetime.now(dt.UTC),
+            interval_s=self.config.interval,
+        )
 
     async def work_once(self) -> bool:
         """Carry out one pending run; False when there is none."""

@@ -53,6 +53,42 @@ class AttestationStore:
         )
         return [r["idx"] for r in rows]
 
+    async def entry_signers(self, indexes: Iterable[int]) -> list[tuple[int, str]]:
+        """(index, signer) of the entries at ``indexes``, in index order."""
+        rows = await self.pool.fetch(
+            "SELECT idx, signer FROM entries WHERE idx = ANY($1::bigint[]) ORDER BY idx", sorted(set(indexes))
+        )
+        return [(r["idx"], r["signer"]) for r in rows]
+
+    async def first_rated_snapshots_before(
+        self, reports: Iterable[tuple[int, str]], model_version: str
+    ) -> list[int]:
+        """For each (report index, reporter): the first snapshot of ``model_version`` logged before the
+        report that rates the reporter (non-null), which dates how long it has been rated (standing)."""
+        pairs = sorted(set(reports))
+        if not pairs:
+            return []
+        rows = await self.pool.fetch(
+            "SELECT DISTINCT s.idx FROM unnest($1::bigint[], $2::text[]) AS t(before, reporter) "
+            "CROSS JOIN LATERAL (SELECT min(idx) AS idx FROM snapshots WHERE agent = t.reporter "
+            "  AND model_version = $3 AND idx < t.before AND (total IS NOT NULL OR adjusted IS NOT NULL)) AS s "
+            "WHERE s.idx IS NOT NULL ORDER BY s.idx",
+            [i for i, _ in pairs],
+            [r for _, r in pairs],
+            model_version,
+        )
+        return [r["idx"] for r in rows]
+
+    async def approvals_of(self, marketplaces: Iterable[str], kind: str, size: int) -> list[int]:
+        """The operator's approvals and retirements of ``marketplaces`` below ``size``."""
+        rows = await self.pool.fetch(
+            "SELECT idx FROM entries WHERE kind = $1 AND subject = ANY($2::text[]) AND idx < $3 ORDER BY idx",
+            kind,
+            sorted(set(marketplaces)),
+            size,
+        )
+        return [r["idx"] for r in rows]
+
     async def signers(self, indexes: Iterable[int]) -> set[str]:
         """The signers of the entries at ``indexes``."""
         rows = await self.pool.fetch(

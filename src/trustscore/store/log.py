@@ -82,6 +82,24 @@ class LogStore:
         )
         return idx
 
+    async def existing(self, statement_hashes: Sequence[bytes]) -> dict[bytes, Appended]:
+        """The entries already holding any of these statements (a resubmission gets its first index)."""
+        if not statement_hashes:
+            return {}
+        rows = await self.pool.fetch(
+            "SELECT e.statement_hash, e.idx, e.leaf_hash FROM unnest($1::bytea[]) AS t(h) "
+            "JOIN entries e ON e.statement_hash = t.h",
+            list(statement_hashes),
+        )
+        return {bytes(r["statement_hash"]): Appended(r["idx"], bytes(r["leaf_hash"]), True) for r in rows}
+
+    async def entry_by_nonce(self, signer: str, nonce: str) -> StoredEntry | None:
+        """The entry ``signer`` made with ``nonce``, if any (a server statement's content address)."""
+        r = await self.pool.fetchrow(
+            "SELECT idx, leaf, leaf_hash FROM entries WHERE signer = $1 AND nonce = $2", signer, nonce
+        )
+        return None if r is None else StoredEntry(r["idx"], bytes(r["leaf"]), bytes(r["leaf_hash"]))
+
     async def nonce_used(self, signer: str, nonce: str) -> bool:
         used: bool = await self.pool.fetchval(
             "SELECT EXISTS (SELECT 1 FROM entries WHERE signer = $1 AND nonce = $2)", signer, nonce

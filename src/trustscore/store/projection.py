@@ -172,6 +172,19 @@ class ProjectionStore:
         )
         return None if r is None else _card(r["idx"], bytes(r["leaf"]))
 
+    async def agent_names_since(self, start: int) -> list[tuple[int, str, str]]:
+        """(index, agent id, display name) of every agent card logged at ``start`` or later, in log order."""
+        rows = await self.pool.fetch(
+            "SELECT idx, leaf FROM entries WHERE kind = $1 AND idx >= $2 ORDER BY idx",
+            AGENT_CARD.predicate_type,
+            start,
+        )
+        out = []
+        for r in rows:
+            card = _card(r["idx"], bytes(r["leaf"]))
+            out.append((card.index, card.id, card.name))
+        return out
+
     async def agent_ids(self) -> list[str]:
         """Every key registered as an agent."""
         rows = await self.pool.fetch("SELECT id FROM keys WHERE kind = 'agent' ORDER BY id")

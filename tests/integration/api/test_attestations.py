@@ -27,6 +27,7 @@ from trustscore.cli import rating as rating_cli
 from trustscore.errors import TrustscoreError
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, load_exam
 from trustscore.ledger import attestation, dsse, keys, note
+from trustscore.ledger.approvals import make_approval
 from trustscore.ledger.events import EventName, make_event
 from trustscore.ledger.parties import make_party_card
 from trustscore.ledger.settlements import make_settlement
@@ -46,7 +47,7 @@ from trustscore.store.projection import ProjectionStore
 
 Client = AsyncTestClient[Litestar]
 AGENTS = DEFAULT_PUBLIC_DIR.parent / "examples" / "agents" / "scripted.py"
-MODELS = ("trustscore-v1", "baseline-v0.3")
+MODELS = ("trustscore-v2", "baseline-v0.3")
 T = TypeVar("T")
 
 
@@ -97,19 +98,31 @@ def verify_cli(tmp_path: Path, bundle: Any, *extra: str) -> tuple[int, str]:
 
 @pytest.fixture
 async def world(client: Client, settings: Settings) -> dict[str, Any]:
-    """An agent with graded exam evidence, marketplace events, a settlement from a buyer rated in a
-    snapshot logged before it, and snapshots of its own."""
+    """An agent with graded exam evidence, events of an operator-approved marketplace, settlements of an
+    unrated buyer (pooled: evidence/standing.py) around a snapshot, and snapshots of its own."""
     public = public_of(client)
     service = logkey.load_or_create(settings.service_key_file)
+    log_key = logkey.load_or_create(settings.log_key_file)
     agent, agent_card = new_card("attested")
     market, buyer = keys.SigningKey.generate(), keys.SigningKey.generate()
     await post(client, "/v1/log/entries", agent_card)
     await post(
         client, "/v1/log/entries", dsse.sign(make_party_card(market.public_key, "m", "marketplace"), [market])
     )
+    approval = make_approval(operator=log_key.id, marketplace=market.id, action="approve")
+    await post(client, "/v1/log/entries", dsse.sign(approval, [log_key]))
     await post(
         client, "/v1/log/entries", dsse.sign(make_party_card(buyer.public_key, "b", "counterparty"), [buyer])
     )
+    exam = load_exam("integrity@1", ExamDirs())
+    run = run_exam(exam, agent_from_spec(f"python:{AGENTS}:good"))
+    graded = await post(client, "/v1/reports", sign_run(run, agent))
+    names: tuple[EventName, ...] = ("delivered", "confirmed", "negotiation_expired")
+    for i, name in enumerate(names):
+        event = make_event(
+            marketplace=market.id, agent=agent.id, event=name, ref=f"o{i}", occurred_at="2026-11-22T00:00:00Z"
+        )
+        await post(client, "/v1/events", dsse.sign(event, [market]))
     paid = make_settlement(
         deal_id="first",
         seller=agent.id,
@@ -119,30 +132,21 @@ async def world(client: Client, settings: Settings) -> dict[str, Any]:
         payment="pass",
     )
     last = await post(client, "/v1/settlements", dsse.sign(paid, [agent]))
-    await rated(client, buyer.id, "trustscore-v1", last + 1)
-    # One snapshot per model (sorted by name); trustscore-v1's, the last, weights the buyer's report.
+    await rated(client, agent.id, "trustscore-v2", last + 1)
+    # One snapshot per model (sorted by name); trustscore-v2's, the last, is the reporter model's.
     snap = (await on_app(client, snapshots.take, public.log, public.ratings, service))[-1]
     delivered = make_settlement(
         deal_id="second",
         seller=agent.id,
         buyer=buyer.id,
         reporter_role="buyer",
-        settled_at="2026-11-21T00:00:00Z",
+        settled_at="2026-11-23T00:00:00Z",
         delivery="pass",
         confirmed=True,
     )
     settlement = await post(client, "/v1/settlements", dsse.sign(delivered, [buyer]))
     assert settlement > snap.index
-    names: tuple[EventName, ...] = ("delivered", "confirmed", "negotiation_expired")
-    for i, name in enumerate(names):
-        event = make_event(
-            marketplace=market.id, agent=agent.id, event=name, ref=f"o{i}", occurred_at="2026-11-22T00:00:00Z"
-        )
-        await post(client, "/v1/events", dsse.sign(event, [market]))
-    exam = load_exam("integrity@1", ExamDirs())
-    run = run_exam(exam, agent_from_spec(f"python:{AGENTS}:good"))
-    graded = await post(client, "/v1/reports", sign_run(run, agent))
-    await rated(client, agent.id, "trustscore-v1", graded + 1)
+    await rated(client, agent.id, "trustscore-v2", settlement + 1)
     own = await on_app(client, snapshots.take, public.log, public.ratings, service)
     size = max(a.index for a in own) + 1
     for model in MODELS:
@@ -184,7 +188,8 @@ async def test_a_bundle_of_real_evidence_verifies_offline(
         assert a.computed_at == served["computed_at"] and a.log_size == served["log_size"]
         assert a.total is not None and a.n > 0
         # The entries: service card, the agent's and counterparties' cards, evidence, and snapshots.
-        assert 0 in a.evidence_entries and world["snap"].index in a.evidence_entries
+        assert 0 in a.evidence_entries
+        assert (world["snap"].index in a.evidence_entries) == (model == "trustscore-v2")  # its own snapshot
         code, message = verify_cli(tmp_path, bundle, "--verifier-key", vkey)
         assert (code, message) == (0, ""), message
 

@@ -9,8 +9,11 @@ import sys
 from pathlib import Path
 
 import httpx
+import msgspec
 
 from tests.integration.service.conftest import ServerProcess, free_port
+from trustscore.ledger import dsse, keys
+from trustscore.ledger.parties import make_party_card
 from trustscore.store import embedded
 
 
@@ -138,3 +141,38 @@ def test_embedded_default_survives_kill_9(tmp_path: Path) -> None:
         assert r.returncode == 0 and "3 entries" in r.stdout, r.stdout + r.stderr
     finally:
         embedded.stop(tmp_path / "data" / "pg")
+
+
+def test_operator_approves_and_retires_a_marketplace(server: ServerProcess, tmp_path: Path) -> None:
+    """Only the log key approves a marketplace; bad input is a one-line error."""
+    market = keys.SigningKey.generate()
+    card = dsse.sign(make_party_card(market.public_key, "market", "marketplace"), [market])
+    posted = httpx.post(server.url + "/v1/log/entries", content=msgspec.json.encode(card))
+    assert posted.status_code == 201, posted.text
+    log_key = server.data_dir / "log.key"
+    for action in ("approve-marketplace", "retire-marketplace"):
+        r = cli("operator", action, market.id, "--log-key", log_key, "--server", server.url)
+        assert r.returncode == 0, r.stderr
+        assert market.id in r.stdout and "index:" in r.stdout
+    assert_one_line_error(
+        cli("operator", "approve-marketplace", "not-a-key", "--log-key", log_key, "--server", server.url),
+        "marketplace",
+    )
+    assert_one_line_error(
+        cli(
+            "operator",
+            "approve-marketplace",
+            market.id,
+            "--log-key",
+            tmp_path / "none",
+            "--server",
+            server.url,
+        ),
+        "no log key",
+    )
+    other = tmp_path / "other.key"
+    assert cli("keygen", "--out", other).returncode == 0
+    assert_one_line_error(
+        cli("operator", "approve-marketplace", market.id, "--log-key", other, "--server", server.url),
+        "no registered key",  # only the log key may sign it
+    )

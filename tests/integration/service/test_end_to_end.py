@@ -2,7 +2,7 @@
 
 The scripted example agents sit every public exam, submit signed reports, and end up ranked as their
 behaviour deserves; a report claiming perfect answers gains nothing; a settlement ring of fresh keys
-cannot carry a dimension under trustscore-v1; the ratings served equal ``trustscore score`` run offline
+moves no served total by more than the published Sybil bound; the ratings served equal ``trustscore score`` run offline
 on evidence re-derived from a verified copy of the log.
 """
 
@@ -109,10 +109,11 @@ def test_agents_ranked_by_behaviour_and_ratings_reproduce_offline(
                 }
                 last = max(last, lied["evidence_index"])
                 r = http.post("/v1/reports", content=msgspec.json.encode(lie))
-                assert r.status_code == 409, r.text  # a replay is refused and writes nothing
+                assert r.status_code == 200, r.text  # a replay is the first report and writes nothing
+                assert r.json()["report_index"] == lied["report_index"] and r.json()["duplicate"]
 
     ratings = {
-        p: wait_rating(http, ids[p].id, "trustscore-v1", min_size=last + 1) for p in (*PERSONAS, "liar")
+        p: wait_rating(http, ids[p].id, "trustscore-v2", min_size=last + 1) for p in (*PERSONAS, "liar")
     }
     totals = {p: r["total"] for p, r in ratings.items()}
     dims = {p: r["dimensions"] for p, r in ratings.items()}
@@ -135,11 +136,11 @@ def test_agents_ranked_by_behaviour_and_ratings_reproduce_offline(
 
     board = http.get("/v1/leaderboard").json()
     assert board["ranked"][0]["agent"] == ids["good"].id
-    assert board["model_version"] == "trustscore-v1"
+    assert board["model_version"] == "trustscore-v2"
 
     # A ring of three fresh counterparties "buys" perfect deliveries from the careless agent.
     seller = ids["careless"].id
-    before = {m: wait_rating(http, seller, m, min_size=last + 1) for m in ("trustscore-v1", "baseline-v0.3")}
+    before = {m: wait_rating(http, seller, m, min_size=last + 1) for m in ("trustscore-v2", "baseline-v0.3")}
     for n in range(3):
         buyer = keys.SigningKey.generate()
         post(
@@ -157,24 +158,14 @@ def test_agents_ranked_by_behaviour_and_ratings_reproduce_offline(
             confirmed=True,
         )
         last = post(http, "/v1/settlements", dsse.sign(deal, [buyer]))["index"]
-    after = {m: wait_rating(http, seller, m, min_size=last + 1) for m in ("trustscore-v1", "baseline-v0.3")}
-    # The baseline has no issuer cap: the ring alone carries economic to 100. trustscore-v1 caps each
-    # issuer at a quarter of a dimension's weight, so three issuers with no first-party evidence carry
-    # nothing there, and where exam evidence exists they move the score by less than 3 x 25 % allows.
-    assert before["baseline-v0.3"]["dimensions"]["economic"]["score"] is None
-    assert after["baseline-v0.3"]["dimensions"]["economic"]["score"] == 100.0
-    assert after["trustscore-v1"]["dimensions"]["economic"]["score"] is None
-    assert after["trustscore-v1"]["dimensions"]["economic"]["null_reason"] in (
-        "zero_weight",
-        "insufficient_evidence",
-    )
-    old = before["trustscore-v1"]["dimensions"]["delivery"]["score"]
-    new = after["trustscore-v1"]["dimensions"]["delivery"]["score"]
-    assert old is not None and new is not None
-    assert 0 <= new - old <= 3 * 0.25 * (100 - old)
-    assert after["trustscore-v1"]["total"] - before["trustscore-v1"]["total"] < (
-        after["baseline-v0.3"]["total"] - before["baseline-v0.3"]["total"]
-    )
+    after = {m: wait_rating(http, seller, m, min_size=last + 1) for m in ("trustscore-v2", "baseline-v0.3")}
+    # Fresh keys have no standing: they share one small pool beside the agent's standing evidence
+    # (docs/methodology.md, "Reporter standing"). Where the agent has none (economic), they add nothing,
+    # under every served model; no total moves by more than the published bound.
+    for m in ("trustscore-v2", "baseline-v0.3"):
+        assert before[m]["dimensions"]["economic"]["score"] is None
+        assert after[m]["dimensions"]["economic"]["score"] is None, m
+        assert abs(after[m]["total"] - before[m]["total"]) <= 25, m
 
     # Self-dealing is refused and writes nothing: with oneself, or between keys under one controller.
     boss = keys.SigningKey.generate()
@@ -208,13 +199,17 @@ def test_agents_ranked_by_behaviour_and_ratings_reproduce_offline(
 
     # The API's numbers equal `trustscore score` run offline on evidence exported from the log.
     vkey = http.get("/v1/log/key").text.strip()
-    for model in ("trustscore-v1", "baseline-v0.3"):
-        served = wait_rating(http, ids["good"].id, model, min_size=last + 1)
+    # The good agent, and the careless one the ring reported on (its ring reports went through the pool).
+    for model, persona in [(m, p) for m in ("trustscore-v2", "baseline-v0.3") for p in ("good", "careless")]:
+        served = wait_rating(http, ids[persona].id, model, min_size=last + 1)
         for _ in range(200):  # the export needs a checkpoint covering the rating's log prefix
             if int(http.get("/v1/log/checkpoint").text.split("\n")[1]) >= served["log_size"]:
                 break
             time.sleep(0.05)
-        ev, sn = tmp_path / f"{model}.evidence.jsonl", tmp_path / f"{model}.snapshots.jsonl"
+        ev, sn = (
+            tmp_path / f"{model}.{persona}.evidence.jsonl",
+            tmp_path / f"{model}.{persona}.snapshots.jsonl",
+        )
         out = subprocess.run(
             [
                 sys.executable,
@@ -241,6 +236,7 @@ def test_agents_ranked_by_behaviour_and_ratings_reproduce_offline(
         )
         assert out.returncode == 0, out.stderr
         assert "entries not counted: 0" in out.stdout, out.stdout
+        assert "reporter-standing policy standing-v1" in out.stdout, out.stdout
         scored = subprocess.run(
             [
                 sys.executable,
@@ -261,7 +257,9 @@ def test_agents_ranked_by_behaviour_and_ratings_reproduce_offline(
             timeout=300,
         )
         assert scored.returncode == 0, scored.stderr
-        offline = next(json.loads(line) for line in scored.stdout.splitlines() if ids["good"].id in line)
+        offline = next(json.loads(line) for line in scored.stdout.splitlines() if ids[persona].id in line)
         for field in ("total", "adjusted", "grade", "coverage", "confidence", "n", "model_version"):
-            assert offline[field] == served[field], (model, field)
+            assert offline[field] == served[field], (model, persona, field)
         assert offline["dimensions"] == {k: v["score"] for k, v in served["dimensions"].items()}
+        if persona == "careless":  # the ring's reports are in the export, pooled
+            assert '"issuer":"pool:standing-v1"' in ev.read_text()

@@ -10,6 +10,7 @@ import msgspec
 import pytest
 
 from trustscore import canonical
+from trustscore.evidence.standing import REPORTER_MODEL, Standing
 from trustscore.ledger import dsse, keys, kinds_all, statements
 from trustscore.ledger.events import make_event
 from trustscore.ledger.graded import GradedItem, Tier, make_graded_evidence
@@ -25,6 +26,13 @@ T0 = "2026-03-01T12:00:00.000000Z"
 T1 = "2026-03-02T12:00:00.000000Z"
 T2 = "2026-03-03T12:00:00.000000Z"
 DIGEST = "ab" * 32
+
+
+class TrustAll(Standing):
+    """The standing policy with every reporter in good standing: for tests of the mapping itself."""
+
+    def has_standing(self, reporter: str, before_index: int) -> bool:
+        return True
 
 
 class Log:
@@ -131,7 +139,7 @@ def busy_log() -> Log:
     )
     snapshot = make_rating_snapshot(
         signer=svc.id,
-        model_version="trustscore-v1",
+        model_version=REPORTER_MODEL,
         weights_digest=DIGEST,
         log_size=5,
         taken_at=T1,

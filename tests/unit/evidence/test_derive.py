@@ -13,6 +13,7 @@ from tests.unit.evidence.signed import (
     T1,
     T2,
     Log,
+    TrustAll,
     busy_log,
     graded,
     new_id,
@@ -34,7 +35,8 @@ AT1 = AT0 + dt.timedelta(days=1)
 
 
 def fixed(weight: float) -> Context:
-    return Context(reporter_weight=lambda _reporter, _index: weight)
+    """Every reporter weighs ``weight`` and has standing (the pool is tested in test_standing.py)."""
+    return Context(reporter_weight=lambda _reporter, _index: weight, standing=TrustAll())
 
 
 def parse(payload: bytes) -> statements.ParsedStatement:
@@ -143,14 +145,15 @@ def test_settlement_weight_comes_from_the_context_with_the_reporter_and_index() 
         calls.append((reporter, index))
         return 0.8
 
-    [d] = derive(12, parse(settlement(seller, buyer, delivery="pass")), Context(reporter_weight=weight))
+    context = Context(reporter_weight=weight, standing=TrustAll())
+    [d] = derive(12, parse(settlement(seller, buyer, delivery="pass")), context)
     assert calls == [(buyer, 12)]
     assert d.extra_weight == 0.8
 
 
-def test_the_default_context_treats_every_reporter_as_unrated() -> None:
-    [d] = derive(0, parse(settlement(new_id(), new_id(), delivery="pass")), Context())
-    assert d.extra_weight == 0.5
+def test_the_default_context_gives_no_reporter_standing() -> None:
+    """Issue #10: with no standing evidence about the subject, a reporter without standing adds nothing."""
+    assert derive(0, parse(settlement(new_id(), new_id(), delivery="pass")), Context()) == []
 
 
 @pytest.mark.parametrize(
@@ -240,7 +243,7 @@ def test_to_item_keeps_every_field() -> None:
 
 def test_derive_log_weights_each_report_as_of_its_index() -> None:
     log = busy_log()
-    out = derive_log(log.parsed())
+    out = derive_log(log.parsed(), TrustAll())
     weights = [(d.index, d.dimension, d.extra_weight) for d in out.evidence if d.issuer is not None]
     assert weights == [
         (4, "delivery", 0.5),  # before any snapshot: unrated

@@ -6,9 +6,10 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from tests.unit.evidence.signed import T1, Log, busy_log, graded, settlement
+from tests.unit.evidence.signed import T1, Log, TrustAll, busy_log, graded, settlement
 from trustscore.evidence import derive_log, evidence_batch
 from trustscore.evidence.jsonl import evidence_jsonl, snapshot_jsonl_line, snapshots_jsonl, to_jsonl_line
+from trustscore.evidence.standing import REPORTER_MODEL
 from trustscore.ledger.graded import GradedItem
 from trustscore.scoring import load_weights, score_agents
 from trustscore.scoring.inputs import SnapshotBatch
@@ -21,7 +22,7 @@ RATE_AT = dt.datetime(2026, 3, 10, tzinfo=dt.UTC)
 
 
 def test_evidence_line_format() -> None:
-    out = derive_log(busy_log().parsed())
+    out = derive_log(busy_log().parsed(), TrustAll())
     d = next(d for d in out.evidence if d.issuer is not None)
     line = json.loads(to_jsonl_line(d))
     assert line == {
@@ -40,7 +41,7 @@ def test_evidence_line_format() -> None:
         "agent": s.agent,
         "at": "2026-03-02T12:00:00Z",
         "total": s.total,
-        "model_version": "trustscore-v1",
+        "model_version": REPORTER_MODEL,
     }
 
 
@@ -59,7 +60,7 @@ def test_export_parses_and_rates_like_the_derived_batch() -> None:
 
 
 def _score(log: Log, dimension: str) -> float | None:
-    out = derive_log(log.parsed())
+    out = derive_log(log.parsed(), TrustAll())
     [rating] = score_agents(evidence_batch(out.evidence), None, BASELINE, RATE_AT)
     exported, _ = parse_evidence(evidence_jsonl(out.evidence), dimensions=BASELINE.dimension_names)
     [again] = score_agents(exported, None, BASELINE, RATE_AT)

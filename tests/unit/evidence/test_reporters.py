@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from tests.unit.evidence.signed import DIGEST, T0, new_id
 from trustscore.errors import InvalidInput
 from trustscore.evidence import ReporterWeights
-from trustscore.evidence.reporters import rating_weight
+from trustscore.evidence.reporters import REPORTER_MODEL, rating_weight
 from trustscore.ledger import statements
 from trustscore.ledger.settlements import make_settlement
 from trustscore.ledger.snapshots import RatingSnapshot, SnapshotRow, make_rating_snapshot
@@ -23,7 +23,7 @@ def snap(*rows: tuple[str, int | None, int | None]) -> RatingSnapshot:
         nonce="n" * 16,
         issued_at=T0,
         signer=new_id(),
-        model_version="trustscore-v1",
+        model_version=REPORTER_MODEL,
         weights_digest=DIGEST,
         log_size=0,
         taken_at=T0,
@@ -82,7 +82,7 @@ def test_feed_ignores_other_kinds() -> None:
     row = SnapshotRow(agent=A, total=500, adjusted=500)
     payload = make_rating_snapshot(
         signer=new_id(),
-        model_version="trustscore-v1",
+        model_version=REPORTER_MODEL,
         weights_digest=DIGEST,
         log_size=1,
         taken_at=T0,
@@ -109,7 +109,7 @@ def test_incremental_equals_replay(ratings: list[int | None], before: int) -> No
 
 def test_only_the_reporter_model_s_snapshots_count() -> None:
     weights = ReporterWeights()
-    for model in ("baseline-v0.3", "trustscore-v1"):
+    for model in ("baseline-v0.3", REPORTER_MODEL):
         snap = RatingSnapshot(
             nonce="n" * 32,
             issued_at=T0,

@@ -19,6 +19,7 @@ from trustscore.evidence.projection import ProjectionState, project
 from trustscore.ledger import attestation as att
 from trustscore.ledger import dsse, keys, merkle, note, statements
 from trustscore.ledger.admission import admit
+from trustscore.ledger.approvals import make_approval
 from trustscore.ledger.checkpoint import Checkpoint, sign_checkpoint
 from trustscore.ledger.events import EventName, make_event
 from trustscore.ledger.parties import make_party_card
@@ -72,19 +73,26 @@ def log() -> Log:
         ),
         _leaf(agent_card),
         _leaf(dsse.sign(make_party_card(market.public_key, "market", "marketplace"), [market])),
-        _leaf(dsse.sign(make_party_card(buyer.public_key, "buyer", "counterparty"), [buyer])),
+        # The operator approves the marketplace: its events count as standing evidence.
         _leaf(
-            dsse.sign(
-                make_rating_snapshot(
-                    signer=service.id,
-                    model_version="trustscore-v1",
-                    weights_digest=MODELS["trustscore-v1"].digest,
-                    log_size=4,
-                    taken_at="2026-11-01T00:00:00Z",
-                    ratings=[SnapshotRow(agent=buyer.id, total=800, adjusted=780)],
-                ),
-                [service],
+            dsse.sign(make_approval(operator=log_key.id, marketplace=market.id, action="approve"), [log_key])
+        ),
+        _leaf(dsse.sign(make_party_card(buyer.public_key, "buyer", "counterparty"), [buyer])),
+        *(
+            _leaf(
+                dsse.sign(
+                    make_rating_snapshot(
+                        signer=service.id,
+                        model_version="trustscore-v2",
+                        weights_digest=MODELS["trustscore-v2"].digest,
+                        log_size=5 + n,
+                        taken_at=taken,
+                        ratings=[SnapshotRow(agent=buyer.id, total=800, adjusted=780)],
+                    ),
+                    [service],
+                )
             )
+            for n, taken in enumerate(("2026-09-01T00:00:00Z", "2026-11-01T00:00:00Z"))
         ),
         _leaf(
             dsse.sign(
@@ -113,8 +121,8 @@ def log() -> Log:
             dsse.sign(
                 make_rating_snapshot(
                     signer=service.id,
-                    model_version="trustscore-v1",
-                    weights_digest=MODELS["trustscore-v1"].digest,
+                    model_version="trustscore-v2",
+                    weights_digest=MODELS["trustscore-v2"].digest,
                     log_size=len(leaves),
                     taken_at="2026-11-04T00:00:00Z",
                     ratings=[SnapshotRow(agent=agent.id, total=500, adjusted=490)],
@@ -123,7 +131,7 @@ def log() -> Log:
             )
         )
     )
-    return Log(log_key, service, agent, leaves, agent_entries=[0, 1, 2, 3, 4, 5, 7, 8, 9, 10])
+    return Log(log_key, service, agent, leaves, agent_entries=[0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12])
 
 
 def served_rating(log: Log, model: str) -> Rating:
@@ -138,7 +146,7 @@ def served_rating(log: Log, model: str) -> Rating:
     return rating
 
 
-def build(log: Log, model: str = "trustscore-v1", rating: Rating | None = None) -> att.Bundle:
+def build(log: Log, model: str = "trustscore-v2", rating: Rating | None = None) -> att.Bundle:
     cp, signed = log.checkpoint()
     payload = att.make_rating_attestation(
         rating or served_rating(log, model),
@@ -178,7 +186,7 @@ def resigned(bundle: att.Bundle, key: keys.SigningKey, **changes: Any) -> att.Bu
     return from_json(data)
 
 
-@pytest.mark.parametrize("model", ["trustscore-v1", "baseline-v0.3"])
+@pytest.mark.parametrize("model", ["trustscore-v2", "baseline-v0.3"])
 def test_a_bundle_verifies_and_recomputes_every_number(log: Log, model: str) -> None:
     bundle = build(log, model)
     verified = att.verify_bundle(bundle, MODELS[model], note.parse_verifier_key(log.verifier_key))
@@ -189,13 +197,13 @@ def test_a_bundle_verifies_and_recomputes_every_number(log: Log, model: str) -> 
 
 
 def test_the_reporter_snapshot_weights_the_settlement(log: Log) -> None:
-    """Without the reporter's snapshot its settlement weighs 0.5, not 0.89: the numbers change."""
+    """Without the reporter's newest snapshot it has no standing (rated for 0 days): the numbers change."""
     bundle = build(log, "baseline-v0.3")
     a = att.parse_attestation(bundle.attestation)
     assert a.dimensions["delivery"] is not None and a.dimensions["economic"] is not None
-    lying = resigned(bundle, log.service, evidence_entries=[i for i in a.evidence_entries if i != 4])
+    lying = resigned(bundle, log.service, evidence_entries=[i for i in a.evidence_entries if i != 6])
     data = as_json(lying)
-    data["entries"] = [e for e in data["entries"] if e["index"] != 4]
+    data["entries"] = [e for e in data["entries"] if e["index"] != 6]
     with pytest.raises(VerificationError, match=r"^total: attested [0-9]+, recomputed [0-9]+$"):
         att.verify_bundle(from_json(data), MODELS["baseline-v0.3"])
 
@@ -216,7 +224,7 @@ def test_a_changed_number_fails_the_signature(log: Log) -> None:
     data = as_json(bundle)
     data["attestation"]["payload"] = canonical.b64encode(canonical.encode(raw))
     with pytest.raises(SignatureError, match=r"attestation: signature by .* does not verify"):
-        att.verify_bundle(from_json(data), MODELS["trustscore-v1"])
+        att.verify_bundle(from_json(data), MODELS["trustscore-v2"])
 
 
 def test_a_signed_wrong_number_is_named(log: Log) -> None:
@@ -246,26 +254,26 @@ def test_a_flipped_proof_bit_names_the_entry(log: Log) -> None:
     data["entries"][4]["proof"][0] = base64.b64encode(bytes(proof)).decode()
     index = data["entries"][4]["index"]
     with pytest.raises(ProofError, match=f"^entry {index}: inclusion proof does not verify"):
-        att.verify_bundle(from_json(data), MODELS["trustscore-v1"])
+        att.verify_bundle(from_json(data), MODELS["trustscore-v2"])
 
 
 def test_a_dropped_entry_is_named(log: Log) -> None:
     data = as_json(build(log))
     dropped = data["entries"].pop(5)
     with pytest.raises(VerificationError, match=f"^entry {dropped['index']} is listed in evidence_entries"):
-        att.verify_bundle(from_json(data), MODELS["trustscore-v1"])
+        att.verify_bundle(from_json(data), MODELS["trustscore-v2"])
 
 
 def test_dropping_an_entry_from_the_list_too_changes_the_numbers(log: Log) -> None:
     """Drop an event and re-sign: the recomputed count no longer matches the attested n."""
     bundle = build(log)
     a = att.parse_attestation(bundle.attestation)
-    entries = [i for i in a.evidence_entries if i != 9]
+    entries = [i for i in a.evidence_entries if i != 11]
     lying = resigned(bundle, log.service, evidence_entries=entries)
     data = as_json(lying)
-    data["entries"] = [e for e in data["entries"] if e["index"] != 9]
-    with pytest.raises(VerificationError, match=r"^n: attested"):
-        att.verify_bundle(from_json(data), MODELS["trustscore-v1"])
+    data["entries"] = [e for e in data["entries"] if e["index"] != 11]
+    with pytest.raises(VerificationError, match=r"^[a-z_.]+: attested"):
+        att.verify_bundle(from_json(data), MODELS["trustscore-v2"])
 
 
 def test_a_card_missing_makes_its_statements_fail(log: Log) -> None:
@@ -274,33 +282,33 @@ def test_a_card_missing_makes_its_statements_fail(log: Log) -> None:
     lying = resigned(bundle, log.service, evidence_entries=[i for i in a.evidence_entries if i != 2])
     data = as_json(lying)
     data["entries"] = [e for e in data["entries"] if e["index"] != 2]
-    with pytest.raises(VerificationError, match=r"^entry 7: no registered key"):
-        att.verify_bundle(from_json(data), MODELS["trustscore-v1"])
+    with pytest.raises(VerificationError, match=r"^entry 3: marketplace \S+ is not registered"):
+        att.verify_bundle(from_json(data), MODELS["trustscore-v2"])
 
 
 def test_signer_must_be_a_service_key_with_the_snapshot_role(log: Log) -> None:
     bundle = build(log)
     with pytest.raises(InvalidInput, match="does not attest its own rating"):
-        att.verify_bundle(resigned(bundle, log.agent, signer=log.agent.id), MODELS["trustscore-v1"])
+        att.verify_bundle(resigned(bundle, log.agent, signer=log.agent.id), MODELS["trustscore-v2"])
     impostor = keys.SigningKey.generate()
     with pytest.raises(VerificationError, match="not a service key registered"):
-        att.verify_bundle(resigned(bundle, impostor, signer=impostor.id), MODELS["trustscore-v1"])
+        att.verify_bundle(resigned(bundle, impostor, signer=impostor.id), MODELS["trustscore-v2"])
 
 
 def test_checkpoint_weights_and_verifier_key_are_checked(log: Log) -> None:
     bundle = build(log)
     with pytest.raises(VerificationError, match="weights_digest: attested"):
-        att.verify_bundle(bundle, MODELS["baseline-v0.3"].__class__(MODELS["trustscore-v1"].spec, "0" * 64))
+        att.verify_bundle(bundle, MODELS["baseline-v0.3"].__class__(MODELS["trustscore-v2"].spec, "0" * 64))
     other = note.make_verifier_key(ORIGIN, keys.SigningKey.generate().public_key)
     with pytest.raises(VerificationError, match="not the trusted"):
-        att.verify_bundle(bundle, MODELS["trustscore-v1"], note.parse_verifier_key(other))
+        att.verify_bundle(bundle, MODELS["trustscore-v2"], note.parse_verifier_key(other))
     data = as_json(bundle)
     data["log_verifier_key"] = other
     with pytest.raises(SignatureError, match="no signature by key"):
-        att.verify_bundle(from_json(data), MODELS["trustscore-v1"])
+        att.verify_bundle(from_json(data), MODELS["trustscore-v2"])
     lying = resigned(bundle, log.service, log_size=3, evidence_entries=[0, 1, 2])
     with pytest.raises(VerificationError, match=r"^entry 3 is in the bundle but not listed"):
-        att.verify_bundle(lying, MODELS["trustscore-v1"])
+        att.verify_bundle(lying, MODELS["trustscore-v2"])
 
 
 def test_the_kind_is_refused_by_the_log(log: Log) -> None:
@@ -312,7 +320,7 @@ def test_the_kind_is_refused_by_the_log(log: Log) -> None:
 
 
 def test_the_kind_checks_its_fields(log: Log) -> None:
-    rating = served_rating(log, "trustscore-v1")
+    rating = served_rating(log, "trustscore-v2")
     cp, _ = log.checkpoint()
     common: dict[str, Any] = {"signer": log.service.id, "computed_at": AT, "checkpoint": cp}
     with pytest.raises(InvalidInput, match="log_size"):

@@ -21,6 +21,7 @@ def test_kinds_all_registers_every_kind() -> None:
         "sitting-open/v1",
         "sitting-report/v1",
         "sitting-close/v1",
+        "marketplace-approval/v1",
     }
     registered = statements.kinds()
     for kind in kinds_all.ALL_KINDS:

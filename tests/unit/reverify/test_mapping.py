@@ -65,13 +65,17 @@ def test_a_match_is_one_integrity_item_per_report() -> None:
         "verified",
         ISSUER,
     )
-    assert (ev.value, ev.result, ev.key) == (1.0, "success", "reverify:report:5")
+    assert (ev.value, ev.result, ev.key) == (1.0, "success", "reverify:standing:capability@1")
     assert ev.at.isoformat() == "2026-03-01T12:00:00+00:00"
 
 
 def test_a_mismatch_counts_against_integrity_twice_and_persists() -> None:
     standing, strike = _derive(items=matching(5) + matching(5, observed=0, prefix="j"))
-    assert (standing.key, standing.value, standing.result) == ("reverify:report:5", 0.5, "partial")
+    assert (standing.key, standing.value, standing.result) == (
+        "reverify:standing:capability@1",
+        0.5,
+        "partial",
+    )
     assert strike.key is not None and strike.key.startswith("reverify:mismatch:5:")
     assert (strike.value, strike.result) == (0.0, "failure")
     [low, _] = _derive(items=matching(10, observed=0))
@@ -80,12 +84,13 @@ def test_a_mismatch_counts_against_integrity_twice_and_persists() -> None:
 
 def test_an_unreachable_endpoint_is_not_a_silent_pass() -> None:
     [ev] = _derive(items=[item("i", 1000, None)], private_items=[private("p", None)])
-    assert (ev.key, ev.value, ev.result) == ("reverify:report:5", 0.0, "failure")
+    assert (ev.key, ev.value, ev.result) == ("reverify:standing:capability@1", 0.0, "failure")
 
 
 def test_private_items_are_verified_evidence_in_their_dimensions() -> None:
     evs = _derive(private_items=[private("p-1", 1000, "capability"), private("p-2", 500, "security")])
-    assert [(e.dimension, e.value, e.result, e.key, e.source) for e in evs[1:]] == [
+    assert evs[1].key == "reverify:private-gap:capability@1" and evs[1].result == "success"  # gap 250
+    assert [(e.dimension, e.value, e.result, e.key, e.source) for e in evs[2:]] == [
         ("capability", 1.0, "success", "exam:probe@1:p-1", "verified"),
         ("security", 0.5, "partial", "exam:probe@1:p-2", "verified"),
     ]
@@ -94,9 +99,9 @@ def test_private_items_are_verified_evidence_in_their_dimensions() -> None:
 def test_a_failed_probe_is_held_back_until_the_downgrade_is_confirmed() -> None:
     probes = [private("p-1", 0), private("p-2", 1000, "capability")]
     held = _derive(private_items=probes, before=SecurityState("passed", 0))
-    assert [e.dimension for e in held] == ["integrity", "capability"]
+    assert [e.dimension for e in held] == ["integrity", "integrity", "capability"]  # standing, gap 500
     confirmed = _derive(private_items=probes, before=SecurityState("passed", 2))
-    assert [e.dimension for e in confirmed] == ["integrity", "security", "capability"]
+    assert [e.dimension for e in confirmed] == ["integrity", "integrity", "security", "capability"]
 
 
 def test_derive_refuses_other_kinds() -> None:
@@ -104,3 +109,10 @@ def test_derive_refuses_other_kinds() -> None:
 
     with pytest.raises(InvalidInput, match="not a re-verification"):
         derive_reverification(0, statements.parse_statement(graded(AGENT.id)))
+
+
+def test_one_standing_item_per_exam_version_whatever_the_report() -> None:
+    """Issue #10: each re-signed copy of a report used to add its own standing integrity item."""
+    keys = {_derive(report_index=i, checkpoint_size=i + 2)[0].key for i in (5, 9, 14)}
+    assert keys == {"reverify:standing:capability@1"}
+    assert _derive(exam_version=2)[0].key == "reverify:standing:capability@2"

@@ -3,13 +3,18 @@ three consistent runs; identical consecutive results are not re-recorded."""
 
 from __future__ import annotations
 
+import datetime as dt
+from typing import Any
+
 import msgspec
 import pytest
 
-from tests.unit.reverify.kit import item, matching, private, statement
+from tests.unit.reverify.kit import item, matching, payload, private, statement
 from trustscore.errors import InvalidInput, VerificationError
+from trustscore.ledger import statements
 from trustscore.ledger.reverification import Reverification
 from trustscore.reverify import security, status
+from trustscore.reverify.mapping import derive_reverification
 from trustscore.reverify.security import DOWNGRADE_RUNS, SecurityState
 
 
@@ -77,12 +82,12 @@ def test_verified_only_while_the_latest_run_matched() -> None:
 def test_summary_and_history() -> None:
     history = [statement(items=matching(observed=0), ran_at=f"2026-03-0{n}T00:00:00Z") for n in (1,)]
     history += [statement(ran_at=f"2026-03-0{n}T00:00:00Z") for n in (2, 3)]
-    summary = status.summarize(list(zip([10, 20, 30], history, strict=True)))
+    summary = status.summarize(list(zip([10, 20, 30], history, strict=True)), **NOW)
     assert summary.verified and summary.verified_since == "2026-03-02T00:00:00Z"
     assert summary.latest_index == 30
     assert [(r.index, r.outcome) for r in summary.history] == [(10, "mismatch"), (20, "match"), (30, "match")]
     assert msgspec.json.decode(msgspec.json.encode(summary), type=status.VerificationStatus) == summary
-    empty = status.summarize([])
+    empty = status.summarize([], **NOW)
     assert (empty.verified, empty.verified_since, empty.security_status) == (False, None, "unverified")
 
 
@@ -133,3 +138,45 @@ def test_check_history_recomputes_the_security_chain() -> None:
     forged = statement(private_items=[private("p-0", 0)], before=SecurityState("passed", 2))
     with pytest.raises(VerificationError, match=r"run 1 .* should be passed/1"):
         status.check_history([chain[0], forged])
+
+
+NOW: dict[str, Any] = {
+    "endpoint": "https://agent.example/ask",
+    "now": dt.datetime(2026, 3, 4, tzinfo=dt.UTC),
+    "interval_s": 86_400.0,
+}
+
+
+def _status(history: list[Any], **kw: Any) -> status.VerificationStatus:
+    return status.summarize(list(enumerate(history)), **{**NOW, **kw})
+
+
+def test_verified_means_now_an_endpoint_is_declared() -> None:
+    """Issue #10: an agent that removed its endpoint with a card update stayed verified forever."""
+    ok = _status([statement(ran_at="2026-03-03T12:00:00Z")])
+    assert ok.verified and ok.lapsed is None
+    gone = _status([statement(ran_at="2026-03-03T12:00:00Z")], endpoint=None)
+    assert not gone.verified and gone.lapsed == "no_endpoint"
+
+
+def test_verified_lapses_after_two_intervals() -> None:
+    run = [statement(ran_at="2026-03-01T12:00:00Z")]  # 2.5 days before NOW
+    assert _status(run).lapsed == "stale" and not _status(run).verified
+    assert _status(run, interval_s=2 * 86_400.0).verified  # within 2 x 2 days
+    assert _status(run, interval_s=0).verified  # no schedule: runs only follow reports
+    assert (
+        _status([statement(items=matching(observed=0), ran_at="2026-03-03T12:00:00Z")]).lapsed == "mismatch"
+    )
+
+
+def test_a_public_private_gap_is_a_mismatch_and_costs_integrity() -> None:
+    """Issue #10: perfect public answers and failed private ones kept an agent verified (capability ~74)."""
+    failing = [private(f"p-{n}", 0, "capability") for n in range(3)]
+    gap = statement(private_items=failing, ran_at="2026-03-03T12:00:00Z")
+    assert status.private_gap(gap) == 1000
+    summary = _status([gap])
+    assert not summary.verified and summary.lapsed == "private_gap"
+    passing = [private(f"p-{n}", 1000, "capability") for n in range(3)]
+    assert _status([statement(private_items=passing, ran_at="2026-03-03T12:00:00Z")]).verified
+    [_, strike, *_] = derive_reverification(7, statements.parse_statement(payload(private_items=failing)))
+    assert (strike.key, strike.value, strike.result) == ("reverify:private-gap:capability@1", 0.0, "failure")

@@ -1,0 +1,242 @@
+"""Reporter standing: what fresh keys can say about an agent, together (policy ``standing-v1``).
+
+Applied when the log is derived into evidence, before any model scores, so every served model (and the
+offline ``trustscore score`` of an export) sees the same, already bounded evidence. docs/methodology.md,
+"Reporter standing", states the policy and the bound it gives; in short:
+
+* A reporter **has standing** for a statement logged at index ``i`` when, from the log alone, either it is
+  a marketplace the operator approved (``marketplace-approval/v1``) and has not retired before ``i``, or
+  the newest rating snapshot of :data:`REPORTER_MODEL` before ``i`` rates it at least
+  :data:`MIN_RATING` and the first snapshot that rated it (non-null) was taken at least
+  :data:`MIN_RATED_DAYS` days before that one.
+* Evidence from the server itself (graded exams, re-verification) and from reporters with standing is
+  **standing evidence**. Everything else (settlements of reporters without standing, events of
+  marketplaces the operator has not approved) goes to one **pool** per subject and dimension, shared by
+  all such reporters together, with issuer :data:`POOL_ISSUER` (the reporter stays in the item's key).
+* The pool's items together weigh at most :data:`POOL_SHARE` of the standing evidence about the same
+  subject in the same dimension (counted with the smallest source weight any published model gives,
+  the pool's with the largest), both undecayed and decayed with the shortest published half-life to the
+  newest standing item. A pool item is dated no later than that newest standing item (it can neither
+  refresh freshness nor escape decay), is scaled down to the room left, and is dropped when none is
+  left — so with no standing evidence in a dimension, the pool adds nothing there at all.
+
+Pure and deterministic: the result depends only on the statements fed, in log order.
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime as dt
+from dataclasses import dataclass, field
+
+import msgspec
+
+from trustscore.ledger.approvals import MarketplaceApproval
+from trustscore.ledger.snapshots import RatingSnapshot
+from trustscore.ledger.statements import ParsedStatement, parse_time
+from trustscore.scoring.times import to_micros
+
+#: The policy's version, named in every rating response and evidence export.
+POLICY_VERSION = "standing-v1"
+#: The pool's items weigh together at most this share of a dimension's standing evidence.
+POOL_SHARE = 0.04
+#: A reporter needs at least this rating (0..1000, adjusted, else total) ...
+MIN_RATING = 500
+#: ... and to have been rated for at least this many days (by the server's snapshot times).
+MIN_RATED_DAYS = 30
+#: Reporter standing follows the rating snapshots of this model.
+REPORTER_MODEL = "trustscore-v2"
+#: The issuer of every pooled item.
+POOL_ISSUER = "pool:" + POLICY_VERSION
+#: The shortest per-item half-life of a published model (trustscore-v1/v2): the pool's decayed budget.
+HALF_LIFE_DAYS = 30.0
+#: Source weights counting standing evidence: the smallest any published model gives the source.
+STANDING_SOURCE_WEIGHT = {"real-benchmark": 0.1, "verified": 0.9, "real": 1.0, "real-confidential": 0.5}
+STANDING_OTHER = 0.1
+#: Source weights counting pooled evidence: the largest any published model gives the source.
+POOL_SOURCE_WEIGHT = {"real": 1.0, "real-confidential": 0.5}
+POOL_OTHER = 1.0
+
+_DAY_US = 86_400_000_000
+_EPS = 1e-12
+
+
+class PolicyDescription(msgspec.Struct, frozen=True, kw_only=True):
+    """What the API and the export say about the policy (all of its parameters)."""
+
+    version: str = POLICY_VERSION
+    pool_share: float = POOL_SHARE
+    min_rating: int = MIN_RATING
+    min_rated_days: int = MIN_RATED_DAYS
+    reporter_model: str = REPORTER_MODEL
+    pool_issuer: str = POOL_ISSUER
+    half_life_days: float = HALF_LIFE_DAYS
+
+
+class _Rated:
+    """One reporter's ratings in snapshots of :data:`REPORTER_MODEL`, in log order."""
+
+    __slots__ = ("first_rated_us", "indexes", "ratings", "times")
+
+    def __init__(self) -> None:
+        self.indexes: list[int] = []
+        self.ratings: list[int | None] = []
+        self.times: list[int] = []
+        self.first_rated_us: list[int | None] = []  # taken_at of the first non-null rating up to here
+
+
+@dataclass
+class _Dimension:
+    """Standing evidence (by key) and the pool's use of one subject's dimension."""
+
+    standing: dict[str, tuple[float, int]] = field(default_factory=dict)  # key -> (weight, at µs)
+    pool_raw: float = 0.0
+    pool_ref: float = 0.0  # the pool's decayed weight at ``pool_ref_us``
+    pool_ref_us: int = 0
+    cached: tuple[float, float, int] | None = None  # totals() until the standing items change
+
+    def set(self, key: str, unit: float, at_us: int) -> None:
+        self.standing[key] = (unit, at_us)
+        self.cached = None
+
+    def drop(self, key: str) -> None:
+        self.standing.pop(key, None)
+        self.cached = None
+
+    def totals(self) -> tuple[float, float, int]:
+        """(undecayed weight, weight decayed to the newest item, the newest item's time); sums in
+        ascending order of their terms, so the result depends only on the set of items. Cached: the pool
+        asks for it once per pooled item, the standing items change less often."""
+        if self.cached is None:
+            if not self.standing:
+                self.cached = (0.0, 0.0, 0)
+            else:
+                newest = max(at for _, at in self.standing.values())
+                raw = sum(sorted(w for w, _ in self.standing.values()))
+                ref = sum(sorted(w * _decay(newest - at) for w, at in self.standing.values()))
+                self.cached = (raw, ref, newest)
+        return self.cached
+
+
+def _decay(age_us: int) -> float:
+    return float(0.5 ** (age_us / (HALF_LIFE_DAYS * _DAY_US)))
+
+
+class Standing:
+    """The policy's state over a log prefix, fed in log order (rebuildable from the log)."""
+
+    def __init__(self) -> None:
+        self._rated: dict[str, _Rated] = {}
+        self._approved: dict[str, list[tuple[int, bool]]] = {}  # marketplace -> [(index, approved)]
+        self._dims: dict[tuple[str, str], _Dimension] = {}
+        self._key_dim: dict[tuple[str, str], str] = {}  # (agent, key) -> dimension holding it
+
+    # --- what the log says about reporters ---------------------------------------------------------
+
+    def feed(self, index: int, statement: ParsedStatement) -> None:
+        """Feed an admitted statement logged at ``index`` (snapshots and approvals; others are ignored)."""
+        p = statement.predicate
+        if isinstance(p, RatingSnapshot):
+            self.add_snapshot(index, p)
+        elif isinstance(p, MarketplaceApproval):
+            self.add_approval(index, p)
+
+    def add_snapshot(self, index: int, snapshot: RatingSnapshot) -> None:
+        if snapshot.model_version != REPORTER_MODEL:
+            return
+        taken = to_micros(parse_time(snapshot.taken_at, what="taken_at"))
+        for row in snapshot.ratings:
+            rated = self._rated.setdefault(row.agent, _Rated())
+            rating = row.adjusted if row.adjusted is not None else row.total
+            first = rated.first_rated_us[-1] if rated.first_rated_us else None
+            if first is None and rating is not None:
+                first = taken
+            rated.indexes.append(index)
+            rated.ratings.append(rating)
+            rated.times.append(taken)
+            rated.first_rated_us.append(first)
+
+    def add_approval(self, index: int, approval: MarketplaceApproval) -> None:
+        self._approved.setdefault(approval.marketplace, []).append((index, approval.action == "approve"))
+
+    def approved(self, marketplace: str, before_index: int) -> bool:
+        """Whether the operator's latest word on ``marketplace`` before ``before_index`` approves it."""
+        history = self._approved.get(marketplace, [])
+        position = bisect.bisect_left(history, (before_index, False))
+        return position > 0 and history[position - 1][1]
+
+    def has_standing(self, reporter: str, before_index: int) -> bool:
+        """A rated, long-rated reporter or an approved marketplace (see the module docstring)."""
+        if self.approved(reporter, before_index):
+            return True
+        rated = self._rated.get(reporter)
+        if rated is None:
+            return False
+        position = bisect.bisect_left(rated.indexes, before_index)
+        if position == 0:
+            return False
+        rating, first = rated.ratings[position - 1], rated.first_rated_us[position - 1]
+        if rating is None or rating < MIN_RATING or first is None:
+            return False
+        return rated.times[position - 1] - first >= MIN_RATED_DAYS * _DAY_US
+
+    # --- evidence ------------------------------------------------------------------------------------
+
+    def observe(
+        self, agent: str, dimension: str, key: str | None, source: str, weight: float, at: dt.datetime
+    ) -> None:
+        """Count a standing item (``weight`` = its extra weight)."""
+        if key is None:
+            key = f"\x00unkeyed:{len(self._key_dim)}"
+        moved_from = self._key_dim.get((agent, key))
+        if moved_from is not None and moved_from != dimension:
+            self._dims[(agent, moved_from)].drop(key)
+        self._key_dim[(agent, key)] = dimension
+        unit = STANDING_SOURCE_WEIGHT.get(source, STANDING_OTHER) * weight
+        self._dims.setdefault((agent, dimension), _Dimension()).set(key, unit, to_micros(at))
+
+    def pool(
+        self, agent: str, dimension: str, source: str, weight: float, at: dt.datetime
+    ) -> tuple[float, dt.datetime] | None:
+        """The (extra weight, time) a pooled item gets, or None when the pool has no room left."""
+        dim = self._dims.get((agent, dimension))
+        if dim is None or weight <= 0:
+            return None
+        raw, ref, newest = dim.totals()
+        if raw <= 0:
+            return None
+        at_us = min(to_micros(at), newest)
+        factor = _decay(newest - at_us)
+        pool_ref = (
+            dim.pool_ref * _decay(newest - dim.pool_ref_us) if dim.pool_ref_us <= newest else dim.pool_ref
+        )
+        source_weight = POOL_SOURCE_WEIGHT.get(source, POOL_OTHER)
+        room = min(POOL_SHARE * raw - dim.pool_raw, (POOL_SHARE * ref - pool_ref) / factor)
+        unit = source_weight * weight
+        if room <= _EPS * max(1.0, raw):
+            return None
+        extra = weight * min(1.0, room / unit)
+        self._count(dim, source_weight * extra, factor, pool_ref, newest)
+        return extra, at if to_micros(at) == at_us else _from_micros(at_us)
+
+    def count_pooled(
+        self, agent: str, dimension: str, source: str, extra_weight: float, at: dt.datetime
+    ) -> None:
+        """Replay a pooled item derived before (rebuilding the state from stored evidence)."""
+        dim = self._dims.setdefault((agent, dimension), _Dimension())
+        _, _, newest = dim.totals()
+        factor = _decay(newest - to_micros(at))
+        pool_ref = (
+            dim.pool_ref * _decay(newest - dim.pool_ref_us) if dim.pool_ref_us <= newest else dim.pool_ref
+        )
+        self._count(dim, POOL_SOURCE_WEIGHT.get(source, POOL_OTHER) * extra_weight, factor, pool_ref, newest)
+
+    @staticmethod
+    def _count(dim: _Dimension, used: float, factor: float, pool_ref: float, newest: int) -> None:
+        dim.pool_raw += used
+        dim.pool_ref = pool_ref + used * factor
+        dim.pool_ref_us = newest
+
+
+def _from_micros(us: int) -> dt.datetime:
+    return dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=us)
