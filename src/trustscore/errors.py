@@ -131,3 +131,11 @@ class Busy(TrustscoreError):
     code = "busy"
     status = 503
     title = "Service busy"
+
+
+class SandboxUnavailable(TrustscoreError):
+    """The kernel refused the isolation code items need, and weak isolation was not allowed."""
+
+    code = "sandbox-unavailable"
+    status = 503
+    title = "Code sandbox unavailable"
