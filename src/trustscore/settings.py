@@ -41,6 +41,9 @@ class Settings:
     reverify_deadline: float = 120.0  # seconds a whole run may take
     outbound_allow_loopback: bool = False  # let re-verification call loopback addresses (tests, demos)
     outbound_allow_private: bool = False  # ... and private networks (RFC 1918, ULA, CGNAT)
+    # Grade code items with the interpreter-level sandbox when the kernel refuses namespaces or seccomp
+    # (TRUSTSCORE_SANDBOX_ALLOW_WEAK). Off: such a server refuses code items (docs/graders.md, "Sandbox").
+    sandbox_allow_weak: bool = False
 
     @property
     def log_key_file(self) -> Path:
@@ -113,5 +116,6 @@ def from_env(env: dict[str, str] | None = None) -> Settings:
         "outbound_allow_private": _bool("OUTBOUND_ALLOW_PRIVATE", v)
         if (v := get("OUTBOUND_ALLOW_PRIVATE"))
         else None,
+        "sandbox_allow_weak": _bool("SANDBOX_ALLOW_WEAK", v) if (v := get("SANDBOX_ALLOW_WEAK")) else None,
     }
     return s.with_overrides(**overrides)

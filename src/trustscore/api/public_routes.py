@@ -15,6 +15,7 @@ from litestar.response.base import ASGIResponse
 
 from trustscore.api.openapi import READ_PROBLEMS, operation_class
 from trustscore.errors import InvalidInput, StorageError
+from trustscore.grading import sandbox
 from trustscore.ledger import statements
 from trustscore.reverify.status import VerificationStatus
 from trustscore.services.log import LogService
@@ -108,9 +109,18 @@ class ModelOut(msgspec.Struct):
     default: bool
 
 
+class SandboxOut(msgspec.Struct):
+    """Which isolation grades code items here: ``kernel``, ``weak`` (operator opt-in) or ``refused``."""
+
+    mode: str
+    mechanisms: str
+    reason: str
+
+
 class MethodologyOut(msgspec.Struct):
     models: list[ModelOut]
     document: str
+    sandbox: SandboxOut
 
 
 class ExamOut(msgspec.Struct):
@@ -276,7 +286,10 @@ class PublicController(Controller):
     async def methodology(self, public: Public) -> MethodologyOut:
         """The published weights files of every served model and the methodology with every formula."""
         doc, models = public.methodology()
-        return MethodologyOut([ModelOut(*m) for m in models], doc)
+        iso = sandbox.isolation()
+        return MethodologyOut(
+            [ModelOut(*m) for m in models], doc, SandboxOut(iso.mode, iso.mechanisms, iso.reason)
+        )
 
     @get("/exams", operation_id="listExams")
     async def exams(self, public: Public) -> list[ExamOut]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import struct
 import sys
 import tempfile
 import threading
@@ -49,6 +50,18 @@ def become_nobody() -> None:
     os.setresuid(65534, 65534, 65534)
 
 
+def deny_unshare() -> None:
+    """Stand in for a kernel without user namespaces: unshare(2) fails with EPERM (x86_64 filter)."""
+    ins = [(0x20, 0, 0, 4), (0x15, 1, 0, 0xC000003E), (0x06, 0, 0, 0x7FFF0000), (0x20, 0, 0, 0),
+           (0x15, 0, 1, 272), (0x06, 0, 0, 0x00050001), (0x06, 0, 0, 0x7FFF0000)]  # fmt: skip
+    code = b"".join(struct.pack("HBBI", *i) for i in ins)
+    buf = ctypes.create_string_buffer(code, len(code))
+    prog = struct.pack("HxxxxxxQ", len(ins), ctypes.addressof(buf))
+    pbuf = ctypes.create_string_buffer(prog, len(prog))
+    _check(libc.prctl(38, 1, 0, 0, 0), "no_new_privs")
+    _check(libc.prctl(22, 2, ctypes.c_void_p(ctypes.addressof(pbuf)), 0, 0), "seccomp")
+
+
 def descendants(root: int) -> list[tuple[int, str]]:
     parents: dict[int, int] = {}
     names: dict[int, str] = {}
@@ -79,7 +92,12 @@ def main() -> None:
     if job.get("as_nobody"):
         become_nobody()
     _check(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "subreaper")
+    if job.get("deny_unshare"):
+        deny_unshare()
+    from trustscore.errors import SandboxUnavailable
     from trustscore.grading import sandbox
+
+    sandbox.configure(allow_weak=bool(job.get("allow_weak")))
 
     limits = sandbox.Limits(**job.get("limits", {}))
     if job.get("hold"):
@@ -90,7 +108,11 @@ def main() -> None:
         print("started", flush=True)
         thread.join()
         return
-    run = sandbox.run_python(job["code"], job["function"], job["calls"], limits)
+    try:
+        run = sandbox.run_python(job["code"], job["function"], job["calls"], limits)
+    except SandboxUnavailable as exc:
+        print(json.dumps({"uid": os.getuid(), "refused": exc.message, "mode": sandbox.isolation().mode}))
+        return
     state = getattr(sandbox, "_state", None)  # (absent from the interpreter-level sandbox of before)
     fs = state.forkserver if state is not None else None
     keep = {fs.pid} if fs is not None else set()
@@ -101,6 +123,7 @@ def main() -> None:
         left = [d for d in descendants(os.getpid()) if d[0] not in keep]
     print(json.dumps({
         "uid": os.getuid(),
+        "mode": sandbox.isolation().mode,
         "status": run.status,
         "detail": run.detail,
         "isolation": run.isolation,

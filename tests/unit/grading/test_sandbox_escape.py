@@ -49,13 +49,15 @@ _unhook()
 """
 
 
-def run(user: str, body: str, calls: list[list[Any]] | None = None, **limits: Any) -> dict[str, Any]:
+def run(user: str, body: str, calls: list[list[Any]] | None = None, *, hook_on: bool = False,
+        options: dict[str, Any] | None = None, **limits: Any) -> dict[str, Any]:  # fmt: skip
     job = {
-        "code": UNHOOK + body,
+        "code": body if hook_on else UNHOOK + body,
         "function": "f",
         "calls": calls if calls is not None else [[]],
         "limits": {**FAST, **limits},
         "as_nobody": user == "nobody",
+        **(options or {}),
     }
     proc = subprocess.run(
         [sys.executable, str(RUNNER)], input=json.dumps(job), capture_output=True, text=True, timeout=120
@@ -278,3 +280,20 @@ def _start_time(pid: int) -> str | None:
         return None
     fields = stat[stat.rindex(")") + 2 :].split()
     return None if fields[0] == "Z" else fields[19]
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_without_user_namespaces_code_is_refused_with_the_reason(user: str) -> None:
+    out = run(user, "def f():\n    return 1\n", hook_on=True, options={"deny_unshare": True})
+    assert out["mode"] == "refused"
+    assert "cannot isolate code items" in out["refused"] and "unshare" in out["refused"]
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_weak_isolation_only_when_the_operator_allows_it(user: str) -> None:
+    out = run(
+        user, "def f():\n    return 1\n", hook_on=True, options={"deny_unshare": True, "allow_weak": True}
+    )
+    assert out["mode"] == "weak"
+    assert value(out) == 1
+    assert out["isolation"] == {"network_namespace": False, "dropped_root": user == "root"}
