@@ -44,6 +44,9 @@ class Settings:
     # Grade code items with the interpreter-level sandbox when the kernel refuses namespaces or seccomp
     # (TRUSTSCORE_SANDBOX_ALLOW_WEAK). Off: such a server refuses code items (docs/graders.md, "Sandbox").
     sandbox_allow_weak: bool = False
+    grading_slots: int = 4  # reports graded at once, one per signer (TRUSTSCORE_GRADING_SLOTS)
+    grading_wait: float = 30.0  # seconds a report may wait for a slot before 503 (TRUSTSCORE_GRADING_WAIT)
+    grading_budget: float = 30.0  # sandbox seconds per report (TRUSTSCORE_GRADING_BUDGET), docs/graders.md
 
     @property
     def log_key_file(self) -> Path:
@@ -116,6 +119,12 @@ def from_env(env: dict[str, str] | None = None) -> Settings:
         "outbound_allow_private": _bool("OUTBOUND_ALLOW_PRIVATE", v)
         if (v := get("OUTBOUND_ALLOW_PRIVATE"))
         else None,
+        "grading_slots": _int("GRADING_SLOTS", v) if (v := get("GRADING_SLOTS")) else None,
+        "grading_wait": _float("GRADING_WAIT", v) if (v := get("GRADING_WAIT")) else None,
+        "grading_budget": _float("GRADING_BUDGET", v) if (v := get("GRADING_BUDGET")) else None,
         "sandbox_allow_weak": _bool("SANDBOX_ALLOW_WEAK", v) if (v := get("SANDBOX_ALLOW_WEAK")) else None,
     }
-    return s.with_overrides(**overrides)
+    out = s.with_overrides(**overrides)
+    if out.grading_slots < 1 or out.grading_wait <= 0 or out.grading_budget <= 0:
+        raise ConfigError(f"{ENV_PREFIX}GRADING_SLOTS must be >= 1, GRADING_WAIT and GRADING_BUDGET > 0")
+    return out

@@ -27,6 +27,7 @@ from trustscore.ledger import keys
 from trustscore.sdk.outbound import OutboundPolicy
 from trustscore.services import logkey, service_keys, snapshots
 from trustscore.services.attestations import AttestationService
+from trustscore.services.grading_queue import QueueLimits
 from trustscore.services.intake import Intake
 from trustscore.services.log import LogService
 from trustscore.services.metrics import Metrics
@@ -108,7 +109,17 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
                 log.warning("code sandbox: %s (%s)", runtime.sandbox.mode, runtime.sandbox.reason)
             runtime.log_service = service
             runtime.projector = projector
-            runtime.intake = Intake(service, service_key, exam_dirs, runtime.metrics)
+            runtime.intake = Intake(
+                service,
+                service_key,
+                exam_dirs,
+                runtime.metrics,
+                grading=QueueLimits(
+                    slots=settings.grading_slots,
+                    max_wait=settings.grading_wait,
+                    report_budget_s=settings.grading_budget,
+                ),
+            )
             runtime.public = PublicService(service, projections, ratings, exam_dirs)
             runtime.attestations = AttestationService(runtime.public, AttestationStore(pool), service_key)
             reverifier = Reverifier(

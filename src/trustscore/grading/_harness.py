@@ -312,9 +312,12 @@ def _launch(req_fd: int, out_fd: int, zygote: int) -> None:
     os.close(lifeline)
     pidfd = os.pidfd_open(pid)
     if select.select([pidfd], [], [], wall)[0]:
-        _, status = os.waitpid(pid, 0)
+        _, status, usage = os.wait4(pid, 0)
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
-        _write_status(out_fd, {"signal": code - 128} if code > 128 else {"exit": code})
+        cpu = round(usage.ru_utime + usage.ru_stime, 3)
+        _write_status(
+            out_fd, {"signal": code - 128, "cpu": cpu} if code > 128 else {"exit": code, "cpu": cpu}
+        )
     else:
         os.kill(pid, signal.SIGKILL)  # PID 1 gone: the kernel kills every process of the namespace
         os.waitpid(pid, 0)

@@ -15,6 +15,8 @@ unless the operator opted into the weak, interpreter-level sandbox (``configure(
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import dataclasses
 import json
 import os
 import selectors
@@ -26,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -73,6 +76,36 @@ class SandboxRun:
     results: list[CallResult] = field(default_factory=list)
     detail: str = ""
     isolation: dict[str, bool] = field(default_factory=dict)
+    cpu_s: float = 0.0  # CPU time the run used (kernel sandbox), charged to the report's budget
+
+
+class Budget:
+    """Sandbox seconds one report may spend: a timeout charges its wall limit, other runs their CPU time.
+
+    Honest answers use milliseconds, so only answers that hit limits exhaust it, and whether they do
+    depends on how many hit limits, not on the machine's speed (a CPU-limit kill charges ~its limit).
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.total = seconds
+        self.left = seconds
+
+    def charge(self, run: SandboxRun, limits: Limits) -> None:
+        self.left -= limits.wall_s if run.status == "timeout" else run.cpu_s
+
+
+_budget: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("sandbox_budget", default=None)
+
+
+@contextlib.contextmanager
+def budget(seconds: float) -> Iterator[Budget]:
+    """Charge every run in this context (and threads started from it) to one :class:`Budget`."""
+    spent = Budget(seconds)
+    token = _budget.set(spent)
+    try:
+        yield spent
+    finally:
+        _budget.reset(token)
 
 
 @dataclass(frozen=True)
@@ -128,10 +161,21 @@ def run_python(code: str, function: str, calls: list[list[Any]], limits: Limits 
     level = isolation()
     if level.mode == "refused":
         raise SandboxUnavailable(f"this server cannot isolate code items: {level.reason}")
+    spent = _budget.get()
+    if spent is not None and spent.left <= 0:
+        return SandboxRun(
+            "killed", detail=f"not run: the report's sandbox budget of {spent.total:g} s is spent"
+        )
     if level.mode == "weak":
-        return _run_weak(request.encode(), limits)
-    assert _state.forkserver is not None
-    return _state.forkserver.run(request.encode(), limits)
+        started = time.monotonic()
+        run = _run_weak(request.encode(), limits)
+        run = dataclasses.replace(run, cpu_s=time.monotonic() - started)
+    else:
+        assert _state.forkserver is not None
+        run = _state.forkserver.run(request.encode(), limits)
+    if spent is not None:
+        spent.charge(run, limits)
+    return run
 
 
 class _Forkserver:
@@ -280,7 +324,7 @@ def _interpret_status(out: bytes, limits: Limits) -> SandboxRun:
     if "timeout" in status:
         return SandboxRun("timeout", detail=f"wall-clock limit of {limits.wall_s:g} s exceeded")
     code = -int(status["signal"]) if "signal" in status else int(status.get("exit", 1))
-    return _interpret(code, head.encode(), limits)
+    return dataclasses.replace(_interpret(code, head.encode(), limits), cpu_s=float(status.get("cpu", 0.0)))
 
 
 # --- the weak sandbox ----------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from trustscore.grading.sandbox import Limits, run_python
+from trustscore.grading.sandbox import Limits, budget, run_python
 
 FAST = Limits(cpu_s=1, wall_s=3, memory_mb=128)
 
@@ -77,3 +77,13 @@ def test_stdout_noise_cannot_forge_results() -> None:
         'def f(x):\n    print(\'{"status": "ok", "results": [{"ok": true, "json": "99"}]}\')\n    return 4\n'
     )
     assert run(code) == ("ok", [(True, 4, "")])
+
+
+def test_a_reports_budget_stops_running_its_sleepers() -> None:
+    """Timeouts charge their wall limit; once the budget is spent, runs fail without running."""
+    sleeper = "import time\ndef f(x):\n    time.sleep(60)\n"
+    with budget(2.5) as spent:
+        runs = [run_python(sleeper, "f", [[1]], Limits(cpu_s=1, wall_s=1)) for _ in range(4)]
+    assert [r.status for r in runs] == ["timeout", "timeout", "timeout", "killed"]
+    assert "budget of 2.5 s is spent" in runs[3].detail and spent.left == pytest.approx(-0.5)
+    assert run_python(sleeper.replace("time.sleep(60)", "return x"), "f", [[1]], FAST).status == "ok"
