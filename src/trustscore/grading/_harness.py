@@ -17,6 +17,8 @@ values never enter these processes. Standard library only. See docs/graders.md, 
 """
 
 import builtins
+import contextlib
+import gc
 import importlib
 import io
 import json
@@ -26,6 +28,7 @@ import select
 import signal
 import socket
 import sys
+import time
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -37,6 +40,7 @@ SANDBOX_ID = 65534  # uid and gid inside the user namespace; the host ids are th
 NOBODY = 65534
 MAX_RESULT = 100_000
 MAX_REQUEST = 8 * 1024 * 1024
+MAX_OUTPUT = 4 * 1024 * 1024  # bytes relayed back from one run
 FIXED_EPOCH_NS = 1_767_225_600 * 10**9  # 2026-01-01T00:00:00Z: the clock every candidate sees
 CLOCK_STEP_NS = 1_000_000  # each clock reading advances 1 ms, so elapsed times are positive and fixed
 # Modules a candidate may import: loaded up front, so the set is the same on every machine.
@@ -254,65 +258,97 @@ def _build_root(disk_kb: int) -> None:
     os.chdir("/work")
 
 
-def _pid1(request: dict[str, Any], out_fd: int, lifeline: int) -> None:
-    _limit(request["limits"])
+ISOLATION = ("user_namespace", "pid_namespace", "mount_namespace", "network_namespace", "ipc_namespace",
+             "new_root", "no_capabilities", "seccomp", "rlimits")  # fmt: skip
+DEFAULT_DISK_KB = 16 * 1024
+
+
+def _pid1(req_r: int, res_w: int, lifeline: int) -> None:
+    """PID 1 of the new namespaces: confine itself for good, then wait for a request and run it."""
     _isolate.drop_capabilities()
     _isolate.prctl(_isolate.PR_SET_PDEATHSIG, signal.SIGKILL)  # after the last credential change
     if select.select([lifeline], [], [], 0)[0]:  # the launcher died before we could notice
         os._exit(0)
     os.close(lifeline)
     _isolate.install_seccomp()
-    isolation = dict.fromkeys(("user_namespace", "pid_namespace", "mount_namespace", "network_namespace",
-                               "ipc_namespace", "new_root", "no_capabilities", "seccomp", "rlimits"), True)  # fmt: skip
+    request = json.loads(_read_all(req_r, MAX_REQUEST))  # blocks until a job comes
+    os.close(req_r)
+    _limit(request["limits"])
     # The candidate runs as PID 2: PID 1 of a namespace ignores signals it has no handler for, which
     # would turn the CPU limit's SIGXCPU into a later SIGKILL. PID 1 only waits and reports.
     child = os.fork()
     if child == 0:
         _isolate.prctl(_isolate.PR_SET_PDEATHSIG, signal.SIGKILL)
-        _run_candidate(request, out_fd, isolation, "/work")
-    os.close(out_fd)
+        _run_candidate(request, res_w, dict.fromkeys(ISOLATION, True), "/work")
+    os.close(res_w)
     _, status = os.waitpid(child, 0)
     os._exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
 
 
-def _launch(req_fd: int, out_fd: int, zygote: int) -> None:
-    """One job: namespaces, new root, PID 1, wall clock, status line. Runs in a fork of the zygote."""
+def _prepare() -> tuple[int, int, int, int]:
+    """Namespaces, new root and a confined PID 1 waiting for its request: (pid, pidfd, req_w, res_r)."""
+    uid, gid = os.geteuid(), os.getegid()
+    _isolate.prctl(_isolate.PR_SET_DUMPABLE, 1)  # a uid change cleared it; /proc/self/*_map need it
+    _isolate.unshare(_isolate.NAMESPACE_FLAGS)
+    _isolate.write_id_maps(SANDBOX_ID, uid, gid)
+    _build_root(DEFAULT_DISK_KB)
+    _isolate.sethostname("sandbox")
+    if not _isolate.seccomp_available():
+        raise OSError(38, "no seccomp filter for this architecture")
+    req_r, req_w = os.pipe()
+    res_r, res_w = os.pipe()
+    lifeline, keep = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        for fd in (req_w, res_r, keep):
+            os.close(fd)
+        try:
+            _pid1(req_r, res_w, lifeline)
+        finally:
+            os._exit(70)
+    for fd in (req_r, res_w, lifeline):
+        os.close(fd)
+    return pid, os.pidfd_open(pid), req_w, res_r
+
+
+def _launch(ctl: socket.socket, zygote: int) -> None:
+    """A warm sandbox: prepared before its job arrives on ``ctl``; then relays, enforces the wall clock
+    (killing PID 1 kills the whole namespace) and appends the status line. Runs in a fork of the zygote."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     _isolate.prctl(_isolate.PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != zygote:
         os._exit(0)
     try:
-        request = json.loads(_read_all(req_fd, MAX_REQUEST))
-        wall = float(request["limits"]["wall_s"])
-        disk_kb = int(request["limits"]["disk_kb"])
+        prepared: tuple[int, int, int, int] | None = _prepare()
+        failure = ""
+    except OSError as exc:
+        prepared, failure = None, str(exc)
+    try:
+        msg, fds, _, _ = socket.recv_fds(ctl, 16, 2)
+    except OSError:
+        os._exit(0)
+    if not msg or len(fds) != 2:
+        os._exit(0)  # the zygote went away: PID 1 dies with us
+    req_fd, out_fd = fds
+    if prepared is None:
+        _write_status(out_fd, {"unavailable": failure})
+        os._exit(0)
+    pid, pidfd, req_w, res_r = prepared
+    try:
+        raw = _read_all(req_fd, MAX_REQUEST)
+        limits = json.loads(raw)["limits"]
+        wall, disk_kb = float(limits["wall_s"]), int(limits["disk_kb"])
     except (ValueError, KeyError, TypeError) as exc:
         _write_status(out_fd, {"unavailable": f"bad request: {exc}"})
         os._exit(0)
-    os.close(req_fd)
-    uid, gid = os.geteuid(), os.getegid()
-    try:
-        _isolate.prctl(_isolate.PR_SET_DUMPABLE, 1)  # a uid change cleared it; /proc/self/*_map need it
-        _isolate.unshare(_isolate.NAMESPACE_FLAGS)
-        _isolate.write_id_maps(SANDBOX_ID, uid, gid)
-        _build_root(disk_kb)
-        _isolate.sethostname("sandbox")
-        if not _isolate.seccomp_available():
-            raise OSError(38, "no seccomp filter for this architecture")
-    except OSError as exc:
-        _write_status(out_fd, {"unavailable": str(exc)})
-        os._exit(0)
-    lifeline, keep = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(keep)
-        try:
-            _pid1(request, out_fd, lifeline)
-        finally:
-            os._exit(70)
-    os.close(lifeline)
-    pidfd = os.pidfd_open(pid)
-    if select.select([pidfd], [], [], wall)[0]:
+    if disk_kb != DEFAULT_DISK_KB:
+        _isolate.mount(None, "/work", None, _isolate.MS_REMOUNT | _isolate.MS_NOSUID | _isolate.MS_NODEV
+                       | _isolate.MS_NOEXEC, f"size={disk_kb}k,nr_inodes=1024")  # fmt: skip
+    deadline = time.monotonic() + wall
+    _relay(raw, req_w, res_r, out_fd, pidfd, deadline)
+    if select.select([pidfd], [], [], max(0.0, deadline - time.monotonic()))[0]:
         _, status, usage = os.wait4(pid, 0)
+        _drain(res_r, out_fd)
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
         cpu = round(usage.ru_utime + usage.ru_stime, 3)
         _write_status(
@@ -323,6 +359,42 @@ def _launch(req_fd: int, out_fd: int, zygote: int) -> None:
         os.waitpid(pid, 0)
         _write_status(out_fd, {"timeout": wall})
     os._exit(0)
+
+
+def _relay(raw: bytes, req_w: int, res_r: int, out_fd: int, pidfd: int, deadline: float) -> None:
+    """Feed the request to PID 1 and pass its output on (at most MAX_OUTPUT bytes) until it exits."""
+    pending = memoryview(raw)
+    os.set_blocking(req_w, False)
+    sent = 0
+    while time.monotonic() < deadline:
+        writers = [req_w] if req_w >= 0 else []
+        ready_r, ready_w, _ = select.select(
+            [res_r, pidfd], writers, [], max(0.0, deadline - time.monotonic())
+        )
+        if ready_w:
+            try:
+                pending = pending[os.write(req_w, pending) :]
+            except BrokenPipeError:
+                pending = pending[:0]
+            if not pending:
+                os.close(req_w)
+                req_w = -1
+        if res_r in ready_r:
+            chunk = os.read(res_r, 65536)
+            if chunk and sent < MAX_OUTPUT:
+                os.write(out_fd, chunk)
+                sent += len(chunk)
+        if pidfd in ready_r:
+            break
+    if req_w >= 0:
+        os.close(req_w)
+
+
+def _drain(res_r: int, out_fd: int) -> None:
+    os.set_blocking(res_r, False)
+    with contextlib.suppress(BlockingIOError):
+        while chunk := os.read(res_r, 65536):
+            os.write(out_fd, chunk)
 
 
 def _drop_root() -> bool:
@@ -336,6 +408,7 @@ def _drop_root() -> bool:
 
 def zygote(sock_fd: int, parent: int) -> None:
     _preload()  # before dropping root: the standard library may not be readable by nobody
+    gc.freeze()  # forks then copy fewer pages: collections leave the preloaded objects alone
     _drop_root()
     _isolate.prctl(_isolate.PR_SET_PDEATHSIG, signal.SIGKILL)  # set after the uid change, which clears it
     if os.getppid() != parent:
@@ -343,6 +416,7 @@ def zygote(sock_fd: int, parent: int) -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # launchers are reaped by the kernel
     sock = socket.socket(fileno=sock_fd)
     me = os.getpid()
+    warm = _fork_launcher(sock, me)
     sock.send(b"ready")
     while True:
         try:
@@ -351,18 +425,31 @@ def zygote(sock_fd: int, parent: int) -> None:
             os._exit(0)
         if not msg:
             os._exit(0)  # the server went away
-        if len(fds) != 2:
-            for fd in fds:
-                os.close(fd)
-            continue
-        if os.fork() == 0:
-            sock.close()
+        if len(fds) == 2:
             try:
-                _launch(fds[0], fds[1], me)
-            finally:
-                os._exit(0)
-        for fd in fds:
+                socket.send_fds(warm, [b"run"], fds)
+            except OSError:  # that launcher died: a fresh one takes the job
+                warm.close()
+                warm = _fork_launcher(sock, me)
+                socket.send_fds(warm, [b"run"], fds)
+            warm.close()
+        for fd in fds:  # before the next fork, which must not inherit this job's pipes
             os.close(fd)
+        if warm.fileno() < 0:
+            warm = _fork_launcher(sock, me)  # the next sandbox gets ready while this one runs
+
+
+def _fork_launcher(sock: socket.socket, zygote: int) -> socket.socket:
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    if os.fork() == 0:
+        sock.close()
+        ours.close()
+        try:
+            _launch(theirs, zygote)
+        finally:
+            os._exit(0)
+    theirs.close()
+    return ours
 
 
 # --- weak sandbox: the interpreter-level one, only when the operator allows it ------------------------

@@ -87,6 +87,26 @@ def descendants(root: int) -> list[tuple[int, str]]:
     return found
 
 
+def leftover(zygote: int | None) -> list[tuple[int, str]]:
+    """Our descendants, less the zygote and the one warm sandbox it keeps ready (a launcher and its
+    PID 1, which has run nothing): anything else outlived the run."""
+    left = [d for d in descendants(os.getpid()) if d[0] != zygote]
+    if zygote is None:
+        return left
+    launchers = [pid for pid, _ in descendants(zygote) if _ppid(pid) == zygote]
+    if len(launchers) == 1:
+        under = descendants(launchers[0])
+        if len(under) == 1 and not descendants(under[0][0]):
+            warm = {launchers[0], under[0][0]}
+            left = [d for d in left if d[0] not in warm]
+    return left
+
+
+def _ppid(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2 :].split()[1])
+
+
 def main() -> None:
     job = json.loads(sys.stdin.read())
     if job.get("as_nobody"):
@@ -115,12 +135,11 @@ def main() -> None:
         return
     state = getattr(sandbox, "_state", None)  # (absent from the interpreter-level sandbox of before)
     fs = state.forkserver if state is not None else None
-    keep = {fs.pid} if fs is not None else set()
     deadline = time.monotonic() + 3
-    left = [d for d in descendants(os.getpid()) if d[0] not in keep]
+    left = leftover(fs.pid if fs is not None else None)
     while left and time.monotonic() < deadline:
         time.sleep(0.05)
-        left = [d for d in descendants(os.getpid()) if d[0] not in keep]
+        left = leftover(fs.pid if fs is not None else None)
     print(json.dumps({
         "uid": os.getuid(),
         "mode": sandbox.isolation().mode,
