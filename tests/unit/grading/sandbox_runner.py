@@ -95,9 +95,9 @@ def leftover(zygote: int | None) -> list[tuple[int, str]]:
         return left
     launchers = [pid for pid, _ in descendants(zygote) if _ppid(pid) == zygote]
     if len(launchers) == 1:
-        under = descendants(launchers[0])
-        if len(under) == 1 and not descendants(under[0][0]):
-            warm = {launchers[0], under[0][0]}
+        under = descendants(launchers[0])  # (empty while the launcher is still preparing)
+        if len(under) <= 1 and not any(descendants(pid) for pid, _ in under):
+            warm = {launchers[0], *(pid for pid, _ in under)}
             left = [d for d in left if d[0] not in warm]
     return left
 
