@@ -18,7 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, list_exams
-from trustscore.grading import Item, Response, Turn, get_grader, grade_item
+from trustscore.grading import Item, Response, Turn, get_grader, grade_item, sandbox
 from trustscore.grading.vectors import DEFAULT_DIR, load
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,6 +73,7 @@ def main() -> int:
     for family, cases in sorted(corpus().items()):
         graders = ",".join(sorted({i.grader for i, _ in cases}))
         if family == "execution":
+            sandbox.isolation()  # start-up work, as the server does it before serving: zygote and probe
             quick = [
                 (i, r) for i, r in cases if "limits" not in i.args
             ]  # the attack vectors are timed by their limits
