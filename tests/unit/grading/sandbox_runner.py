@@ -103,7 +103,10 @@ def leftover(zygote: int | None) -> list[tuple[int, str]]:
 
 
 def _ppid(pid: int) -> int:
-    stat = Path(f"/proc/{pid}/stat").read_text()
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:  # gone meanwhile
+        return -1
     return int(stat[stat.rindex(")") + 2 :].split()[1])
 
 
