@@ -14,7 +14,7 @@ from litestar.testing import AsyncTestClient
 from tests.helpers import new_card
 from trustscore.api.app import create_app
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, load_exam
-from trustscore.exams.report import MAX_ANSWER_BYTES, MAX_TURNS, ReportItem, build_report
+from trustscore.exams.report import MAX_ANSWER_BYTES, MAX_REPORT_BYTES, MAX_TURNS, ReportItem, build_report
 from trustscore.grading import Turn
 from trustscore.ledger import dsse, keys
 from trustscore.settings import Settings
@@ -60,12 +60,14 @@ async def test_oversized_reports_are_refused_before_grading(settings: Settings, 
             (report(key, lambda i: "x" * (MAX_ANSWER_BYTES + 1)), "at most 65536 bytes"),
             (report(key, lambda i: "é" * (MAX_ANSWER_BYTES // 2 + 1)), "at most 65536 bytes"),
             (report(key, lambda i: "ok", turns=MAX_TURNS + 1), f"at most {MAX_TURNS} turns"),
-            (report(key, lambda i: "y" * 60_000, turns=2), "at most 4194304 bytes"),
+            (report(key, lambda i: "y" * 60_000, turns=2), "(4194304 bytes at most)"),
         ]
         before = len((await client.get("/v1/log/entries", params={"start": 0})).json()["entries"])
         for envelope, words in cases:
             r = await client.post("/v1/reports", content=body(envelope))
             assert r.status_code == 413, r.text
             assert words in r.json()["detail"]
+        r = await client.post("/v1/reports", content=b"x" * (MAX_REPORT_BYTES + 1))  # not read to the end
+        assert r.status_code == 413 and r.headers["content-type"].startswith("application/problem+json")
         entries = (await client.get("/v1/log/entries", params={"start": 0})).json()["entries"]
         assert len(entries) == before
