@@ -37,7 +37,7 @@ from trustscore.errors import SandboxUnavailable
 
 HARNESS = Path(__file__).with_name("_harness.py")
 NOBODY = 65534
-MAX_OUTPUT = 4 * 1024 * 1024  # bytes read back from one run; more is a crash
+MAX_OUTPUT = 4 * 1024 * 1024  # bytes of candidate output the launcher relays back from one run
 Status = Literal["ok", "load-error", "timeout", "cpu-limit", "killed", "crashed"]
 Mode = Literal["kernel", "weak", "refused"]
 KERNEL_MECHANISMS = (
@@ -266,13 +266,14 @@ class _Forkserver:
             os.close(req_r)
             os.close(resp_w)
         out, complete = _exchange(req_w, resp_r, request, time.monotonic() + limits.wall_s + 10)
-        if not complete:
-            return SandboxRun("crashed", detail="the sandbox did not answer")
+        if not complete:  # the launcher, not the candidate, failed: no grade, the submitter may retry
+            raise SandboxUnavailable("the sandbox did not answer in time; retry later")
         return _interpret_status(out, limits)
 
 
 def _exchange(req_w: int, resp_r: int, request: bytes, deadline: float) -> tuple[bytes, bool]:
-    """Write the request, read the answer to EOF (at most MAX_OUTPUT bytes); False if cut short."""
+    """Write the request, read the answer to EOF; False if the deadline passed first. The launcher relays
+    at most MAX_OUTPUT bytes of the candidate's, so more than that (plus its status) is dropped here."""
     os.set_blocking(req_w, False)
     chunks: list[bytes] = []
     size = 0
@@ -299,10 +300,9 @@ def _exchange(req_w: int, resp_r: int, request: bytes, deadline: float) -> tuple
                     chunk = os.read(resp_r, 65536)
                     if not chunk:
                         return b"".join(chunks), True
-                    chunks.append(chunk)
-                    size += len(chunk)
-                    if size > MAX_OUTPUT:
-                        return b"", False
+                    if size < 2 * MAX_OUTPUT:
+                        chunks.append(chunk)
+                        size += len(chunk)
     finally:
         sel.close()
         if req_w >= 0:
@@ -313,12 +313,12 @@ def _exchange(req_w: int, resp_r: int, request: bytes, deadline: float) -> tuple
 def _interpret_status(out: bytes, limits: Limits) -> SandboxRun:
     text = out.decode("utf-8", "replace")
     head, sep, tail = text.rpartition("\n#status ")
-    if not sep:
-        return SandboxRun("crashed", detail="the sandbox ended without a status")
     try:
-        status = json.loads(tail.strip())
+        status = json.loads(tail.strip()) if sep else None
     except json.JSONDecodeError:
-        return SandboxRun("crashed", detail="the sandbox ended without a status")
+        status = None
+    if not isinstance(status, dict):  # the launcher writes it last, whatever the candidate did
+        raise SandboxUnavailable("the sandbox ended without a status (was its zygote killed?); retry later")
     if "unavailable" in status:
         raise SandboxUnavailable(str(status["unavailable"]))
     if "timeout" in status:
