@@ -39,6 +39,8 @@ del sys.path[0]
 SANDBOX_ID = 65534  # uid and gid inside the user namespace; the host ids are the server's (nobody if root)
 NOBODY = 65534
 MAX_RESULT = 100_000
+# The new root's device nodes: randomness reads zeros (see _fix_sources).
+DEVICES = {"null": "/dev/null", "zero": "/dev/zero", "urandom": "/dev/zero", "random": "/dev/zero"}
 MAX_REQUEST = 8 * 1024 * 1024
 MAX_OUTPUT = 4 * 1024 * 1024  # bytes relayed back from one run
 FIXED_EPOCH_NS = 1_767_225_600 * 10**9  # 2026-01-01T00:00:00Z: the clock every candidate sees
@@ -244,8 +246,7 @@ def _build_root(disk_kb: int) -> None:
         os.mkdir(f"{base}/{d}", 0o755)
     _isolate.mount("tmpfs", f"{base}/work", "tmpfs", _isolate.MS_NOSUID | _isolate.MS_NODEV | _isolate.MS_NOEXEC,
                    f"size={disk_kb}k,nr_inodes=1024,mode=0700")  # fmt: skip
-    for name, source in (("null", "/dev/null"), ("zero", "/dev/zero"), ("urandom", "/dev/zero"),
-                         ("random", "/dev/zero")):  # fmt: skip
+    for name, source in DEVICES.items():
         target = f"{base}/dev/{name}"
         os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o666))
         _isolate.mount(source, target, None, _isolate.MS_BIND)
@@ -270,6 +271,10 @@ def _pid1(req_r: int, res_w: int, lifeline: int) -> None:
     if select.select([lifeline], [], [], 0)[0]:  # the launcher died before we could notice
         os._exit(0)
     os.close(lifeline)
+    try:  # defence in depth: the new root holds nothing else anyway
+        landlock = _isolate.install_landlock(["/work"], [f"/dev/{n}" for n in DEVICES], ["/"]) > 0
+    except OSError:
+        landlock = False
     _isolate.install_seccomp()
     request = json.loads(_read_all(req_r, MAX_REQUEST))  # blocks until a job comes
     os.close(req_r)
@@ -279,7 +284,7 @@ def _pid1(req_r: int, res_w: int, lifeline: int) -> None:
     child = os.fork()
     if child == 0:
         _isolate.prctl(_isolate.PR_SET_PDEATHSIG, signal.SIGKILL)
-        _run_candidate(request, res_w, dict.fromkeys(ISOLATION, True), "/work")
+        _run_candidate(request, res_w, {**dict.fromkeys(ISOLATION, True), "landlock": landlock}, "/work")
     os.close(res_w)
     _, status = os.waitpid(child, 0)
     os._exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
