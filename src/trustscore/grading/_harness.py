@@ -114,6 +114,9 @@ def _fix_sources() -> None:
     time.strftime = lambda f, t=None: strftime(f, localtime(seconds()) if t is None else t)
     setattr(time, "sleep", fixed_sleep)  # noqa: B010 - its signature is narrower than the stub's
     os.times = lambda: os.times_result((0.0, 0.0, 0.0, 0.0, 0.0))
+    zeros = bytes  # what the kernel sandbox's /dev/urandom gives; the weak sandbox has a real one
+    setattr(os, "urandom", zeros)  # noqa: B010
+    setattr(random, "_urandom", zeros)  # noqa: B010 - SystemRandom's own reference
     random.seed(0)
 
 

@@ -42,7 +42,8 @@ Status = Literal["ok", "load-error", "timeout", "cpu-limit", "killed", "crashed"
 Mode = Literal["kernel", "weak", "refused"]
 KERNEL_MECHANISMS = (
     "user, PID, mount, network, IPC, UTS and cgroup namespaces; new root (read-only tmpfs, 16 MiB /work); "
-    "no capabilities; no_new_privs; seccomp filter; rlimits; PDEATHSIG; fixed clock and randomness"
+    "no capabilities; no_new_privs; seccomp filter; Landlock where the kernel has it; rlimits; PDEATHSIG; "
+    "fixed clock and randomness"
 )
 
 
@@ -160,7 +161,9 @@ def run_python(code: str, function: str, calls: list[list[Any]], limits: Limits 
     request = json.dumps({"code": code, "function": function, "calls": calls, "limits": limits.for_child()})
     level = isolation()
     if level.mode == "refused":
-        raise SandboxUnavailable(f"this server cannot isolate code items: {level.reason}")
+        raise SandboxUnavailable(
+            f"this machine cannot isolate code items, so they are not run: {level.reason}"
+        )
     spent = _budget.get()
     if spent is not None and spent.left <= 0:
         return SandboxRun(
