@@ -45,6 +45,8 @@ def become_nobody() -> None:
             libc.mount(f"{hold}/{first}".encode(), f"/root/{first}".encode(), None, 4096 | (1 << 14), None),
             "bind",
         )
+        _check(libc.umount2(hold.encode(), 2), "unmount the holding point")  # MNT_DETACH
+        os.rmdir(hold)
     os.setgroups([])
     os.setresgid(65534, 65534, 65534)
     os.setresuid(65534, 65534, 65534)
