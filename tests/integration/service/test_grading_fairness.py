@@ -5,6 +5,9 @@ and a report's sandbox budget ends its sleeping answers after one timeout instea
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -88,3 +91,60 @@ async def test_sleeping_reports_do_not_starve_an_honest_signer(budget_server: Se
             assert sum("timeout" in i["detail"] for i in code) == 1
             assert all("budget of 5 s is spent" in i["detail"] for i in code if "timeout" not in i["detail"])
         assert time.monotonic() - started < 30  # one 10 s timeout per report, not sixteen
+
+
+def _started(pid: int) -> str | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return None if fields[0] == "Z" else fields[19]
+
+
+def _tree(root: int) -> dict[int, str]:
+    """Live descendants of ``root`` with their start times (so a reused PID is not mistaken for one)."""
+    table: dict[int, tuple[int, str]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if fields[0] != "Z":
+                table[int(entry.name)] = (int(fields[1]), fields[19])
+    found: dict[int, str] = {}
+    frontier = [root]
+    while frontier:
+        parent = frontier.pop()
+        for pid, (ppid, started) in table.items():
+            if ppid == parent:
+                found[pid] = started
+                frontier.append(pid)
+    return found
+
+
+async def test_kill_9_of_the_server_mid_grading_leaves_no_sandboxed_process(
+    budget_server: ServerProcess,
+) -> None:
+    assert budget_server.proc is not None
+    async with httpx.AsyncClient(base_url=budget_server.url, timeout=120) as client:
+        key = await register(client, "sleeper")
+        attack = asyncio.create_task(client.post("/v1/reports", content=sleeping_report(key)))
+        await asyncio.sleep(2.0)  # its first answer is asleep in a sandbox
+        tree = _tree(budget_server.proc.pid)
+        assert len(tree) >= 4, (
+            tree
+        )  # zygote, the running launcher, its PID 1 and the candidate (+ a warm one)
+        budget_server.kill9()
+        with contextlib.suppress(httpx.HTTPError):
+            await attack
+    deadline = time.monotonic() + 5
+    alive = tree
+    while alive and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+        alive = {pid: s for pid, s in tree.items() if _started(pid) == s}
+    for pid in alive:  # never leave them behind, even when failing
+        os.kill(pid, signal.SIGKILL)
+    assert alive == {}
