@@ -31,10 +31,13 @@ import sys
 import time
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _HERE)
 import _isolate  # type: ignore[import-not-found]  # the sibling module, found through the line above
 
-del sys.path[0]
+# Neither this directory (whose modules are named like the standard library's: code, schema, ...) nor
+# the one Python put first for the script stays on the path of the modules the candidate may import.
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 
 SANDBOX_ID = 65534  # uid and gid inside the user namespace; the host ids are the server's (nobody if root)
 NOBODY = 65534
