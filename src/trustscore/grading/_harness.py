@@ -33,7 +33,7 @@ from typing import Any
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _HERE)
-import _isolate  # type: ignore[import-not-found]  # the sibling module, found through the line above
+import _isolate  # type: ignore[import-not-found]  # noqa: E402 - the sibling, found through the line above
 
 # Neither this directory (whose modules are named like the standard library's: code, schema, ...) nor
 # the one Python put first for the script stays on the path of the modules the candidate may import.
