@@ -131,10 +131,11 @@ _state = _State()
 
 
 def configure(*, allow_weak: bool) -> None:
-    """Set the process-wide policy (from ``Settings.sandbox_allow_weak`` at start-up) and re-probe."""
+    """Set the process-wide policy (from ``Settings.sandbox_allow_weak`` at start-up); a change re-probes."""
     with _state.lock:
-        _state.allow_weak = allow_weak
-        _state.isolation = None
+        if allow_weak != _state.allow_weak:
+            _state.allow_weak = allow_weak
+            _state.isolation = None
 
 
 def isolation() -> Isolation:
