@@ -242,7 +242,7 @@ def _read_all(fd: int, limit: int) -> bytes:
 
 
 def _build_root(disk_kb: int) -> None:
-    """A new root: read-only tmpfs, writable size-limited /work, three device nodes; the host is detached."""
+    """A new root: read-only tmpfs, writable size-limited /work, four device nodes; the host is detached."""
     base = "/tmp"  # noqa: S108 - any existing directory serves as the mount point, in our own mount namespace
     _isolate.mount(None, "/", None, _isolate.MS_REC | _isolate.MS_PRIVATE)
     _isolate.mount(

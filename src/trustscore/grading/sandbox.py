@@ -1,7 +1,7 @@
 """Run untrusted Python in a kernel-isolated child (see docs/graders.md, "Sandbox").
 
 Each run gets fresh user, PID, mount, network, IPC, UTS and cgroup namespaces, a new root holding only a
-size-limited writable ``/work`` and three device nodes, no capabilities, a seccomp filter, rlimits, a
+size-limited writable ``/work`` and four device nodes, no capabilities, a seccomp filter, rlimits, a
 fixed clock and randomness, and a wall clock after which its PID namespace is killed whole. Processes
 come from a warm *zygote* (``_harness.py zygote``) that has imported everything once and forks a fresh
 sandbox per run; the zygote, each launcher and each PID 1 die with their parent (``PR_SET_PDEATHSIG``),
