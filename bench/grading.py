@@ -20,7 +20,7 @@ from pathlib import Path
 
 from trustscore.exams.generators import all_generators
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, list_exams
-from trustscore.grading import Item, Response, Turn, get_grader, grade_item
+from trustscore.grading import Item, Response, Turn, get_grader, grade_item, sandbox
 from trustscore.grading.vectors import DEFAULT_DIR, load
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,6 +87,7 @@ def main() -> int:
     for family, cases in sorted(corpus().items()):
         graders = ",".join(sorted({i.grader for i, _ in cases}))
         if family == "execution":
+            sandbox.isolation()  # start-up work, as the server does it before serving: zygote and probe
             quick = [
                 (i, r) for i, r in cases if "limits" not in i.args
             ]  # the attack vectors are timed by their limits

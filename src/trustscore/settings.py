@@ -66,6 +66,9 @@ class Settings:
     # TRUSTSCORE_SANDBOX_ALLOW_WEAK: grade code items with the interpreter-level sandbox when the kernel
     # refuses namespaces or seccomp. Off: such a server refuses code items (docs/graders.md, "Sandbox").
     sandbox_allow_weak: bool = False
+    grading_slots: Positive = 4  # TRUSTSCORE_GRADING_SLOTS: reports graded at once, one per signer
+    grading_wait: Interval = 30.0  # TRUSTSCORE_GRADING_WAIT: seconds a report may wait for a slot (then 503)
+    grading_budget: Interval = 30.0  # TRUSTSCORE_GRADING_BUDGET: sandbox seconds per report (docs/graders.md)
     sitting_deadline: Interval = 3600.0  # TRUSTSCORE_SITTING_DEADLINE: seconds to report a fresh sitting
     sitting_max_open: Positive = 4  # TRUSTSCORE_SITTING_MAX_OPEN: sittings one agent may hold open at once
     sitting_sweep_interval: Interval = 5.0  # TRUSTSCORE_SITTING_SWEEP_INTERVAL: expiry sweeps

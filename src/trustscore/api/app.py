@@ -24,10 +24,12 @@ from trustscore.api.public_routes import PublicController
 from trustscore.api.sitting_routes import SittingController
 from trustscore.errors import StorageError
 from trustscore.exams.loader import ExamDirs
+from trustscore.grading import sandbox
 from trustscore.ledger import keys
 from trustscore.sdk.outbound import OutboundPolicy
 from trustscore.services import logkey, service_keys, snapshots
 from trustscore.services.attestations import AttestationService
+from trustscore.services.grading_queue import QueueLimits
 from trustscore.services.intake import Intake
 from trustscore.services.log import LogService
 from trustscore.services.metrics import Metrics
@@ -59,6 +61,7 @@ class Runtime:
     projector: Projector | None = None
     attestations: AttestationService | None = None
     sittings: SittingService | None = None
+    sandbox: sandbox.Isolation | None = None
     ready: bool = False
 
 
@@ -114,9 +117,23 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             await projector.load()
             await projector.catch_up()
             exam_dirs = ExamDirs.from_env()
+            sandbox.configure(allow_weak=settings.sandbox_allow_weak)
+            runtime.sandbox = await asyncio.to_thread(sandbox.isolation)
+            if runtime.sandbox.mode != "kernel":
+                log.warning("code sandbox: %s (%s)", runtime.sandbox.mode, runtime.sandbox.reason)
             runtime.log_service = service
             runtime.projector = projector
-            runtime.intake = Intake(service, service_key, exam_dirs, runtime.metrics)
+            runtime.intake = Intake(
+                service,
+                service_key,
+                exam_dirs,
+                runtime.metrics,
+                grading=QueueLimits(
+                    slots=settings.grading_slots,
+                    max_wait=settings.grading_wait,
+                    report_budget_s=settings.grading_budget,
+                ),
+            )
             runtime.public = PublicService(service, projections, ratings, exam_dirs)
             runtime.attestations = AttestationService(runtime.public, AttestationStore(pool), service_key)
             reverifier = Reverifier(
@@ -184,14 +201,17 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
 
     @get("/readyz", operation_id="ready", tags=["ops"], media_type="text/plain")
     async def ready() -> Response[str]:
-        """Readiness: migrated, keys bound, projections caught up at start, database reachable."""
+        """Readiness: migrated, keys bound, projections caught up at start, database reachable; the
+        second line says which code sandbox is in force (``kernel``, ``weak`` or ``refused``)."""
         if not runtime.ready or runtime.log_service is None:
             return Response("starting\n", status_code=503)
         try:
             await runtime.log_service.store.sequenced_size()
         except Exception:
             return Response("database unreachable\n", status_code=503)
-        return Response("ready\n")
+        iso = runtime.sandbox
+        code = "sandbox: unknown" if iso is None else f"sandbox: {iso.mode} ({iso.reason or iso.mechanisms})"
+        return Response(f"ready\n{code}\n")
 
     @get("/metrics", operation_id="metrics", tags=["ops"], sync_to_thread=False)
     def metrics() -> Response[bytes]:

@@ -11,6 +11,7 @@ from litestar.di import NamedDependency
 from trustscore.api.addresses import client_address
 from trustscore.api.openapi import WRITE_PROBLEMS, envelope_body
 from trustscore.canonical import b64encode
+from trustscore.exams.report import MAX_REPORT_BYTES
 from trustscore.services.intake import Intake
 from trustscore.store.log import Appended
 
@@ -48,14 +49,16 @@ def _out(a: Appended) -> Response[AppendedOut]:
 IntakeDep = NamedDependency[Intake]
 
 
-def write_route(path: str, operation_id: str, what: str) -> post:
+def write_route(path: str, operation_id: str, what: str, max_body: int | None = None) -> post:
     """A POST route taking one signed envelope of ``what`` (described in OpenAPI by hand)."""
+    limit: dict[str, Any] = {} if max_body is None else {"request_max_body_size": max_body}
     return post(
         path,
         operation_id=operation_id,
         status_code=201,
         operation_class=envelope_body(what),
         responses=WRITE_PROBLEMS,
+        **limit,  # (None would mean no limit at all, not the app's)
     )
 
 
@@ -63,7 +66,12 @@ class EvidenceController(Controller):
     path = "/v1"
     tags = ["evidence in"]  # noqa: RUF012 - Litestar class attribute
 
-    @write_route("/reports", "submitReport", "an exam-report/v1 statement signed by the registered agent")
+    @write_route(
+        "/reports",
+        "submitReport",
+        "an exam-report/v1 statement signed by the registered agent",
+        MAX_REPORT_BYTES,
+    )
     async def report(self, request: Request[Any, Any, Any], intake: IntakeDep) -> Response[ReportResponse]:
         """Submit a signed exam report. The server re-grades every response itself and logs the report
         with its own signed graded evidence; client-side grades are ignored. A report is its answers:

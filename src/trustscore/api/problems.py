@@ -59,6 +59,8 @@ def _http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response
     if isinstance(exc, ValidationException) and isinstance(exc.extra, list) and exc.extra:
         parts = [f"{e.get('key', '?')}: {e.get('message', '')}" for e in exc.extra if isinstance(e, dict)]
         detail = "; ".join(parts) or detail
+    if exc.status_code == 413:
+        detail = f"the request body is larger than this route accepts ({_body_limit(request)} bytes at most)"
     code = _CODES.get(exc.status_code, "http-error")
     title = code.replace("-", " ").capitalize()
     response = problem(exc.status_code, code, title, detail, request.url.path)
@@ -70,6 +72,10 @@ def _http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response
 def _too_deep(request: Request[Any, Any, Any], exc: RecursionError) -> Response[Any]:
     """A body nested beyond the JSON decoder's depth limit, wherever it is decoded: a client error."""
     return problem(400, "invalid-input", "Invalid input", TOO_DEEP, request.url.path)
+def _body_limit(request: Request[Any, Any, Any]) -> object:
+    """The body limit in force: the route's own, else the app's."""
+    own = getattr(request.route_handler, "request_max_body_size", None)
+    return own if isinstance(own, int) else getattr(request.app, "request_max_body_size", "?")
 
 
 def _unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:

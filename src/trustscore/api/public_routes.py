@@ -17,6 +17,7 @@ from trustscore.api.openapi import READ_PROBLEMS, operation_class
 from trustscore.errors import InvalidInput, StorageError
 from trustscore.evidence.standing import POLICY_VERSION as STANDING_POLICY
 from trustscore.evidence.standing import PolicyDescription
+from trustscore.grading import sandbox
 from trustscore.ledger import statements
 from trustscore.reverify.status import VerificationStatus
 from trustscore.services.log import LogService
@@ -114,9 +115,18 @@ class ModelOut(msgspec.Struct):
     default: bool
 
 
+class SandboxOut(msgspec.Struct):
+    """Which isolation grades code items here: ``kernel``, ``weak`` (operator opt-in) or ``refused``."""
+
+    mode: str
+    mechanisms: str
+    reason: str
+
+
 class MethodologyOut(msgspec.Struct):
     models: list[ModelOut]
     document: str
+    sandbox: SandboxOut
     standing_policy: PolicyDescription = PolicyDescription()
 
 
@@ -284,7 +294,10 @@ class PublicController(Controller):
     async def methodology(self, public: Public) -> MethodologyOut:
         """The published weights files of every served model and the methodology with every formula."""
         doc, models = public.methodology()
-        return MethodologyOut([ModelOut(*m) for m in models], doc)
+        iso = sandbox.isolation()
+        return MethodologyOut(
+            [ModelOut(*m) for m in models], doc, SandboxOut(iso.mode, iso.mechanisms, iso.reason)
+        )
 
     @get("/exams", operation_id="listExams")
     async def exams(self, public: Public) -> list[ExamOut]:

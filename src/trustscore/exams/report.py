@@ -22,7 +22,7 @@ from pathlib import Path
 import msgspec
 
 from trustscore import canonical
-from trustscore.errors import InvalidInput, NotFound, VerificationError
+from trustscore.errors import InvalidInput, NotFound, PayloadTooLarge, VerificationError
 from trustscore.exams.loader import ExamDirs, load_exam
 from trustscore.exams.model import ExamSet
 from trustscore.grading import ItemGrade, Response, Turn, get_grader, grade_item
@@ -33,6 +33,9 @@ from trustscore.ledger.statements import Facts, Kind, Predicate, Statement, Subj
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 _GRADER = re.compile(r"^[a-z][a-z0-9-]{0,63}@[1-9][0-9]{0,5}$")
 MAX_ITEMS = 10_000
+MAX_REPORT_BYTES = 4 * 1024 * 1024  # a whole submitted report (43 items of long answers fit easily)
+MAX_ANSWER_BYTES = 64 * 1024  # one turn's output (UTF-8)
+MAX_TURNS = 64  # turns of one item (the longest dialogue asks 8)
 
 
 class ReportItem(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -91,7 +94,21 @@ def _check(stmt: Statement, r: ExamReport) -> Facts:
     for i in r.items:
         if not 0 <= i.client_grade <= 1000 or any(t.elapsed_ms < 0 for t in i.turns):
             raise InvalidInput(f"exam report: item {i.item_id}: grade must be 0..1000 and times >= 0")
+        _check_bounds(i)
     return Facts(signer=r.agent, subject=r.agent)
+
+
+def _check_bounds(i: ReportItem) -> None:
+    statements.check_text(i.item_id, what="item_id")
+    if i.error is not None and len(i.error) > 2048:
+        raise PayloadTooLarge(f"exam report: item {i.item_id}: error may be at most 2048 characters")
+    if len(i.turns) > MAX_TURNS:
+        raise PayloadTooLarge(f"exam report: item {i.item_id}: at most {MAX_TURNS} turns, got {len(i.turns)}")
+    for n, t in enumerate(i.turns):
+        if len(t.output) > MAX_ANSWER_BYTES or len(t.output.encode()) > MAX_ANSWER_BYTES:
+            raise PayloadTooLarge(
+                f"exam report: item {i.item_id} turn {n}: an answer may be at most {MAX_ANSWER_BYTES} bytes"
+            )
 
 
 EXAM_REPORT = statements.register(Kind(name="exam-report", version=1, struct=ExamReport, check=_check))

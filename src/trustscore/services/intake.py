@@ -14,15 +14,18 @@ from dataclasses import dataclass
 
 import msgspec
 
-from trustscore.errors import Busy, Conflict, InvalidInput, NonceReplay, TrustscoreError
+from trustscore.errors import Conflict, InvalidInput, NonceReplay, PayloadTooLarge, TrustscoreError
 from trustscore.exams.identity import graded_nonce
 from trustscore.exams.loader import ExamDirs
-from trustscore.exams.report import ExamReport, exam_for, grade_report
+from trustscore.exams.model import ExamSet
+from trustscore.exams.report import MAX_REPORT_BYTES, ExamReport, exam_for, grade_report
+from trustscore.grading import sandbox
 from trustscore.grading.model import Grade, ItemGrade
 from trustscore.ledger import audit, dsse, statements
 from trustscore.ledger.graded import GradedEvidence, GradedItem, make_graded_evidence
 from trustscore.ledger.keys import SigningKey
 from trustscore.ledger.submission import Prepared, prepare
+from trustscore.services.grading_queue import GradingQueue, QueueLimits
 from trustscore.services.log import LogService
 from trustscore.services.metrics import Metrics
 from trustscore.store.log import Appended
@@ -48,16 +51,14 @@ class Intake:
         exam_dirs: ExamDirs,
         metrics: Metrics,
         *,
-        max_gradings: int = 2,
-        grading_wait: float = 30.0,
+        grading: QueueLimits | None = None,
         clock_skew: float = 300.0,
     ) -> None:
         self.log = log
         self.grader_key = grader_key
         self.exam_dirs = exam_dirs
         self.metrics = metrics
-        self._grading = asyncio.Semaphore(max_gradings)
-        self.grading_wait = grading_wait
+        self.grading = GradingQueue(grading)
         self.clock_skew = dt.timedelta(seconds=clock_skew)
 
     async def report(self, body: bytes, address: str | None = None) -> GradedReport:
@@ -74,6 +75,8 @@ class Intake:
             raise
 
     async def _report(self, body: bytes, address: str | None) -> GradedReport:
+        if len(body) > MAX_REPORT_BYTES:
+            raise PayloadTooLarge(f"an exam report may be at most {MAX_REPORT_BYTES} bytes, got {len(body)}")
         [prepared] = self.log.parse_body(body, kinds={"exam-report"}, single=True)
         report = prepared.statement.predicate
         assert isinstance(report, ExamReport)
@@ -90,15 +93,9 @@ class Intake:
         if exam.file.tier != "public":
             raise InvalidInput(f"{exam.id} is not a public exam set; the server asks private items itself")
         self.log.charge([report.agent], address)
-        try:
-            await asyncio.wait_for(self._grading.acquire(), self.grading_wait)
-        except TimeoutError as exc:
-            raise Busy("the server is busy grading other reports; retry later") from exc
-        started = time.perf_counter()
-        try:
-            grades = await asyncio.to_thread(grade_report, report, exam)
-        finally:
-            self._grading.release()
+        async with self.grading.slot(report.agent):
+            started = time.perf_counter()
+            grades = await asyncio.to_thread(self._grade, report, exam)
         self.metrics.grading_seconds.observe(time.perf_counter() - started)
         self.metrics.items_graded.inc(len(grades))
         graded_at = statements.format_time(dt.datetime.now(dt.UTC))
@@ -161,6 +158,10 @@ class Intake:
             f"{graded.exam}@{graded.exam_version}",
             grades,
         )
+
+    def _grade(self, report: ExamReport, exam: ExamSet) -> list[ItemGrade]:
+        with sandbox.budget(self.grading.limits.report_budget_s):
+            return grade_report(report, exam)
 
     async def settlement(self, body: bytes, address: str | None = None) -> Appended:
         return await self._simple(body, "settlement", "settled_at", address)

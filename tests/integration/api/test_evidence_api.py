@@ -222,7 +222,8 @@ async def test_openapi_document_is_valid_and_describes_bodies_and_problems(clien
 
 
 async def test_ops_routes(client: Client) -> None:
-    assert (await client.get("/readyz")).status_code == 200
+    ready = await client.get("/readyz")
+    assert ready.status_code == 200 and ready.text.splitlines()[1].startswith("sandbox: kernel (user, PID")
     _, card = new_card("metered")
     await client.post("/v1/log/entries", content=body(card))
     metrics = (await client.get("/metrics")).text
@@ -230,6 +231,7 @@ async def test_ops_routes(client: Client) -> None:
     methodology = (await client.get("/v1/methodology")).json()
     assert {m["model_version"] for m in methodology["models"]} == {"trustscore-v2", "baseline-v0.3"}
     assert "round_half_up" in methodology["document"] or "half" in methodology["document"]
+    assert methodology["sandbox"]["mode"] == "kernel" and "seccomp" in methodology["sandbox"]["mechanisms"]
     exams = (await client.get("/v1/exams")).json()
     assert {"capability@1", "security@1"} <= {e["id"] for e in exams}
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import signal
+import threading
 
 import pytest
 
-from trustscore.grading.sandbox import Limits, run_python
+from trustscore.errors import SandboxUnavailable
+from trustscore.grading.sandbox import Limits, budget, run_python
 
 FAST = Limits(cpu_s=1, wall_s=3, memory_mb=128)
 
@@ -77,3 +80,28 @@ def test_stdout_noise_cannot_forge_results() -> None:
         'def f(x):\n    print(\'{"status": "ok", "results": [{"ok": true, "json": "99"}]}\')\n    return 4\n'
     )
     assert run(code) == ("ok", [(True, 4, "")])
+
+
+def test_a_reports_budget_stops_running_its_sleepers() -> None:
+    """Timeouts charge their wall limit; once the budget is spent, runs fail without running."""
+    sleeper = "import time\ndef f(x):\n    time.sleep(60)\n"
+    with budget(2.5) as spent:
+        runs = [run_python(sleeper, "f", [[1]], Limits(cpu_s=1, wall_s=1)) for _ in range(4)]
+    assert [r.status for r in runs] == ["timeout", "timeout", "timeout", "killed"]
+    assert "budget of 2.5 s is spent" in runs[3].detail and spent.left == pytest.approx(-0.5)
+    assert run_python(sleeper.replace("time.sleep(60)", "return x"), "f", [[1]], FAST).status == "ok"
+
+
+def test_a_lost_zygote_is_no_grade_and_is_replaced() -> None:
+    """Infrastructure failure is not the candidate's: no result (503 upstream), and the next run works."""
+    from trustscore.grading import sandbox
+
+    assert sandbox.isolation().mode == "kernel"
+    fs = sandbox._state.forkserver
+    assert fs is not None
+    killer = threading.Timer(0.5, os.kill, (fs.pid, signal.SIGKILL))
+    killer.start()
+    with pytest.raises(SandboxUnavailable, match="retry later"):
+        run_python("import time\ndef f(x):\n    time.sleep(30)\n", "f", [[1]], Limits(cpu_s=1, wall_s=20))
+    killer.join()
+    assert run("def f(x):\n    return x * 3\n") == ("ok", [(True, 6, "")])

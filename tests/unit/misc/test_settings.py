@@ -57,3 +57,17 @@ def test_flags_are_checked_like_the_environment() -> None:
     with pytest.raises(ConfigError, match="unknown setting"):
         Settings().with_overrides(prot=1)
     assert Settings().with_overrides(port=None, host="::1").host == "::1"
+
+
+def test_weak_sandbox_is_off_unless_the_operator_says_so() -> None:
+    assert settings.from_env({}).sandbox_allow_weak is False
+    assert settings.from_env({"TRUSTSCORE_SANDBOX_ALLOW_WEAK": "true"}).sandbox_allow_weak is True
+    with pytest.raises(ConfigError, match="SANDBOX_ALLOW_WEAK"):
+        settings.from_env({"TRUSTSCORE_SANDBOX_ALLOW_WEAK": "maybe"})
+
+
+def test_grading_queue_settings_are_checked() -> None:
+    s = settings.from_env({"TRUSTSCORE_GRADING_SLOTS": "8", "TRUSTSCORE_GRADING_BUDGET": "12.5"})
+    assert (s.grading_slots, s.grading_budget, s.grading_wait) == (8, 12.5, 30.0)
+    with pytest.raises(ConfigError, match="GRADING_SLOTS"):
+        settings.from_env({"TRUSTSCORE_GRADING_SLOTS": "0"})
