@@ -58,6 +58,9 @@ class Settings:
     reverify_interval: Seconds = 86_400.0  # TRUSTSCORE_REVERIFY_INTERVAL: scheduled runs (0: after reports)
     reverify_k: Count = 10  # TRUSTSCORE_REVERIFY_K: public items re-asked per run
     reverify_k_private: Count = 3  # TRUSTSCORE_REVERIFY_K_PRIVATE: private items asked per run
+    reverify_k_fresh: Annotated[int, msgspec.Meta(ge=0, le=16)] = (
+        3  # TRUSTSCORE_REVERIFY_K_FRESH: fresh items
+    )
     reverify_deadline: Interval = 120.0  # TRUSTSCORE_REVERIFY_DEADLINE: seconds a whole run may take
     outbound_allow_loopback: bool = (
         False  # TRUSTSCORE_OUTBOUND_ALLOW_LOOPBACK: let outbound calls reach 127/8

@@ -144,6 +144,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
                 ReverifyConfig(
                     k=settings.reverify_k,
                     k_private=settings.reverify_k_private,
+                    k_fresh=settings.reverify_k_fresh,
                     deadline_s=settings.reverify_deadline,
                     interval=settings.reverify_interval,
                     policy=OutboundPolicy(
