@@ -18,6 +18,7 @@ from trustscore.errors import InvalidInput, StorageError
 from trustscore.evidence.standing import POLICY_VERSION as STANDING_POLICY
 from trustscore.evidence.standing import PolicyDescription
 from trustscore.grading import sandbox
+from trustscore.ladder.stats import Distribution
 from trustscore.ledger import statements
 from trustscore.reverify.status import VerificationStatus
 from trustscore.services.log import LogService
@@ -47,6 +48,9 @@ class DimensionOut(msgspec.Struct):
     n_eff: float | None
     interval: tuple[float, float] | None
     null_reason: str | None
+    # The rung distribution of this dimension's evidence and its verified share (rung >= 3), with n
+    # (docs/evidence-ladder.md); null when no evidence item of the dimension has a rung.
+    ladder: Distribution | None = None
 
 
 class RatingOut(msgspec.Struct):
@@ -153,11 +157,21 @@ def parse_cursor(text: str | None) -> tuple[int, int]:
     return (int(index), int(seq))
 
 
-def encode_rating(rated: RatedAgent, checkpoint_size: int | None, verification: VerificationStatus) -> bytes:
-    return msgspec.json.encode(rating_out(rated, checkpoint_size, verification))
+def encode_rating(
+    rated: RatedAgent,
+    checkpoint_size: int | None,
+    verification: VerificationStatus,
+    ladder: dict[str, Distribution] | None = None,
+) -> bytes:
+    return msgspec.json.encode(rating_out(rated, checkpoint_size, verification, ladder))
 
 
-def rating_out(r: RatedAgent, checkpoint_size: int | None, verification: VerificationStatus) -> RatingOut:
+def rating_out(
+    r: RatedAgent,
+    checkpoint_size: int | None,
+    verification: VerificationStatus,
+    ladder: dict[str, Distribution] | None = None,
+) -> RatingOut:
     rating = r.rating
     stats = rating.uncertainty.dimensions if rating.uncertainty else {}
     dims = {}
@@ -169,6 +183,7 @@ def rating_out(r: RatedAgent, checkpoint_size: int | None, verification: Verific
             n_eff=s.n_eff if s else None,
             interval=s.interval if s else None,
             null_reason=rating.null_reasons.get(f"dimensions.{name}"),
+            ladder=(ladder or {}).get(name),
         )
     return RatingOut(
         agent=rating.agent,

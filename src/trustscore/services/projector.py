@@ -7,6 +7,7 @@ import contextlib
 import logging
 
 from trustscore.evidence.projection import Projected, ProjectionState, project
+from trustscore.ladder.rule import CURRENT_RULE
 from trustscore.ledger import audit
 from trustscore.ledger.approvals import MARKETPLACE_APPROVAL, MarketplaceApproval
 from trustscore.ledger.snapshots import RATING_SNAPSHOT, RatingSnapshot
@@ -26,17 +27,19 @@ class Projector:
         ratings: RatingService,
         *,
         batch: int = 5000,
+        ladder_rule: str = CURRENT_RULE,
     ) -> None:
         self.log_store = log_store
         self.store = store
         self.log_public_key = log_public_key
         self.ratings = ratings
         self.batch = batch
-        self.state = ProjectionState(log_public_key)
+        self.ladder_rule = ladder_rule
+        self.state = ProjectionState(log_public_key, ladder_rule=ladder_rule)
 
     async def load(self) -> None:
         """Rebuild the in-memory state from what is already projected (after start or a failed step)."""
-        state = ProjectionState(self.log_public_key)
+        state = ProjectionState(self.log_public_key, ladder_rule=self.ladder_rule)
         state.next_index = await self.store.projected_size()
         for index, leaf in await self.log_store.leaves_of_kind(
             RATING_SNAPSHOT.predicate_type, state.next_index

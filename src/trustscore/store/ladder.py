@@ -1,0 +1,98 @@
+"""SQL of the ladder rows (docs/evidence-ladder.md): written in the projector's transaction, read back
+for the outcome stats and a rating's per-dimension rung distribution."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import asyncpg
+
+from trustscore.ladder.rows import LadderRow
+
+_FIELDS = [
+    "idx",
+    "seq",
+    "agent",
+    "dimension",
+    "rung",
+    "rule",
+    "attested",
+    "cover",
+    "issuer",
+    "outcome_detected",
+    "summary",
+    "kind",
+    "model",
+    "adapter",
+    "exam",
+    "marketplace",
+]
+_SELECT = "SELECT " + ", ".join(_FIELDS) + " FROM ladder "  # noqa: S608 - constant column names
+
+
+async def insert(
+    conn: asyncpg.Connection | asyncpg.pool.PoolConnectionProxy, rows: Sequence[LadderRow]
+) -> None:
+    """Write ``rows`` (in log order) inside the caller's transaction; ``pos`` numbers them per entry."""
+    pos: dict[int, int] = {}
+    records = []
+    for r in rows:
+        n = pos[r.index] = pos.get(r.index, -1) + 1
+        records.append(
+            (
+                r.index,
+                n,
+                r.seq,
+                r.agent,
+                r.dimension,
+                r.rung,
+                r.rule,
+                r.attested,
+                r.cover,
+                r.issuer,
+                r.outcome_detected,
+                r.summary,
+                r.kind,
+                r.model,
+                r.adapter,
+                r.exam,
+                r.marketplace,
+            )
+        )
+    await conn.copy_records_to_table("ladder", columns=["idx", "pos", *_FIELDS[1:]], records=records)
+
+
+def _row(r: asyncpg.Record) -> LadderRow:
+    return LadderRow(
+        index=r["idx"],
+        seq=r["seq"],
+        agent=r["agent"],
+        dimension=r["dimension"],
+        rung=r["rung"],
+        rule=r["rule"],
+        attested=r["attested"],
+        cover=r["cover"],
+        issuer=r["issuer"],
+        outcome_detected=r["outcome_detected"],
+        summary=r["summary"],
+        kind=r["kind"],
+        model=r["model"],
+        adapter=r["adapter"],
+        exam=r["exam"],
+        marketplace=r["marketplace"],
+    )
+
+
+class LadderStore:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+
+    async def rows(self, end: int) -> list[LadderRow]:
+        """Every ladder row of entries ``[0, end)`` in log order."""
+        found = await self.pool.fetch(_SELECT + "WHERE idx < $1 ORDER BY idx, pos", end)
+        return [_row(r) for r in found]
+
+    async def rows_of(self, agent: str, end: int) -> list[LadderRow]:
+        """``agent``'s ladder rows of entries ``[0, end)`` in log order."""
+        found = await self.pool.fetch(_SELECT + "WHERE agent = $1 AND idx < $2 ORDER BY idx, pos", agent, end)
+        return [_row(r) for r in found]
