@@ -1,0 +1,114 @@
+"""The evidence ladder over HTTP (issue #13): work records in, rungs in the rating, stats with n."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import msgspec
+from litestar import Litestar
+from litestar.testing import AsyncTestClient
+
+from tests.helpers import new_card
+from trustscore.ledger import dsse, keys
+from trustscore.ledger.approvals import make_approval
+from trustscore.ledger.events import EventName, make_event
+from trustscore.ledger.parties import make_party_card
+from trustscore.ledger.work_records import Confirmation, make_work_record
+from trustscore.services import logkey
+from trustscore.settings import Settings
+
+Client = AsyncTestClient[Litestar]
+T = "2026-11-29T00:00:00Z"
+
+
+def body(env: Any) -> bytes:
+    return msgspec.json.encode(env)
+
+
+async def created(client: Client, path: str, env: Any) -> None:
+    r = await client.post(path, content=body(env))
+    assert r.status_code == 201, r.text
+
+
+async def problem(client: Client, r: Any, status: int, words: str) -> None:
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"].startswith("application/problem+json")
+    assert words in r.json()["detail"], r.json()
+
+
+async def test_rungs_in_the_rating_and_stats_per_marketplace(client: Client, settings: Settings) -> None:
+    agent, card = new_card("coder")
+    await created(client, "/v1/log/entries", card)
+    market, ci = keys.SigningKey.generate(), keys.SigningKey.generate()
+    await created(
+        client, "/v1/log/entries", dsse.sign(make_party_card(market.public_key, "m", "marketplace"), [market])
+    )
+    await created(client, "/v1/log/entries", dsse.sign(make_party_card(ci.public_key, "ci", "ci"), [ci]))
+    log_key = logkey.load_or_create(settings.log_key_file)
+    approval = make_approval(operator=log_key.id, marketplace=market.id, action="approve")
+    await created(client, "/v1/log/entries", dsse.sign(approval, [log_key]))
+
+    def event(name: EventName, ref: str) -> dsse.Envelope:
+        return dsse.sign(
+            make_event(marketplace=market.id, agent=agent.id, event=name, ref=ref, occurred_at=T), [market]
+        )
+
+    await created(client, "/v1/events", event("delivered", "o1"))
+    await created(client, "/v1/events", event("rejected", "o2"))
+    confirmed = Confirmation(kind="ci", ref="https://ci.example/7", status="success")
+    ci_record = make_work_record(
+        reporter=ci.id,
+        agent=agent.id,
+        task_ref="T-9",
+        claimed_outcome="done",
+        finished_at=T,
+        confirmations=[confirmed],
+    )
+    await created(client, "/v1/work-records", dsse.sign(ci_record, [ci]))
+    mine = make_work_record(
+        reporter=agent.id, agent=agent.id, task_ref="T-9", claimed_outcome="done", finished_at=T
+    )
+    await created(client, "/v1/work-records", dsse.sign(mine, [agent]))
+
+    # A stranger cannot self-attest for the agent; a work record is not a generic log entry.
+    stranger = keys.SigningKey.generate()
+    await created(
+        client, "/v1/log/entries", dsse.sign(make_party_card(stranger.public_key, "s", "ci"), [stranger])
+    )
+    forged = make_work_record(
+        reporter=stranger.id,
+        agent=agent.id,
+        task_ref="T-1",
+        claimed_outcome="done",
+        finished_at=T,
+        attestation="self",
+    )
+    r = await client.post("/v1/work-records", content=body(dsse.sign(forged, [stranger])))
+    await problem(client, r, 400, "own controller")
+    r = await client.post("/v1/log/entries", content=body(dsse.sign(mine, [agent])))
+    await problem(client, r, 422, "POST /v1/work-records")
+
+    for _ in range(200):
+        rating = (await client.get(f"/v1/agents/{agent.id}/rating")).json()
+        ladder = rating["dimensions"]["delivery"]["ladder"]
+        if ladder is not None and ladder["n"] >= 3:
+            break
+        await asyncio.sleep(0.05)
+    # delivered (5), rejected (0) and the CI-confirmed record (5); the agent's own weaker record of the
+    # same task is not kept beside it.
+    assert ladder["n"] == 3 and ladder["verified"] == 2 and ladder["rate"] == 2 / 3
+    assert ladder["rungs"]["ci_or_deployment_verified"] == 2 and ladder["rungs"]["unflown"] == 1
+    assert rating["dimensions"]["capability"]["ladder"] is None
+
+    r = await client.get("/v1/stats/outcomes", params={"group_by": "marketplace", "floor": 2})
+    assert r.status_code == 200, r.text
+    [group] = r.json()["groups"]
+    assert group["group"] == market.id and group["stats"]["n"] == 2 and group["stats"]["rate"] == 0.5
+    r = await client.get("/v1/stats/outcomes", params={"group_by": "marketplace"})
+    assert r.json()["groups"][0]["stats"] == {
+        "n": 2, "verified": None, "rate": None, "reason": "below_floor", "rungs": None, "confirmed": None
+    }  # fmt: skip
+    for params in ({"group_by": "colour"}, {"group_by": "model", "floor": 0}, {}):
+        r = await client.get("/v1/stats/outcomes", params=params)
+        assert r.status_code == 400 and r.headers["content-type"].startswith("application/problem+json")
