@@ -109,6 +109,7 @@ async def test_rungs_in_the_rating_and_stats_per_marketplace(client: Client, set
     assert r.json()["groups"][0]["stats"] == {
         "n": 2, "verified": None, "rate": None, "reason": "below_floor", "rungs": None, "confirmed": None
     }  # fmt: skip
-    for params in ({"group_by": "colour"}, {"group_by": "model", "floor": 0}, {}):
+    bad: list[dict[str, str | int]] = [{"group_by": "colour"}, {"group_by": "model", "floor": 0}, {}]
+    for params in bad:
         r = await client.get("/v1/stats/outcomes", params=params)
         assert r.status_code == 400 and r.headers["content-type"].startswith("application/problem+json")
