@@ -50,6 +50,7 @@ COMMAND_MODULES = (
     "trustscore.cli.demo",
     "trustscore.cli.operator",
     "trustscore.cli.ladder",
+    "trustscore.cli.sessions",
     "trustscore.reverify.cli",
 )
 
