@@ -155,6 +155,18 @@ def test_rule_change_rescan_and_offline_stats(tmp_path: Path, dsn: str) -> None:
         assert "every test or build run failed" in text and "4 moved" in text
         # The rescan wrote nothing: the server's rows keep their rule.
         assert stats(server, 60)["rules"] == ["ladder-rule@0", "ladder-rule@1"]
+        # Harness import: four fixture transcripts scanned, signed by the agent and submitted.
+        keyfile, index = tmp_path / "agent.key", tmp_path / "sessions.jsonl"
+        keys.write_key_file(keyfile, agent)
+        transcripts = Path(__file__).parents[2] / "unit" / "ladder" / "transcripts"
+        cli("sessions", "scan", transcripts, "--index", index)
+        sent = json.loads(
+            cli(
+                "sessions", "submit", "--index", index, "--key", keyfile, "--server", server.url, "--json"
+            ).stdout
+        )
+        assert sent["submitted"] == 4
+        assert stats(server, 64)["rules"] == ["ladder-rule@0", "ladder-rule@1"]
         bad = cli(
             "ladder",
             "rescan",
