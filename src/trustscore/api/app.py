@@ -26,7 +26,6 @@ from trustscore.api.sitting_routes import SittingController
 from trustscore.errors import StorageError
 from trustscore.exams.loader import ExamDirs
 from trustscore.grading import sandbox
-from trustscore.ladder.rule import check_rule
 from trustscore.ledger import keys
 from trustscore.sdk.outbound import OutboundPolicy
 from trustscore.services import logkey, service_keys, snapshots
@@ -118,7 +117,6 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             service.trust_own_key(reverify_key)
             projections = ProjectionStore(pool)
             ratings = RatingService(projections, load_models(), runtime.metrics)
-            check_rule(settings.ladder_rule)
             projector = Projector(
                 store, projections, log_key.public_key, ratings, ladder_rule=settings.ladder_rule
             )
