@@ -118,7 +118,12 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             projections = ProjectionStore(pool)
             ratings = RatingService(projections, load_models(), runtime.metrics)
             projector = Projector(
-                store, projections, log_key.public_key, ratings, ladder_rule=settings.ladder_rule
+                store,
+                projections,
+                log_key.public_key,
+                ratings,
+                ladder_rule=settings.ladder_rule,
+                ladder=LadderStore(pool),
             )
             await projector.load()
             await projector.catch_up()

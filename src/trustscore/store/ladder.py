@@ -83,9 +83,34 @@ def _row(r: asyncpg.Record) -> LadderRow:
     )
 
 
+_PROJECTOR_LOCK = 0x70726F6A  # the projector's advisory lock (store/projection.py)
+
+
 class LadderStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
+
+    async def backfill_below(self) -> int:
+        """Entries below this index were projected before the ladder existed and have no rows yet."""
+        n: int | None = await self.pool.fetchval(
+            "SELECT next_index FROM projection_state WHERE name = 'ladder_backfill'"
+        )
+        return n or 0
+
+    async def backfill(self, rows: Sequence[LadderRow], below: int) -> bool:
+        """Write the rows of entries ``[0, below)`` once, under the projector's lock; False if another
+        process holds the lock or has done it."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            if not await conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", _PROJECTOR_LOCK):
+                return False
+            now = await conn.fetchval(
+                "SELECT next_index FROM projection_state WHERE name = 'ladder_backfill' FOR UPDATE"
+            )
+            if now != below:
+                return False
+            await insert(conn, [r for r in rows if r.index < below])
+            await conn.execute("UPDATE projection_state SET next_index = 0 WHERE name = 'ladder_backfill'")
+            return True
 
     async def rows(self, end: int) -> list[LadderRow]:
         """Every ladder row of entries ``[0, end)`` in log order."""

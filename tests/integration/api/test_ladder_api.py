@@ -5,16 +5,19 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import asyncpg
 import msgspec
+import pytest
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
 from tests.helpers import new_card
+from trustscore.api.app import create_app
 from trustscore.ledger import dsse, keys
 from trustscore.ledger.approvals import make_approval
 from trustscore.ledger.events import EventName, make_event
 from trustscore.ledger.parties import make_party_card
-from trustscore.ledger.work_records import Confirmation, make_work_record
+from trustscore.ledger.work_records import Confirmation, Run, make_work_record
 from trustscore.services import logkey
 from trustscore.settings import Settings
 
@@ -113,3 +116,40 @@ async def test_rungs_in_the_rating_and_stats_per_marketplace(client: Client, set
     for params in bad:
         r = await client.get("/v1/stats/outcomes", params=params)
         assert r.status_code == 400 and r.headers["content-type"].startswith("application/problem+json")
+
+
+async def test_rows_are_append_only_and_entries_from_before_the_ladder_are_backfilled(
+    settings: Settings, dsn: str
+) -> None:
+    agent, card = new_card("old-timer")
+    async with AsyncTestClient(app=create_app(settings, dsn)) as client:
+        await created(client, "/v1/log/entries", card)
+        for i in range(3):
+            record = make_work_record(
+                reporter=agent.id, agent=agent.id, task_ref=f"T-{i}", claimed_outcome="done", finished_at=T,
+                model="m", runs=[Run(kind="test", command="pytest", exit_code=i)],
+            )  # fmt: skip
+            await created(client, "/v1/work-records", dsse.sign(record, [agent]))
+        for _ in range(200):
+            before = (await client.get("/v1/stats/outcomes", params={"group_by": "model", "floor": 1})).json()
+            if before["groups"] and before["groups"][0]["stats"]["n"] == 3:
+                break
+            await asyncio.sleep(0.05)
+        assert before["groups"][0]["stats"]["verified"] == 1
+    conn = await asyncpg.connect(dsn)
+    try:
+        with pytest.raises(asyncpg.InsufficientPrivilegeError, match="append-only"):
+            await conn.execute("UPDATE ladder SET rule = 'ladder-rule@0'")
+        # An entry log projected before migration 0013 had no ladder rows: make this one look like it.
+        await conn.execute(
+            "ALTER TABLE ladder DISABLE TRIGGER USER; DELETE FROM ladder; ALTER TABLE ladder ENABLE TRIGGER USER"
+        )
+        await conn.execute(
+            "UPDATE projection_state SET next_index = (SELECT next_index FROM projection_state WHERE name = 'log') "
+            "WHERE name = 'ladder_backfill'"
+        )
+    finally:
+        await conn.close()
+    async with AsyncTestClient(app=create_app(settings, dsn)) as client:
+        after = (await client.get("/v1/stats/outcomes", params={"group_by": "model", "floor": 1})).json()
+        assert after == before

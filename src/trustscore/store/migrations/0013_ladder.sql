@@ -22,6 +22,17 @@ CREATE TABLE ladder (
 );
 CREATE INDEX ladder_agent ON ladder (agent, idx);
 
+-- Rows are never changed: a rule change writes new rows under the new rule, old rows keep theirs.
+CREATE TRIGGER ladder_append_only BEFORE UPDATE OR DELETE ON ladder
+    FOR EACH ROW EXECUTE FUNCTION trustscore_refuse_change();
+CREATE TRIGGER ladder_no_truncate BEFORE TRUNCATE ON ladder
+    FOR EACH STATEMENT EXECUTE FUNCTION trustscore_refuse_change();
+
+-- Entries projected before this migration have no ladder rows yet: the projector derives them once at
+-- start-up (services/projector.py) and sets this back to 0.
+INSERT INTO projection_state (name, next_index)
+    SELECT 'ladder_backfill', next_index FROM projection_state WHERE name = 'log';
+
 DO $$
 BEGIN
     IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'trustscore_app') THEN
