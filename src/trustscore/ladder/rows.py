@@ -68,43 +68,48 @@ class LadderRow(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     marketplace: str | None = None
 
 
-def _server(d: DerivedEvidence, seq: int, kind: str, rule: str, exam: str) -> LadderRow:
-    passed = d.result == "success"
+def _row(
+    d: DerivedEvidence,
+    seq: int,
+    kind: str,
+    rule: str,
+    rung: int,
+    attested: Attested,
+    summary: str,
+    **groups: str,
+) -> LadderRow:
+    """The row of derived item ``d`` (the ``seq``-th of its statement)."""
     return LadderRow(
         index=d.index,
         seq=seq,
         agent=d.agent,
         dimension=d.dimension,
-        rung=TEST_OR_BUILD_PASSED if passed else ARTIFACT_CHANGED,
+        rung=rung,
         rule=rule,
-        attested="server",
+        attested=attested,
         cover=d.key or f"{kind}:{d.index}:{seq}",
         issuer=d.issuer,
         outcome_detected=True,
-        summary="the server's grader passed it" if passed else f"graded {d.result}",
+        summary=summary,
         kind=kind,
-        exam=exam,
+        **groups,  # model, adapter, exam or marketplace
     )
+
+
+def _server(d: DerivedEvidence, seq: int, kind: str, rule: str, exam: str) -> LadderRow:
+    if d.result == "success":
+        return _row(
+            d, seq, kind, rule, TEST_OR_BUILD_PASSED, "server", "the server's grader passed it", exam=exam
+        )
+    return _row(d, seq, kind, rule, ARTIFACT_CHANGED, "server", f"graded {d.result}", exam=exam)
 
 
 def _confirmed(
-    d: DerivedEvidence, seq: int, kind: str, rule: str, yes: bool, what: str, marketplace: str | None
+    d: DerivedEvidence, seq: int, kind: str, rule: str, yes: bool, what: str, **groups: str
 ) -> LadderRow:
-    return LadderRow(
-        index=d.index,
-        seq=seq,
-        agent=d.agent,
-        dimension=d.dimension,
-        rung=CI_VERIFIED if yes else UNFLOWN,
-        rule=rule,
-        attested="confirmed",
-        cover=d.key or f"{kind}:{d.index}:{seq}",
-        issuer=d.issuer,
-        outcome_detected=True,
-        summary=f"{what} confirmed" if yes else f"{what} reported as not done",
-        kind=kind,
-        marketplace=marketplace,
-    )
+    if yes:
+        return _row(d, seq, kind, rule, CI_VERIFIED, "confirmed", f"{what} confirmed", **groups)
+    return _row(d, seq, kind, rule, UNFLOWN, "confirmed", f"{what} reported as not done", **groups)
 
 
 def _settled(s: Settlement, dimension: str) -> bool:
@@ -147,10 +152,13 @@ def ladder_rows(
         return [_server(d, seq, kind, rule, p.exam) for seq, d in enumerate(items)]
     if isinstance(p, Settlement):
         return [
-            _confirmed(d, seq, kind, rule, _settled(p, d.dimension), d.dimension, None)
+            _confirmed(d, seq, kind, rule, _settled(p, d.dimension), d.dimension)
             for seq, d in enumerate(items)
         ]
     if isinstance(p, Event):
         yes = p.event in _CONFIRMING_EVENTS
-        return [_confirmed(d, seq, kind, rule, yes, p.event, p.marketplace) for seq, d in enumerate(items)]
+        return [
+            _confirmed(d, seq, kind, rule, yes, p.event, marketplace=p.marketplace)
+            for seq, d in enumerate(items)
+        ]
     return []

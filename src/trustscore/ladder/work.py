@@ -40,16 +40,10 @@ def _registered(lookup: Lookup, kid: str, what: str) -> Registration:
     return reg
 
 
-def _same_interest(a: Registration, b: Registration) -> bool:
-    if a.id == b.id:
-        return True
-    if a.controller is not None and a.controller in (b.controller, b.id):
-        return True
-    return b.controller is not None and b.controller == a.id
-
-
 def admit_rule(stmt: ParsedStatement, lookup: Lookup) -> None:
     """Raise unless the signer may report this work record with this attestation (module docstring)."""
+    from trustscore.ledger.admission import _same_interest  # at call time: admission imports this module
+
     w = stmt.predicate
     if not isinstance(w, WorkRecord):
         raise InvalidInput(f"not a work record but a {stmt.kind.predicate_type} statement")
