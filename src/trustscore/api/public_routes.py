@@ -18,9 +18,11 @@ from trustscore.errors import InvalidInput, StorageError
 from trustscore.evidence.standing import POLICY_VERSION as STANDING_POLICY
 from trustscore.evidence.standing import PolicyDescription
 from trustscore.grading import sandbox
+from trustscore.ladder.rows import LadderRow
 from trustscore.ladder.stats import Distribution
 from trustscore.ledger import statements
 from trustscore.reverify.status import VerificationStatus
+from trustscore.services.ladder import LadderService
 from trustscore.services.log import LogService
 from trustscore.services.public import PublicService
 from trustscore.services.ratings import RatedAgent
@@ -84,6 +86,8 @@ class EvidenceOut(msgspec.Struct):
     at: str
     issuer: str | None
     extra_weight: float
+    rung: int | None = None  # the item's rung on the evidence ladder (docs/evidence-ladder.md)
+    rung_rule: str | None = None  # the rule version the rung was written under
 
 
 class EvidencePage(msgspec.Struct):
@@ -145,6 +149,10 @@ class ExamOut(msgspec.Struct):
 Public = NamedDependency[PublicService]
 Log = NamedDependency[LogService]
 Model = Annotated[str | None, QueryParameter(description="model version (default trustscore-v2)")]
+
+
+def _rung(row: LadderRow | None) -> tuple[int | None, str | None]:
+    return (None, None) if row is None else (row.rung, row.rule)
 
 
 def parse_cursor(text: str | None) -> tuple[int, int]:
@@ -257,14 +265,17 @@ class PublicController(Controller):
     async def evidence(
         self,
         public: Public,
+        ladder: NamedDependency[LadderService],
         agent_id: FromPath[str],
         after: Annotated[
             str | None, QueryParameter(description="the previous page's `next` cursor (INDEX.SEQ)")
         ] = None,
         limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
     ) -> EvidencePage:
-        """The evidence items about an agent in log order, each with the log index that proves it, paged."""
+        """The evidence items about an agent in log order, each with the log index that proves it and its
+        rung on the evidence ladder, paged."""
         rows = await public.evidence(agent_id, parse_cursor(after), limit)
+        rungs = await ladder.rungs(agent_id, [(r.index, r.seq) for r in rows])
         items = [
             EvidenceOut(
                 r.index,
@@ -277,6 +288,7 @@ class PublicController(Controller):
                 statements.format_time(r.item.at),
                 r.item.issuer,
                 r.item.extra_weight,
+                *_rung(rungs.get((r.index, r.seq))),
             )
             for r in rows
         ]

@@ -6,6 +6,7 @@ so ``trustscore stats`` over an export of the same prefix prints the same number
 
 from __future__ import annotations
 
+from trustscore.ladder.rows import LadderRow
 from trustscore.ladder.stats import Distribution, OutcomeStats, by_dimension, check_floor, outcome_stats
 from trustscore.store.ladder import LadderStore
 from trustscore.store.projection import ProjectionStore
@@ -30,6 +31,13 @@ class LadderService:
             self._cache.clear()
         self._cache[(group_by, floor)] = stats
         return stats
+
+    async def rungs(self, agent: str, items: list[tuple[int, int]]) -> dict[tuple[int, int], LadderRow]:
+        """The ladder row of each of ``agent``'s evidence items ``(index, seq)`` that has one."""
+        if not items:
+            return {}
+        rows = await self.store.rows_between(agent, min(i for i, _ in items), max(i for i, _ in items))
+        return {(r.index, r.seq): r for r in rows if r.seq is not None}
 
     async def dimensions(self, agent: str, log_size: int) -> dict[str, Distribution]:
         """Per dimension, the rung distribution of ``agent``'s evidence in ``[0, log_size)``, with n."""

@@ -117,6 +117,16 @@ class LadderStore:
         found = await self.pool.fetch(_SELECT + "WHERE idx < $1 ORDER BY idx, pos", end)
         return [_row(r) for r in found]
 
+    async def rows_between(self, agent: str, first: int, last: int) -> list[LadderRow]:
+        """``agent``'s ladder rows of entries ``[first, last]`` that carry scoring evidence."""
+        found = await self.pool.fetch(
+            _SELECT + "WHERE agent = $1 AND idx >= $2 AND idx <= $3 AND seq IS NOT NULL ORDER BY idx, pos",
+            agent,
+            first,
+            last,
+        )
+        return [_row(r) for r in found]
+
     async def rows_of(self, agent: str, end: int) -> list[LadderRow]:
         """``agent``'s ladder rows of entries ``[0, end)`` in log order."""
         found = await self.pool.fetch(_SELECT + "WHERE agent = $1 AND idx < $2 ORDER BY idx, pos", agent, end)

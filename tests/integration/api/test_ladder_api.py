@@ -103,6 +103,11 @@ async def test_rungs_in_the_rating_and_stats_per_marketplace(client: Client, set
     assert ladder["n"] == 3 and ladder["verified"] == 2 and ladder["rate"] == 2 / 3
     assert ladder["rungs"]["ci_or_deployment_verified"] == 2 and ladder["rungs"]["unflown"] == 1
     assert rating["dimensions"]["capability"]["ladder"] is None
+    evidence = (await client.get(f"/v1/agents/{agent.id}/evidence")).json()["items"]
+    by_key = {e["key"]: (e["rung"], e["rung_rule"]) for e in evidence}
+    assert by_key[f"event:{market.id}:o1:delivery"] == (5, "ladder-rule@1")
+    assert by_key[f"event:{market.id}:o2:delivery"] == (0, "ladder-rule@1")
+    assert by_key[f"work:{ci.id}:T-9"] == (5, "ladder-rule@1")
 
     r = await client.get("/v1/stats/outcomes", params={"group_by": "marketplace", "floor": 2})
     assert r.status_code == 200, r.text
