@@ -29,7 +29,7 @@ from trustscore.ledger import note
 
 def register(sub: Any) -> None:
     s: argparse.ArgumentParser = sub.add_parser("stats", help="verified share per group, n beside every row")
-    src = s.add_mutually_exclusive_group(required=True)
+    src = s.add_mutually_exclusive_group()
     src.add_argument("--server", default=os.environ.get("TRUSTSCORE_SERVER"), help="ask this server")
     src.add_argument("--ladder", type=Path, help="offline: ladder JSONL from `evidence export --ladder-out`")
     s.add_argument("--group-by", choices=GROUP_BY, default="model")
@@ -78,6 +78,8 @@ def stats_lines(st: OutcomeStats) -> list[str]:
 
 
 def run_stats(args: argparse.Namespace) -> int:
+    if args.ladder is None and not args.server:
+        raise InvalidInput("give --server URL (or TRUSTSCORE_SERVER) or --ladder FILE")
     if args.ladder is not None:
         rows = parse_ladder_jsonl(common.read_bytes(args.ladder, "ladder file"))
         size = max((r.index for r in rows), default=-1) + 1
