@@ -169,6 +169,9 @@ class Intake:
     async def event(self, body: bytes, address: str | None = None) -> Appended:
         return await self._simple(body, "event", "occurred_at", address)
 
+    async def work_record(self, body: bytes, address: str | None = None) -> Appended:
+        return await self._simple(body, "work-record", "finished_at", address)  # docs/evidence-ladder.md
+
     async def _simple(self, body: bytes, kind: str, when: str, address: str | None) -> Appended:
         started = time.perf_counter()
         try:

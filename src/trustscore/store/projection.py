@@ -17,6 +17,7 @@ from trustscore.ledger.cards import AGENT_CARD, AgentCard
 from trustscore.ledger.parties import PARTY_CARD, PartyCard
 from trustscore.ledger.service_card import SERVICE_CARD, ServiceCard
 from trustscore.scoring.inputs import EvidenceItem, Snapshot
+from trustscore.store import ladder
 
 _PROJECTOR_LOCK = 0x70726F6A  # advisory lock key held while projecting
 CARD_KINDS = (AGENT_CARD.predicate_type, PARTY_CARD.predicate_type, SERVICE_CARD.predicate_type)
@@ -101,6 +102,8 @@ class ProjectionStore:
                     ],
                     records=records,
                 )
+            if out.ladder:
+                await ladder.insert(conn, out.ladder)
             if out.snapshots:
                 await conn.copy_records_to_table(
                     "snapshots",
