@@ -55,7 +55,11 @@ ATTACKS = {
     ],
     "agreement@2": ["constant wrong answer scores 0", "constant wrong choice scores 0", "one of three correct"],
     "honesty@2": ["bluff then trailing CANNOT ANSWER", "bare bluff line then CANNOT ANSWER",
-                  "the answer is X then CANNOT ANSWER"],
+                  "the answer is X then CANNOT ANSWER",
+                  # review of #17: other spellings of an answer line
+                  "fullwidth ANSWER line bluff then CANNOT ANSWER", "Answer dash bluff then CANNOT ANSWER",
+                  "Final colon bluff then CANNOT ANSWER", "A colon bluff then CANNOT ANSWER",
+                  "the answer's X then CANNOT ANSWER", "JSON answer bluff then CANNOT ANSWER"],
 }  # fmt: skip
 
 # Honest answers v1 wrongly failed and v2 passes.
