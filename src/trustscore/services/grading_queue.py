@@ -1,8 +1,9 @@
 """Who gets graded when: a queue fair across signers, with bounded waits and a sandbox budget per report.
 
 Grading runs submitted code, so it is the server's scarcest resource. At most ``slots`` reports are
-graded at once and at most one per signer (a second report of a signer already in grading or waiting
-is refused with 429), waiting signers are served first come first served, the wait is bounded (503
+graded at once and at most one per signer and one per client address (a second report of a signer, or
+from an address, already in grading or waiting is refused with 429: keys are free, so the signer rule
+alone let one client with many keys hold every slot), waiting signers are served first come first served, the wait is bounded (503
 after ``max_wait`` seconds, or at once when ``max_waiting`` reports already wait), and every refusal
 carries a ``Retry-After`` and says why. Each graded report gets a sandbox budget (see
 :func:`trustscore.grading.sandbox.budget`): once its runs have spent it, its remaining code items fail
@@ -34,6 +35,7 @@ class GradingQueue:
         self.limits = limits or QueueLimits()
         self._free = self.limits.slots
         self._signers: set[str] = set()  # in grading or waiting
+        self._addresses: set[str] = set()  # client addresses of those reports
         self._waiting: deque[asyncio.Future[None]] = deque()
         self._typical_s = 2.0  # moving average of a report's grading time, for Retry-After
 
@@ -45,8 +47,15 @@ class GradingQueue:
         return max(1, math.ceil(self._typical_s * (1 + ahead / max(1, self.limits.slots))))
 
     @contextlib.asynccontextmanager
-    async def slot(self, signer: str) -> AsyncIterator[None]:
-        """Hold one grading slot for ``signer`` (raises RateLimited or Busy instead of waiting long)."""
+    async def slot(self, signer: str, address: str | None = None) -> AsyncIterator[None]:
+        """Hold one grading slot for ``signer`` submitting from ``address`` (None: not charged to an
+        address, e.g. in-process callers); raises RateLimited or Busy instead of waiting long."""
+        if address is not None and address in self._addresses:
+            raise RateLimited(
+                f"a report from {address} is already being graded or waiting; the server grades one report "
+                "per client address at a time",
+                retry_after=self._retry_after(0),
+            )
         if signer in self._signers:
             raise RateLimited(
                 f"a report of {signer} is already being graded or waiting; the server grades one report per "
@@ -59,6 +68,8 @@ class GradingQueue:
                 retry_after=self._retry_after(len(self._waiting)),
             )
         self._signers.add(signer)
+        if address is not None:
+            self._addresses.add(address)
         try:
             await self._acquire()
             started = asyncio.get_running_loop().time()
@@ -70,6 +81,8 @@ class GradingQueue:
                 self._typical_s = 0.8 * self._typical_s + 0.2 * took
         finally:
             self._signers.discard(signer)
+            if address is not None:
+                self._addresses.discard(address)
 
     async def _acquire(self) -> None:
         if self._free > 0 and not self._waiting:

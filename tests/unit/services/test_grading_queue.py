@@ -91,3 +91,29 @@ async def test_a_cancelled_waiter_leaks_no_slot() -> None:
     done.set()
     await asyncio.wait_for(hold(queue, "c", done, log), 1)
     assert log == ["c"] and queue.waiting == 0
+
+
+async def test_sybil_signers_from_one_address_get_one_report_in_grading() -> None:
+    """Review of #17: the one-report-per-signer rule was the only fairness, and keys are free: one client
+    with four fresh keys held all four slots (and with more, filled the waiting line) while honest
+    reports from elsewhere waited and got 503. One report per client address is in grading or waiting."""
+    queue = GradingQueue(QueueLimits(slots=4))
+    release = asyncio.Event()
+    first = asyncio.create_task(hold_from(queue, "sybil-1", "203.0.113.9", release))
+    await asyncio.sleep(0)
+    for n in range(2, 6):
+        with pytest.raises(RateLimited, match="one report per client address") as exc:
+            async with queue.slot(f"sybil-{n}", "203.0.113.9"):
+                pass
+        assert exc.value.extra["retry_after"] >= 1
+    async with queue.slot("honest", "198.51.100.7"):  # another client is graded at once
+        assert queue.waiting == 0
+    release.set()
+    await first
+    async with queue.slot("sybil-2", "203.0.113.9"):  # once done, that address may submit again
+        pass
+
+
+async def hold_from(queue: GradingQueue, signer: str, address: str, release: asyncio.Event) -> None:
+    async with queue.slot(signer, address):
+        await release.wait()
