@@ -73,7 +73,7 @@ async def test_sleeping_reports_do_not_starve_an_honest_signer(budget_server: Se
         _from(budget_server, "127.0.0.3") as second,
         _from(budget_server, "127.0.0.4") as client,
     ):
-        hostile = [await register(client, f"hostile-{n}") for n in range(3)]
+        hostile = [await register(client, f"hostile-{n}") for n in range(4)]
         honest = await register(client, "honest")
         started = time.monotonic()
         attacks = [
@@ -85,10 +85,12 @@ async def test_sleeping_reports_do_not_starve_an_honest_signer(budget_server: Se
         again = await client.post("/v1/reports", content=sleeping_report(hostile[0]))
         assert again.status_code == 429, again.text
         assert "one report per signer" in again.json()["detail"] and int(again.headers["retry-after"]) >= 1
-        # A fresh key (keys are free) from the same client is no way around it (review of #17).
-        sybil = await first.post("/v1/reports", content=sleeping_report(hostile[2]))
+        # Fresh keys (keys are free) from the same client get it half the slots at most (review of #17).
+        attacks.append(asyncio.create_task(first.post("/v1/reports", content=sleeping_report(hostile[2]))))
+        await asyncio.sleep(1.0)
+        sybil = await first.post("/v1/reports", content=sleeping_report(hostile[3]))
         assert sybil.status_code == 429, sybil.text
-        assert "one report per client address" in sybil.json()["detail"]
+        assert "per client address" in sybil.json()["detail"]
 
         t0 = time.monotonic()
         r = await client.post("/v1/reports", content=sign(sign_run(honest_run, honest)))

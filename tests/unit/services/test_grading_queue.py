@@ -93,24 +93,25 @@ async def test_a_cancelled_waiter_leaks_no_slot() -> None:
     assert log == ["c"] and queue.waiting == 0
 
 
-async def test_sybil_signers_from_one_address_get_one_report_in_grading() -> None:
+async def test_sybil_signers_from_one_address_get_half_the_slots_at_most() -> None:
     """Review of #17: the one-report-per-signer rule was the only fairness, and keys are free: one client
     with four fresh keys held all four slots (and with more, filled the waiting line) while honest
-    reports from elsewhere waited and got 503. One report per client address is in grading or waiting."""
+    reports from elsewhere waited and got 503. A client address holds at most half the slots."""
     queue = GradingQueue(QueueLimits(slots=4))
+    assert queue.per_address == 2
     release = asyncio.Event()
-    first = asyncio.create_task(hold_from(queue, "sybil-1", "203.0.113.9", release))
+    held = [asyncio.create_task(hold_from(queue, f"sybil-{n}", "203.0.113.9", release)) for n in (1, 2)]
     await asyncio.sleep(0)
-    for n in range(2, 6):
-        with pytest.raises(RateLimited, match="one report per client address") as exc:
+    for n in range(3, 6):
+        with pytest.raises(RateLimited, match="per client address") as exc:
             async with queue.slot(f"sybil-{n}", "203.0.113.9"):
                 pass
         assert exc.value.extra["retry_after"] >= 1
     async with queue.slot("honest", "198.51.100.7"):  # another client is graded at once
         assert queue.waiting == 0
     release.set()
-    await first
-    async with queue.slot("sybil-2", "203.0.113.9"):  # once done, that address may submit again
+    await asyncio.gather(*held)
+    async with queue.slot("sybil-3", "203.0.113.9"):  # once done, that address may submit again
         pass
 
 
