@@ -13,8 +13,11 @@ from litestar import Litestar, Request, Response, get
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
+from litestar.openapi.datastructures import ResponseSpec
+from litestar.routes import HTTPRoute
 
 from trustscore import __version__
+from trustscore.api import openapi
 from trustscore.api.addresses import ENTRY_ROUTES, client_address
 from trustscore.api.attestation_routes import AttestationController
 from trustscore.api.evidence_routes import EvidenceController
@@ -48,6 +51,8 @@ from trustscore.store.reverify import ReverifyStore
 from trustscore.store.sittings import SittingStore
 
 log = logging.getLogger("trustscore")
+TEXT = "text/plain; charset=utf-8"
+PROMETHEUS = "text/plain; version=0.0.4"  # the Prometheus text exposition format (Litestar adds the charset)
 
 
 @dataclass
@@ -199,7 +204,13 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
 
         return Provide(get_it, sync_to_thread=False)
 
-    @get("/readyz", operation_id="ready", tags=["ops"], media_type="text/plain")
+    @get(
+        "/readyz",
+        operation_id="ready",
+        tags=["ops"],
+        media_type="text/plain",
+        responses={503: ResponseSpec(str, description="starting, or database unreachable", media_type=TEXT)},
+    )
     async def ready() -> Response[str]:
         """Readiness: migrated, keys bound, projections caught up at start, database reachable; the
         second line says which code sandbox is in force (``kernel``, ``weak`` or ``refused``)."""
@@ -213,22 +224,32 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         code = "sandbox: unknown" if iso is None else f"sandbox: {iso.mode} ({iso.reason or iso.mechanisms})"
         return Response(f"ready\n{code}\n")
 
-    @get("/metrics", operation_id="metrics", tags=["ops"], sync_to_thread=False)
-    def metrics() -> Response[bytes]:
-        """Prometheus metrics: ingest, grading and rating latency, counts."""
-        return Response(runtime.metrics.render(), media_type="text/plain; version=0.0.4")
+    @get("/metrics", operation_id="metrics", tags=["ops"], media_type=PROMETHEUS, sync_to_thread=False)
+    def metrics() -> Response[str]:
+        """Prometheus metrics in the text exposition format 0.0.4: ingest, grading and rating latency,
+        counts."""
+        return Response(runtime.metrics.render().decode(), media_type=PROMETHEUS)
 
-    async def limit_writes(request: Request[Any, Any, Any]) -> None:
+    allowed: dict[str, str] = {}  # route path -> its Allow header, filled once the app is built
+
+    async def limit_writes(request: Request[Any, Any, Any]) -> Response[None] | None:
         """POSTs that write no log entries cost one each; those that do need a token left and are charged
-        per entry by the services (reads are not limited here; a rate of 0 takes nothing)."""
+        per entry by the services (reads are not limited here; a rate of 0 takes nothing).
+
+        OPTIONS is answered here with every method of the path: Litestar's own answer lists only the
+        methods registered before the path's first handler (``OPTIONS /v1/log/entries`` omitted GET)."""
+        if request.method == "OPTIONS":
+            path = next(iter(request.route_handler.paths), "")
+            return Response(None, status_code=204, headers={"Allow": allowed.get(path, "OPTIONS")})
         if request.method != "POST":
-            return
+            return None
         if request.url.path in ENTRY_ROUTES:
             per_address.check(client_address(request))
         else:
             per_address.take(client_address(request))
+        return None
 
-    return Litestar(
+    app = Litestar(
         route_handlers=[
             LogController,
             EvidenceController,
@@ -255,3 +276,6 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         openapi_config=OpenAPIConfig(title="trustscore", version=__version__, path="/schema"),
         logging_config=None,  # logging is configured by the process (trustscore.logs), not the app
     )
+    allowed.update((r.path, ", ".join(sorted(r.methods))) for r in app.routes if isinstance(r, HTTPRoute))
+    openapi.finish(app.openapi_schema)  # built once here, served as finished
+    return app

@@ -13,7 +13,7 @@ from litestar.openapi.spec import OpenAPIType, Parameter, Schema
 from litestar.params import FromPath, QueryParameter
 from litestar.response.base import ASGIResponse
 
-from trustscore.api.openapi import READ_PROBLEMS, operation_class
+from trustscore.api.openapi import READ_PROBLEMS, STARTING, operation_class
 from trustscore.errors import InvalidInput, StorageError
 from trustscore.evidence.standing import POLICY_VERSION as STANDING_POLICY
 from trustscore.evidence.standing import PolicyDescription
@@ -290,7 +290,7 @@ class PublicController(Controller):
             [UnrankedOut(r.rating.agent, reason) for r, reason in board.unranked],
         )
 
-    @get("/methodology", operation_id="getMethodology")
+    @get("/methodology", operation_id="getMethodology", responses=STARTING)
     async def methodology(self, public: Public) -> MethodologyOut:
         """The published weights files of every served model and the methodology with every formula."""
         doc, models = public.methodology()
@@ -299,7 +299,7 @@ class PublicController(Controller):
             [ModelOut(*m) for m in models], doc, SandboxOut(iso.mode, iso.mechanisms, iso.reason)
         )
 
-    @get("/exams", operation_id="listExams")
+    @get("/exams", operation_id="listExams", responses=STARTING)
     async def exams(self, public: Public) -> list[ExamOut]:
         """The public exam sets with their digests."""
         return [ExamOut(e.id, e.name, e.version, e.digest, len(e.items)) for e in public.exams()]
