@@ -24,6 +24,7 @@ from trustscore.api.evidence_routes import EvidenceController
 from trustscore.api.log_routes import LogController
 from trustscore.api.problems import EXCEPTION_HANDLERS
 from trustscore.api.public_routes import PublicController
+from trustscore.api.query import check_query
 from trustscore.api.sitting_routes import SittingController
 from trustscore.errors import StorageError
 from trustscore.exams.loader import ExamDirs
@@ -232,15 +233,16 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
 
     allowed: dict[str, str] = {}  # route path -> its Allow header, filled once the app is built
 
-    async def limit_writes(request: Request[Any, Any, Any]) -> Response[None] | None:
-        """POSTs that write no log entries cost one each; those that do need a token left and are charged
-        per entry by the services (reads are not limited here; a rate of 0 takes nothing).
-
-        OPTIONS is answered here with every method of the path: Litestar's own answer lists only the
-        methods registered before the path's first handler (``OPTIONS /v1/log/entries`` omitted GET)."""
+    async def before_handler(request: Request[Any, Any, Any]) -> Response[None] | None:
+        """OPTIONS is answered here with every method of the path (Litestar's own answer lists only the
+        methods registered before the path's first handler: ``OPTIONS /v1/log/entries`` omitted GET).
+        Every query string is checked (trustscore.api.query). POSTs that write no log entries cost one
+        each; those that do need a token left and are charged per entry by the services (reads are not
+        limited here; a rate of 0 takes nothing)."""
         if request.method == "OPTIONS":
             path = next(iter(request.route_handler.paths), "")
             return Response(None, status_code=204, headers={"Allow": allowed.get(path, "OPTIONS")})
+        check_query(request)
         if request.method != "POST":
             return None
         if request.url.path in ENTRY_ROUTES:
@@ -271,7 +273,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         lifespan=[lifespan],
         state=State({"runtime": runtime}),  # for handlers that take no dependency (the rating route)
         exception_handlers=EXCEPTION_HANDLERS,
-        before_request=limit_writes,
+        before_request=before_handler,
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(title="trustscore", version=__version__, path="/schema"),
         logging_config=None,  # logging is configured by the process (trustscore.logs), not the app
