@@ -127,3 +127,22 @@ async def test_every_sent_response_is_described(client: Client) -> None:
                 assert {"400", "413", "429"} <= op["responses"].keys(), path
     ready = paths["/readyz"]["get"]["responses"]
     assert "503" in ready and "text/plain" in next(iter(ready["503"]["content"]))
+
+
+async def test_fuzzer_findings_are_client_errors(client: Client) -> None:
+    """What the schema fuzzer found: a sitting index beyond bigint was a 500; ``?model=`` was served as
+    the default model; a repeated or empty parameter was read as one value or as absent."""
+    huge = 2**70
+    r = await client.get(f"/v1/sittings/{huge}")
+    assert r.status_code == 400 and r.headers["content-type"].startswith("application/problem+json")
+    r = await client.post(f"/v1/sittings/{huge}/dialogue", json={"token": "t", "item_id": "i", "outputs": []})
+    assert r.status_code == 400
+    for path, query in [
+        ("/v1/leaderboard", "model="),
+        ("/v1/agents/ts1_" + "0" * 40 + "/rating", "model="),
+        ("/v1/log/entries", "start=0&start=5"),
+        ("/v1/log/entries", "end="),
+    ]:
+        r = await client.get(f"{path}?{query}")
+        assert r.status_code == 400, (path, query, r.text)
+        assert "query parameter" in r.json()["detail"]
