@@ -20,6 +20,7 @@ from trustscore.evidence.standing import PolicyDescription
 from trustscore.grading import sandbox
 from trustscore.ledger import statements
 from trustscore.reverify.status import VerificationStatus
+from trustscore.scoring import publish
 from trustscore.services.log import LogService
 from trustscore.services.public import PublicService
 from trustscore.services.ratings import RatedAgent
@@ -158,7 +159,7 @@ def encode_rating(rated: RatedAgent, checkpoint_size: int | None, verification: 
 
 
 def rating_out(r: RatedAgent, checkpoint_size: int | None, verification: VerificationStatus) -> RatingOut:
-    rating = r.rating
+    rating = publish.published(r.rating)  # every float rounded as documented, like `trustscore score`
     stats = rating.uncertainty.dimensions if rating.uncertainty else {}
     dims = {}
     for name, score in rating.dimensions.items():
@@ -284,7 +285,13 @@ class PublicController(Controller):
             board.model,
             board.dimension,
             [
-                RankedOut(r.rank, r.rated.rating.agent, r.score, r.rated.rating.total, r.rated.rating.grade)
+                RankedOut(
+                    r.rank,
+                    r.rated.rating.agent,
+                    publish.optional(r.score),
+                    r.rated.rating.total,
+                    r.rated.rating.grade,
+                )
                 for r in board.ranked
             ],
             [UnrankedOut(r.rating.agent, reason) for r, reason in board.unranked],
