@@ -111,12 +111,14 @@ class LogController(Controller):
         log_service: Log,
         max_page: MaxPage,
         start: NonNegative = 0,
-        end: Annotated[int | None, QueryParameter(ge=0, le=MAX_INDEX)] = None,
+        # An int, not ``int | None``: Litestar reads ``?end=null`` as None (found by the fuzzer).
+        end: Annotated[int, QueryParameter(ge=0, le=MAX_INDEX)] = MAX_INDEX,
     ) -> EntriesResponse:
-        """Entries ``[start, end)`` with their exact leaf bytes (base64), at most one page at a time."""
+        """Entries ``[start, end)`` with their exact leaf bytes (base64), at most one page at a time;
+        without ``end``, up to the end of the log."""
         rows = await log_service.entries(start, end, max_page)
         full = len(rows) == max_page
-        nxt = rows[-1].index + 1 if rows and full and (end is None or rows[-1].index + 1 < end) else None
+        nxt = rows[-1].index + 1 if rows and full and rows[-1].index + 1 < end else None
         return EntriesResponse(
             [LogEntry(r.index, b64encode(r.leaf), b64encode(r.leaf_hash)) for r in rows], nxt
         )
