@@ -47,6 +47,8 @@ class LogClient:
         self.close()
 
     def _request(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        if kw.get("params"):  # an absent parameter is left out, not sent empty (the server refuses ``?x=``)
+            kw["params"] = {k: v for k, v in kw["params"].items() if v is not None}
         try:
             r = self._http.request(method, path, **kw)
         except httpx.HTTPError as exc:

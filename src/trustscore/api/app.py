@@ -13,8 +13,11 @@ from litestar import Litestar, Request, Response, get
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
+from litestar.openapi.datastructures import ResponseSpec
+from litestar.routes import HTTPRoute
 
 from trustscore import __version__
+from trustscore.api import openapi
 from trustscore.api.addresses import ENTRY_ROUTES, client_address
 from trustscore.api.attestation_routes import AttestationController
 from trustscore.api.evidence_routes import EvidenceController
@@ -22,6 +25,7 @@ from trustscore.api.ladder_routes import LadderController
 from trustscore.api.log_routes import LogController
 from trustscore.api.problems import EXCEPTION_HANDLERS
 from trustscore.api.public_routes import PublicController
+from trustscore.api.query import check_query
 from trustscore.api.sitting_routes import SittingController
 from trustscore.errors import StorageError
 from trustscore.exams.loader import ExamDirs
@@ -51,6 +55,8 @@ from trustscore.store.reverify import ReverifyStore
 from trustscore.store.sittings import SittingStore
 
 log = logging.getLogger("trustscore")
+TEXT = "text/plain; charset=utf-8"
+PROMETHEUS = "text/plain; version=0.0.4"  # the Prometheus text exposition format (Litestar adds the charset)
 
 
 @dataclass
@@ -213,7 +219,13 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
 
         return Provide(get_it, sync_to_thread=False)
 
-    @get("/readyz", operation_id="ready", tags=["ops"], media_type="text/plain")
+    @get(
+        "/readyz",
+        operation_id="ready",
+        tags=["ops"],
+        media_type="text/plain",
+        responses={503: ResponseSpec(str, description="starting, or database unreachable", media_type=TEXT)},
+    )
     async def ready() -> Response[str]:
         """Readiness: migrated, keys bound, projections caught up at start, database reachable; the
         second line says which code sandbox is in force (``kernel``, ``weak`` or ``refused``)."""
@@ -227,22 +239,33 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         code = "sandbox: unknown" if iso is None else f"sandbox: {iso.mode} ({iso.reason or iso.mechanisms})"
         return Response(f"ready\n{code}\n")
 
-    @get("/metrics", operation_id="metrics", tags=["ops"], sync_to_thread=False)
-    def metrics() -> Response[bytes]:
-        """Prometheus metrics: ingest, grading and rating latency, counts."""
-        return Response(runtime.metrics.render(), media_type="text/plain; version=0.0.4")
+    @get("/metrics", operation_id="metrics", tags=["ops"], media_type=PROMETHEUS, sync_to_thread=False)
+    def metrics() -> Response[str]:
+        """Prometheus metrics in the text exposition format 0.0.4: ingest, grading and rating latency,
+        counts."""
+        return Response(runtime.metrics.render().decode(), media_type=PROMETHEUS)
 
-    async def limit_writes(request: Request[Any, Any, Any]) -> None:
-        """POSTs that write no log entries cost one each; those that do need a token left and are charged
-        per entry by the services (reads are not limited here; a rate of 0 takes nothing)."""
+    allowed: dict[str, str] = {}  # route path -> its Allow header, filled once the app is built
+
+    async def before_handler(request: Request[Any, Any, Any]) -> Response[None] | None:
+        """OPTIONS is answered here with every method of the path (Litestar's own answer lists only the
+        methods registered before the path's first handler: ``OPTIONS /v1/log/entries`` omitted GET).
+        Every query string is checked (trustscore.api.query). POSTs that write no log entries cost one
+        each; those that do need a token left and are charged per entry by the services (reads are not
+        limited here; a rate of 0 takes nothing)."""
+        if request.method == "OPTIONS":
+            path = next(iter(request.route_handler.paths), "")
+            return Response(None, status_code=204, headers={"Allow": allowed.get(path, "OPTIONS")})
+        check_query(request)
         if request.method != "POST":
-            return
+            return None
         if request.url.path in ENTRY_ROUTES:
             per_address.check(client_address(request))
         else:
             per_address.take(client_address(request))
+        return None
 
-    return Litestar(
+    app = Litestar(
         route_handlers=[
             LogController,
             EvidenceController,
@@ -266,8 +289,11 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         lifespan=[lifespan],
         state=State({"runtime": runtime}),  # for handlers that take no dependency (the rating route)
         exception_handlers=EXCEPTION_HANDLERS,
-        before_request=limit_writes,
+        before_request=before_handler,
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(title="trustscore", version=__version__, path="/schema"),
         logging_config=None,  # logging is configured by the process (trustscore.logs), not the app
     )
+    allowed.update((r.path, ", ".join(sorted(r.methods))) for r in app.routes if isinstance(r, HTTPRoute))
+    openapi.finish(app.openapi_schema)  # built once here, served as finished
+    return app

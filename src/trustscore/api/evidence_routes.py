@@ -7,6 +7,7 @@ from typing import Any
 import msgspec
 from litestar import Controller, Request, Response, post
 from litestar.di import NamedDependency
+from litestar.openapi.datastructures import ResponseSpec
 
 from trustscore.api.addresses import client_address
 from trustscore.api.openapi import WRITE_PROBLEMS, envelope_body
@@ -49,15 +50,19 @@ def _out(a: Appended) -> Response[AppendedOut]:
 IntakeDep = NamedDependency[Intake]
 
 
-def write_route(path: str, operation_id: str, what: str, max_body: int | None = None) -> post:
-    """A POST route taking one signed envelope of ``what`` (described in OpenAPI by hand)."""
+def write_route(
+    path: str, operation_id: str, what: str, max_body: int | None = None, duplicate: type | None = None
+) -> post:
+    """A POST route taking one signed envelope of ``what`` (described in OpenAPI by hand); with
+    ``duplicate``, it answers 200 with that body when the statement was already in the log."""
     limit: dict[str, Any] = {} if max_body is None else {"request_max_body_size": max_body}
+    again = {} if duplicate is None else {200: ResponseSpec(duplicate, description="already in the log")}
     return post(
         path,
         operation_id=operation_id,
         status_code=201,
         operation_class=envelope_body(what),
-        responses=WRITE_PROBLEMS,
+        responses={**again, **WRITE_PROBLEMS},
         **limit,  # (None would mean no limit at all, not the app's)
     )
 
@@ -71,6 +76,7 @@ class EvidenceController(Controller):
         "submitReport",
         "an exam-report/v1 statement signed by the registered agent",
         MAX_REPORT_BYTES,
+        duplicate=ReportResponse,
     )
     async def report(self, request: Request[Any, Any, Any], intake: IntakeDep) -> Response[ReportResponse]:
         """Submit a signed exam report. The server re-grades every response itself and logs the report
@@ -86,14 +92,22 @@ class EvidenceController(Controller):
         return Response(out, status_code=200 if g.duplicate else 201)
 
     @write_route(
-        "/settlements", "submitSettlement", "a settlement/v1 statement signed by the party reporting it"
+        "/settlements",
+        "submitSettlement",
+        "a settlement/v1 statement signed by the party reporting it",
+        duplicate=AppendedOut,
     )
     async def settlement(self, request: Request[Any, Any, Any], intake: IntakeDep) -> Response[AppendedOut]:
         """Submit a settlement signed by the party reporting it (docs/evidence-mapping.md). A statement
         already in the log answers 200 with its first index and costs nothing."""
         return _out(await intake.settlement(await request.body(), client_address(request)))
 
-    @write_route("/events", "submitEvent", "an event/v1 statement signed by a registered marketplace")
+    @write_route(
+        "/events",
+        "submitEvent",
+        "an event/v1 statement signed by a registered marketplace",
+        duplicate=AppendedOut,
+    )
     async def event(self, request: Request[Any, Any, Any], intake: IntakeDep) -> Response[AppendedOut]:
         """Submit a marketplace event signed by a registered marketplace key (200 for a duplicate)."""
         return _out(await intake.event(await request.body(), client_address(request)))

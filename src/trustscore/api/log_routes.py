@@ -7,10 +7,11 @@ from typing import Annotated, Any
 import msgspec
 from litestar import Controller, Request, Response, get, post
 from litestar.di import NamedDependency
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, QueryParameter
 
 from trustscore.api.addresses import client_address
-from trustscore.api.openapi import READ_PROBLEMS, WRITE_PROBLEMS, envelope_body
+from trustscore.api.openapi import MAX_INDEX, READ_PROBLEMS, STARTING, WRITE_PROBLEMS, envelope_body
 from trustscore.canonical import b64encode
 from trustscore.services.log import LogService
 from trustscore.settings import DEFAULT_MAX_BATCH
@@ -55,7 +56,6 @@ class KeyResponse(msgspec.Struct):
     index: int
 
 
-MAX_INDEX = 2**62  # far beyond any log; keeps query values inside PostgreSQL's bigint
 NonNegative = Annotated[int, QueryParameter(ge=0, le=MAX_INDEX)]
 Log = NamedDependency[LogService]
 MaxPage = NamedDependency[int]
@@ -74,7 +74,10 @@ class LogController(Controller):
             "an agent-card/v1 or party-card/v1 statement, or an array of them (all or nothing)",
             batch=DEFAULT_MAX_BATCH,
         ),
-        responses=WRITE_PROBLEMS,
+        responses={
+            200: ResponseSpec(AppendResponse, description="every statement was already in the log"),
+            **WRITE_PROBLEMS,
+        },
     )
     async def append(self, request: Request[Any, Any, Any], log_service: Log) -> Response[AppendResponse]:
         """Append one DSSE envelope, or a JSON array of envelopes, to the log (all or nothing).
@@ -86,12 +89,18 @@ class LogController(Controller):
         body = AppendResponse([AppendedEntry(a.index, b64encode(a.leaf_hash), a.duplicate) for a in appended])
         return Response(body, status_code=200 if all(a.duplicate for a in appended) else 201)
 
-    @get("/checkpoint", operation_id="getCheckpoint", media_type=TEXT, cache_control=None)
+    @get(
+        "/checkpoint",
+        operation_id="getCheckpoint",
+        media_type=TEXT,
+        cache_control=None,
+        responses=READ_PROBLEMS,
+    )
     async def checkpoint(self, log_service: Log) -> str:
         """The latest checkpoint: a C2SP tlog-checkpoint signed as a C2SP signed note."""
         return (await log_service.latest_checkpoint()).signed_note
 
-    @get("/key", operation_id="getLogKey", media_type=TEXT)
+    @get("/key", operation_id="getLogKey", media_type=TEXT, responses=STARTING)
     async def key(self, log_service: Log) -> str:
         """The log's verifier key in the Go ``note`` verifier-key text form."""
         return log_service.verifier_key + "\n"
@@ -102,12 +111,14 @@ class LogController(Controller):
         log_service: Log,
         max_page: MaxPage,
         start: NonNegative = 0,
-        end: Annotated[int | None, QueryParameter(ge=0, le=MAX_INDEX)] = None,
+        # An int, not ``int | None``: Litestar reads ``?end=null`` as None (found by the fuzzer).
+        end: Annotated[int, QueryParameter(ge=0, le=MAX_INDEX)] = MAX_INDEX,
     ) -> EntriesResponse:
-        """Entries ``[start, end)`` with their exact leaf bytes (base64), at most one page at a time."""
+        """Entries ``[start, end)`` with their exact leaf bytes (base64), at most one page at a time;
+        without ``end``, up to the end of the log."""
         rows = await log_service.entries(start, end, max_page)
         full = len(rows) == max_page
-        nxt = rows[-1].index + 1 if rows and full and (end is None or rows[-1].index + 1 < end) else None
+        nxt = rows[-1].index + 1 if rows and full and rows[-1].index + 1 < end else None
         return EntriesResponse(
             [LogEntry(r.index, b64encode(r.leaf), b64encode(r.leaf_hash)) for r in rows], nxt
         )

@@ -8,25 +8,42 @@ RFC 9457 problems any route may answer with.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 
 import msgspec
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, Operation, Parameter, RequestBody, Schema
+from litestar.openapi.spec import (
+    OpenAPI,
+    OpenAPIHeader,
+    OpenAPIMediaType,
+    OpenAPIType,
+    Operation,
+    Parameter,
+    RequestBody,
+    Schema,
+)
 
 from trustscore.api.problems import MEDIA_TYPE
 from trustscore.ledger.dsse import IN_TOTO_PAYLOAD_TYPE, MAX_SIGNATURES
+from trustscore.ledger.graded import DIMENSIONS
+from trustscore.services.ratings import DEFAULT_MODEL, RELEASED_MODELS
 
 
 class Problem(msgspec.Struct):
-    """An RFC 9457 problem; ``type`` ends in the error's code (e.g. ``.../problems/nonce-replay``)."""
+    """An RFC 9457 problem; ``type`` ends in the error's code (e.g. ``.../problems/nonce-replay``). A 429
+    or 503 that knows when to retry also carries ``retry_after`` (seconds, like the Retry-After header)."""
 
     type: str
     title: str
     status: int
     detail: str
     instance: str
+    retry_after: int | msgspec.UnsetType = msgspec.UNSET
+
+
+KEY_ID_PATTERN = "^ts1_[0-9a-f]{40}$"
+MAX_INDEX = 2**62  # far beyond any log; keeps index values inside PostgreSQL's bigint
 
 
 SIGNATURE = Schema(
@@ -35,7 +52,7 @@ SIGNATURE = Schema(
     properties={
         "keyid": Schema(
             type=OpenAPIType.STRING,
-            pattern="^ts1_[0-9a-f]{40}$",
+            pattern=KEY_ID_PATTERN,
             description="the signer's key id: ts1_ + the first 20 bytes of SHA-256(public key), hex",
         ),
         "sig": Schema(
@@ -107,15 +124,103 @@ def _problem(description: str) -> ResponseSpec:
 #: What every write route may answer besides success.
 WRITE_PROBLEMS: dict[int, ResponseSpec] = {
     400: _problem("malformed JSON, not an envelope, bad base64, an invalid statement"),
+    404: _problem("no such sitting, agent or exam (yet)"),
     409: _problem("a nonce this signer already used (a replay); nothing was written"),
     413: _problem("the body is larger than the limit"),
     422: _problem("a signature that does not verify, an unknown signer or statement kind, a role rule"),
     429: _problem("over the per-address or per-key write limit (Retry-After says when)"),
-    503: _problem("the service is starting or busy; retry"),
+    503: _problem("the service is starting, or grading is busy (Retry-After says when); retry"),
 }
 
 #: What a read of one resource may answer besides success.
 READ_PROBLEMS: dict[int, ResponseSpec] = {
     400: _problem("an invalid query parameter"),
     404: _problem("no such agent, model, entry or checkpoint (yet)"),
+    503: _problem("the service is starting or its database is unreachable; retry"),
 }
+
+#: What a read of a collection (exams, methodology) may answer besides success.
+STARTING: dict[int, ResponseSpec] = {503: READ_PROBLEMS[503]}
+
+
+# --- The finished document ------------------------------------------------------------------------------
+# Litestar derives parameters from the handlers' annotations but writes integer bounds as floats
+# (``4.611686018427388e+18``), drops a lower bound of 0 on optional integers, and cannot express a pattern
+# or an enumeration from ``QueryParameter``. Each parameter's schema is therefore written here, once, by
+# name (every route spells a concept with the same name), and the document is finished after it is built.
+
+_INDEX = Schema(type=OpenAPIType.INTEGER, minimum=0, maximum=MAX_INDEX)
+_KEY_ID = Schema(type=OpenAPIType.STRING, pattern=KEY_ID_PATTERN)
+
+#: The schema of every parameter, by name (``in`` does not matter: a name means one thing everywhere).
+PARAMETER_SCHEMAS: dict[str, Schema] = {
+    "agent_id": _KEY_ID,
+    "key_id": _KEY_ID,
+    "after": Schema(type=OpenAPIType.STRING, pattern=r"^[0-9]{1,18}\.[0-9]{1,9}$"),
+    "model": Schema(type=OpenAPIType.STRING, enum=list(RELEASED_MODELS), default=DEFAULT_MODEL),
+    "dimension": Schema(type=OpenAPIType.STRING, enum=list(DIMENSIONS)),
+    "start": replace(_INDEX, default=0),
+    "end": _INDEX,
+    "index": _INDEX,
+    "size": _INDEX,
+    "from": _INDEX,
+    "to": _INDEX,
+    "limit": Schema(type=OpenAPIType.INTEGER, minimum=1, maximum=1000, default=100),
+}
+
+RETRY_AFTER = OpenAPIHeader(
+    schema=Schema(type=OpenAPIType.INTEGER, minimum=1),
+    description="seconds to wait before retrying (sent when the server knows)",
+)
+
+
+def _operations(document: OpenAPI) -> Iterator[Operation]:
+    for item in (document.paths or {}).values():
+        for op in (item.get, item.put, item.post, item.delete, item.patch):
+            if op is not None:
+                yield op
+
+
+def _schemas(schema: object) -> Iterator[Schema]:
+    """``schema`` and every schema nested in it."""
+    if not isinstance(schema, Schema):
+        return
+    yield schema
+    nested: list[object] = [schema.items, schema.additional_properties, schema.schema_not]
+    nested += [*(schema.properties or {}).values(), *(schema.prefix_items or [])]
+    nested += [*(schema.one_of or []), *(schema.any_of or []), *(schema.all_of or [])]
+    for child in nested:
+        yield from _schemas(child)
+
+
+def _integral(value: float | None) -> int | float | None:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def finish(document: OpenAPI) -> OpenAPI:
+    """Finish the generated ``document`` in place: every parameter's schema from
+    :data:`PARAMETER_SCHEMAS`, integer bounds written as integers, and the Retry-After header on every
+    429 and 503 (docs/service.md). Returns ``document``."""
+    components = (document.components.schemas or {}).values() if document.components else []
+    bodies = [
+        media.schema
+        for op in _operations(document)
+        for response in (op.responses or {}).values()
+        for media in (getattr(response, "content", None) or {}).values()
+    ]
+    for op in _operations(document):
+        for parameter in op.parameters or []:
+            if isinstance(parameter, Parameter) and parameter.name in PARAMETER_SCHEMAS:
+                own = parameter.schema if isinstance(parameter.schema, Schema) else None
+                description = parameter.description or (own.description if own else None)
+                parameter.schema = replace(PARAMETER_SCHEMAS[parameter.name], description=description)
+            bodies.append(getattr(parameter, "schema", None))
+        for code, response in (op.responses or {}).items():
+            if code in ("429", "503") and hasattr(response, "headers"):
+                response.headers = {**(response.headers or {}), "Retry-After": RETRY_AFTER}
+    for root in [*components, *bodies]:
+        for schema in _schemas(root):
+            if schema.type == OpenAPIType.INTEGER:
+                schema.minimum = _integral(schema.minimum)
+                schema.maximum = _integral(schema.maximum)
+    return document

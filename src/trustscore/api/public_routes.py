@@ -13,7 +13,7 @@ from litestar.openapi.spec import OpenAPIType, Parameter, Schema
 from litestar.params import FromPath, QueryParameter
 from litestar.response.base import ASGIResponse
 
-from trustscore.api.openapi import READ_PROBLEMS, operation_class
+from trustscore.api.openapi import READ_PROBLEMS, STARTING, operation_class
 from trustscore.errors import InvalidInput, StorageError
 from trustscore.evidence.standing import POLICY_VERSION as STANDING_POLICY
 from trustscore.evidence.standing import PolicyDescription
@@ -22,6 +22,7 @@ from trustscore.ladder.rows import LadderRow
 from trustscore.ladder.stats import Distribution
 from trustscore.ledger import statements
 from trustscore.reverify.status import VerificationStatus
+from trustscore.scoring import publish
 from trustscore.services.ladder import LadderService
 from trustscore.services.log import LogService
 from trustscore.services.public import PublicService
@@ -180,7 +181,7 @@ def rating_out(
     verification: VerificationStatus,
     ladder: dict[str, Distribution] | None = None,
 ) -> RatingOut:
-    rating = r.rating
+    rating = publish.published(r.rating)  # every float rounded as documented, like `trustscore score`
     stats = rating.uncertainty.dimensions if rating.uncertainty else {}
     dims = {}
     for name, score in rating.dimensions.items():
@@ -311,13 +312,19 @@ class PublicController(Controller):
             board.model,
             board.dimension,
             [
-                RankedOut(r.rank, r.rated.rating.agent, r.score, r.rated.rating.total, r.rated.rating.grade)
+                RankedOut(
+                    r.rank,
+                    r.rated.rating.agent,
+                    publish.optional(r.score),
+                    r.rated.rating.total,
+                    r.rated.rating.grade,
+                )
                 for r in board.ranked
             ],
             [UnrankedOut(r.rating.agent, reason) for r, reason in board.unranked],
         )
 
-    @get("/methodology", operation_id="getMethodology")
+    @get("/methodology", operation_id="getMethodology", responses=STARTING)
     async def methodology(self, public: Public) -> MethodologyOut:
         """The published weights files of every served model and the methodology with every formula."""
         doc, models = public.methodology()
@@ -326,7 +333,7 @@ class PublicController(Controller):
             [ModelOut(*m) for m in models], doc, SandboxOut(iso.mode, iso.mechanisms, iso.reason)
         )
 
-    @get("/exams", operation_id="listExams")
+    @get("/exams", operation_id="listExams", responses=STARTING)
     async def exams(self, public: Public) -> list[ExamOut]:
         """The public exam sets with their digests."""
         return [ExamOut(e.id, e.name, e.version, e.digest, len(e.items)) for e in public.exams()]

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from litestar import Controller, Request, get, post
 from litestar.di import NamedDependency
-from litestar.params import FromPath, JSONBody
+from litestar.params import JSONBody, Parameter
 
 from trustscore.api.evidence_routes import GradedItemOut, write_route
-from trustscore.api.openapi import READ_PROBLEMS, WRITE_PROBLEMS
+from trustscore.api.openapi import MAX_INDEX, READ_PROBLEMS, WRITE_PROBLEMS
 from trustscore.ledger import statements
 from trustscore.services.sittings import PublicItem, SittingService
 
 Sittings = NamedDependency[SittingService]
+#: A sitting's log index, bounded like every index (a larger one overflowed PostgreSQL's bigint: a 500).
+SittingIndex = Annotated[int, Parameter(ge=0, le=MAX_INDEX)]
 
 
 class OpenedOut(msgspec.Struct):
@@ -66,14 +68,14 @@ class SittingController(Controller):
 
     @post("/{index:int}/dialogue", operation_id="playSittingDialogue", responses=WRITE_PROBLEMS)
     async def dialogue(
-        self, index: FromPath[int], data: JSONBody[DialogueIn], sittings: Sittings
+        self, index: SittingIndex, data: JSONBody[DialogueIn], sittings: Sittings
     ) -> DialogueOut:
         """Play a dialogue item's next move; the server's counterpart answers. Moves cannot be taken back."""
         return DialogueOut(await sittings.dialogue(index, data.token, data.item_id, data.outputs))
 
     @write_route("/{index:int}/report", "reportSitting", "a sitting-report/v1 statement signed by the agent")
     async def report(
-        self, index: FromPath[int], request: Request[Any, Any, Any], sittings: Sittings
+        self, index: SittingIndex, request: Request[Any, Any, Any], sittings: Sittings
     ) -> ClosedOut:
         """Report a sitting (once, before its deadline): the server regenerates and grades its items and
         logs the report with a sitting-close statement revealing the secret and the grades."""
@@ -85,7 +87,7 @@ class SittingController(Controller):
         return ClosedOut(c.sitting, c.report_index, c.close_index, items)
 
     @get("/{index:int}", operation_id="getSitting", responses=READ_PROBLEMS)
-    async def state(self, index: FromPath[int], sittings: Sittings) -> SittingOut:
+    async def state(self, index: SittingIndex, sittings: Sittings) -> SittingOut:
         """A sitting's state; once closed, the close statement's index (the secret and grades are there)."""
         row = await sittings.status(index)
         if row.open_index is None or row.state not in ("open", "closed"):

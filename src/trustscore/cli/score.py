@@ -1,6 +1,7 @@
 """``trustscore score``: rate agents offline from evidence and snapshot files under a weights file.
 
-Prints one JSON rating per line, sorted by agent id, for every agent in the evidence or the snapshots.
+Prints one JSON rating per line, sorted by agent id, for every agent in the evidence or the snapshots,
+its floats rounded to 10^-6 exactly as the API publishes them (docs/methodology.md).
 Only rows with ``at`` <= ``--at`` count. Every bad input line is reported (file and line number) and
 nothing is scored.
 """
@@ -19,6 +20,7 @@ from trustscore.errors import InvalidInput
 from trustscore.scoring import SnapshotBatch, load_weights
 from trustscore.scoring.engine import score_columns
 from trustscore.scoring.jsonl import LineError, parse_evidence, parse_snapshots
+from trustscore.scoring.publish import published
 from trustscore.scoring.ratings import to_ratings
 from trustscore.scoring.times import parse_time
 
@@ -52,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     encoder = msgspec.json.Encoder()
     out = sys.stdout.buffer
     for rating in to_ratings(score_columns(evidence, snapshots, weights, at), weights):
-        out.write(encoder.encode(rating) + b"\n")
+        out.write(encoder.encode(published(rating)) + b"\n")  # rounded like the API's (scoring.publish)
     out.flush()
     return 0
 

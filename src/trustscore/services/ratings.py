@@ -69,7 +69,7 @@ class RatingService:
         self._recomputed: dict[str, int] = {}  # agent -> the generation that last recomputed it
 
     def model(self, name: str | None) -> Weights:
-        w = self.models.get(name or DEFAULT_MODEL)
+        w = self.models.get(DEFAULT_MODEL if name is None else name)  # an empty name is not the default
         if w is None:
             raise NotFound(f"unknown model {name!r}; served: {', '.join(sorted(self.models))}")
         return w

@@ -129,7 +129,8 @@ def test_agents_ranked_by_behaviour_and_ratings_reproduce_offline(
     for name, d in liar["dimensions"].items():
         c = careless["dimensions"][name]["score"]
         assert (d["score"] is None) == (c is None)
-        assert d["score"] is None or abs(d["score"] - c) < 1e-6, name
+        # (published to 10^-6, so a hair's difference may land on neighbouring steps)
+        assert d["score"] is None or abs(d["score"] - c) < 2e-6, name
     # Null is not zero: no evidence channel reached collaboration, so it is null with a reason.
     assert dims["good"]["collaboration"]["score"] is None
     assert dims["good"]["collaboration"]["null_reason"] == "no_evidence"
