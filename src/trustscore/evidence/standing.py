@@ -7,8 +7,9 @@ offline ``trustscore score`` of an export) sees the same, already bounded eviden
 * A reporter **has standing** for a statement logged at index ``i`` when, from the log alone, either it is
   a marketplace the operator approved (``marketplace-approval/v1``) and has not retired before ``i``, or
   the newest rating snapshot of :data:`REPORTER_MODEL` before ``i`` rates it at least
-  :data:`MIN_RATING` and the first snapshot that rated it (non-null) was taken at least
-  :data:`MIN_RATED_DAYS` days before that one.
+  :data:`MIN_RATING` and the first snapshot that rated it at least :data:`MIN_RATING` was taken at least
+  :data:`MIN_RATED_DAYS` days before that one (a key rated low long ago and lifted on the day is a
+  sleeper, not a reporter with a track record).
 * Evidence from the server itself (graded exams, re-verification) and from reporters with standing is
   **standing evidence**. Everything else (settlements of reporters without standing, events of
   marketplaces the operator has not approved) goes to one **pool** per subject and dimension, shared by
@@ -42,7 +43,7 @@ POLICY_VERSION = "standing-v1"
 POOL_SHARE = 0.04
 #: A reporter needs at least this rating (0..1000, adjusted, else total) ...
 MIN_RATING = 500
-#: ... and to have been rated for at least this many days (by the server's snapshot times).
+#: ... and to have first reached it at least this many days before (by the server's snapshot times).
 MIN_RATED_DAYS = 30
 #: Reporter standing follows the rating snapshots of this model.
 REPORTER_MODEL = "trustscore-v2"
@@ -82,7 +83,7 @@ class _Rated:
         self.indexes: list[int] = []
         self.ratings: list[int | None] = []
         self.times: list[int] = []
-        self.first_rated_us: list[int | None] = []  # taken_at of the first non-null rating up to here
+        self.first_rated_us: list[int | None] = []  # taken_at of the first rating >= MIN_RATING up to here
 
 
 @dataclass
@@ -149,7 +150,7 @@ class Standing:
             rated = self._rated.setdefault(row.agent, _Rated())
             rating = row.adjusted if row.adjusted is not None else row.total
             first = rated.first_rated_us[-1] if rated.first_rated_us else None
-            if first is None and rating is not None:
+            if first is None and rating is not None and rating >= MIN_RATING:
                 first = taken
             rated.indexes.append(index)
             rated.ratings.append(rating)

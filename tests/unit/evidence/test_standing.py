@@ -47,10 +47,10 @@ def test_standing_needs_a_good_rating_held_for_thirty_days() -> None:
     s.add_snapshot(3, snapshot(c, None, "2026-01-01T00:00:00Z"))
     assert not s.has_standing(a, 2)  # rated, but not for 30 days yet
     s.add_snapshot(4, snapshot(a, 800, "2026-01-31T00:00:00Z"))
-    s.add_snapshot(5, snapshot(b, 900, "2026-01-31T00:00:00Z"))  # good now, but first rated 30 days ago
+    s.add_snapshot(5, snapshot(b, 900, "2026-01-31T00:00:00Z"))  # good now, but >= 500 only since now
     s.add_snapshot(6, snapshot(c, 900, "2026-01-31T00:00:00Z"))  # first rated (non-null) only now
     assert s.has_standing(a, 5) and not s.has_standing(a, 4)  # only snapshots before the index count
-    assert s.has_standing(b, 6)
+    assert not s.has_standing(b, 6)  # a sleeper: rated 30 days, but >= 500 only now
     assert not s.has_standing(c, 7)
     s.add_snapshot(8, snapshot(a, 100, "2026-02-01T00:00:00Z"))
     assert not s.has_standing(a, 9)  # a fallen rating loses standing
@@ -118,3 +118,21 @@ def test_replaying_stored_evidence_rebuilds_the_same_state() -> None:
         assert first.standing.pool(agent, "delivery", "real", 1.0, T) == replay.standing.pool(
             agent, "delivery", "real", 1.0, T
         )
+
+
+def test_a_sleeper_key_rated_low_long_ago_has_no_standing() -> None:
+    """review-integrity: standing asked only that a key was first rated (any rating) 30 days ago. Keys
+    staged in bulk with one trivial report each (rated 1..499) could be lifted over 500 on the day they
+    were needed and report at full weight at once: the 30 days cost the attacker nothing. Standing now
+    needs a rating >= 500 first reached at least 30 days before the current one (and >= 500 now)."""
+    s = Standing()
+    sleeper, honest = new_id(), new_id()
+    s.add_snapshot(1, snapshot(sleeper, 12, "2026-01-01T00:00:00Z"))
+    s.add_snapshot(2, snapshot(honest, 700, "2026-01-01T00:00:00Z"))
+    s.add_snapshot(3, snapshot(sleeper, 12, "2026-02-01T00:00:00Z"))
+    s.add_snapshot(4, snapshot(sleeper, 650, "2026-03-01T00:00:00Z"))  # lifted on the day
+    s.add_snapshot(5, snapshot(honest, 640, "2026-03-01T00:00:00Z"))
+    assert not s.has_standing(sleeper, 6)
+    assert s.has_standing(honest, 6)
+    s.add_snapshot(7, snapshot(sleeper, 650, "2026-03-31T00:00:00Z"))  # held 30 days: now it has
+    assert s.has_standing(sleeper, 8)
