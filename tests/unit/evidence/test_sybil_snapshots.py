@@ -19,7 +19,7 @@ from trustscore.ledger import keys
 from trustscore.ledger.graded import GradedItem
 from trustscore.ledger.snapshots import SnapshotRow, make_rating_snapshot
 from trustscore.scoring import Weights, score_agents
-from trustscore.scoring.inputs import SnapshotBatch
+from trustscore.scoring.inputs import Result, SnapshotBatch
 
 SNAPSHOTS = ("2026-03-01T13:00:00Z", "2026-03-01T14:00:00Z")  # before the ring (the first n of them)
 AFTER = "2026-03-02T11:30:00Z"  # after it
@@ -35,12 +35,13 @@ def thin_world(delivery: int) -> tuple[Log, keys.SigningKey]:
     log = Log()
     target = log.party("target")
     svc = log.service("svc", ["grader"])
+    rows: list[tuple[str, int, Result]] = [
+        ("reliability", 1000, "success"),
+        ("delivery", delivery, "success" if delivery >= 500 else "failure"),
+    ]
     items = [
         GradedItem(item_id=f"{d}-{i}", dimension=d, grader="exact@1", value_millis=v, result=r)
-        for d, v, r in (
-            ("reliability", 1000, "success"),
-            ("delivery", delivery, "success" if delivery >= 500 else "failure"),
-        )
+        for d, v, r in rows
         for i in range(4)
     ]
     log.submit(graded(target.id, grader=svc.id, tier="private", items=items), svc)
