@@ -138,6 +138,8 @@ def _by_standing(
     "Reporter standing"): scaled to the room left, dated no later than the newest standing item, issuer
     :data:`POOL_ISSUER`, dropped when no room is left."""
     if context.standing.has_standing(reporter, index):
+        for d in items:
+            context.standing.vouch(d.agent, index)
         return _standing(items, context)
     out = []
     for d in items:

@@ -26,6 +26,7 @@ from trustscore.ledger.admission import Registration, admit, registration_of
 from trustscore.ledger.approvals import MarketplaceApproval
 from trustscore.ledger.snapshots import RatingSnapshot
 from trustscore.ledger.submission import check
+from trustscore.reverify.mapping import ISSUER as REVERIFY_ISSUER
 from trustscore.scoring.inputs import EvidenceItem, Snapshot
 
 assert kinds_all.ALL_KINDS  # every kind registered before any entry is parsed
@@ -87,6 +88,8 @@ class ProjectionState:
         if item.issuer == POOL_ISSUER:
             self.standing.count_pooled(item.agent, item.dimension, item.source, item.extra_weight, item.at)
         else:
+            if item.issuer is not None and item.issuer != REVERIFY_ISSUER:  # a reporter with standing
+                self.standing.vouch(item.agent, -1)  # before every entry still to come
             self.standing.observe(
                 item.agent, item.dimension, item.key, item.source, item.extra_weight, item.at
             )

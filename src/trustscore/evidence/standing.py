@@ -7,8 +7,11 @@ offline ``trustscore score`` of an export) sees the same, already bounded eviden
 * A reporter **has standing** for a statement logged at index ``i`` when, from the log alone, either it is
   a marketplace the operator approved (``marketplace-approval/v1``) and has not retired before ``i``, or
   the newest rating snapshot of :data:`REPORTER_MODEL` before ``i`` rates it at least
-  :data:`MIN_RATING` and the first snapshot that rated it (non-null) was taken at least
-  :data:`MIN_RATED_DAYS` days before that one.
+  :data:`MIN_RATING` and the first snapshot that rated it at least :data:`MIN_RATING` was taken at least
+  :data:`MIN_RATED_DAYS` days before that one (a key rated low long ago and lifted on the day is a
+  sleeper, not a reporter with a track record), **and** a reporter with standing has reported about it
+  before ``i`` (it is *vouched*: exams alone cannot buy standing, because fresh sittings are passed by a
+  rule-based program that reads the public generators' templates; docs/methodology.md, "Known attacks").
 * Evidence from the server itself (graded exams, re-verification) and from reporters with standing is
   **standing evidence**. Everything else (settlements of reporters without standing, events of
   marketplaces the operator has not approved) goes to one **pool** per subject and dimension, shared by
@@ -42,7 +45,7 @@ POLICY_VERSION = "standing-v1"
 POOL_SHARE = 0.04
 #: A reporter needs at least this rating (0..1000, adjusted, else total) ...
 MIN_RATING = 500
-#: ... and to have been rated for at least this many days (by the server's snapshot times).
+#: ... and to have first reached it at least this many days before (by the server's snapshot times).
 MIN_RATED_DAYS = 30
 #: Reporter standing follows the rating snapshots of this model.
 REPORTER_MODEL = "trustscore-v2"
@@ -82,7 +85,7 @@ class _Rated:
         self.indexes: list[int] = []
         self.ratings: list[int | None] = []
         self.times: list[int] = []
-        self.first_rated_us: list[int | None] = []  # taken_at of the first non-null rating up to here
+        self.first_rated_us: list[int | None] = []  # taken_at of the first rating >= MIN_RATING up to here
 
 
 @dataclass
@@ -130,6 +133,7 @@ class Standing:
         self._approved: dict[str, list[tuple[int, bool]]] = {}  # marketplace -> [(index, approved)]
         self._dims: dict[tuple[str, str], _Dimension] = {}
         self._key_dim: dict[tuple[str, str], str] = {}  # (agent, key) -> dimension holding it
+        self._vouched: dict[str, int] = {}  # agent -> index of the first report about it with standing
 
     # --- what the log says about reporters ---------------------------------------------------------
 
@@ -149,7 +153,7 @@ class Standing:
             rated = self._rated.setdefault(row.agent, _Rated())
             rating = row.adjusted if row.adjusted is not None else row.total
             first = rated.first_rated_us[-1] if rated.first_rated_us else None
-            if first is None and rating is not None:
+            if first is None and rating is not None and rating >= MIN_RATING:
                 first = taken
             rated.indexes.append(index)
             rated.ratings.append(rating)
@@ -165,10 +169,20 @@ class Standing:
         position = bisect.bisect_left(history, (before_index, False))
         return position > 0 and history[position - 1][1]
 
+    def vouch(self, agent: str, index: int) -> None:
+        """A reporter with standing reported about ``agent`` in the statement logged at ``index``."""
+        self._vouched.setdefault(agent, index)
+
+    def vouched_at(self, agent: str) -> int | None:
+        """The index of the first report about ``agent`` by a reporter with standing, if any."""
+        return self._vouched.get(agent)
+
     def has_standing(self, reporter: str, before_index: int) -> bool:
-        """A rated, long-rated reporter or an approved marketplace (see the module docstring)."""
+        """An approved marketplace, or a vouched, well-rated reporter (see the module docstring)."""
         if self.approved(reporter, before_index):
             return True
+        if self._vouched.get(reporter, before_index) >= before_index:
+            return False
         rated = self._rated.get(reporter)
         if rated is None:
             return False

@@ -3,7 +3,8 @@
 Two names are confusable when their skeletons are equal. The skeleton is NFKD, then case folding, then
 every default-ignorable or format character (zero-width joiners, bidi controls, soft hyphens) and every
 space, dash, dot and underscore dropped, then the common cross-script look-alikes of :data:`LOOKALIKES`
-mapped to Latin (accents are dropped too: NFKD, then marks removed). Known limit: :data:`LOOKALIKES` is a hand-picked subset of Unicode TR39's confusables
+mapped to Latin (accents are dropped too: NFKD, then marks removed); i and l are one letter, because
+capital I looks like small l and case folding cannot tell which one was meant. Known limit: :data:`LOOKALIKES` is a hand-picked subset of Unicode TR39's confusables
 table (Cyrillic, Greek, Armenian and digit homoglyphs of Latin letters), not all of it.
 """
 
@@ -37,7 +38,10 @@ def skeleton(name: str) -> str:
     kept = "".join(
         ch for ch in folded if ch not in _DROP and unicodedata.category(ch) not in ("Cf", "Mn", "Zs", "Cc")
     )
-    return unicodedata.normalize("NFKC", kept.translate(LOOKALIKES)).replace("rn", "m").replace("vv", "w")
+    mapped = unicodedata.normalize("NFKC", kept.translate(LOOKALIKES))
+    # Capital I is drawn like small l (TR39 maps I to l), but case folding has made it i already: so i
+    # and l are one letter here (a few distinct names, "Ali" and "Al1", now share a skeleton too).
+    return mapped.replace("rn", "m").replace("vv", "w").replace("l", "i")
 
 
 @dataclass

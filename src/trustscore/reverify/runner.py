@@ -155,22 +155,8 @@ def run_once(
         asker = _Asker(
             GuardedHttpAgent(endpoint, policy, client), None if deadline_s is None else start + deadline_s
         )
-        for item_id in public:
-            item = exam.item(item_id)
-            assert item is not None  # checked above
-            response = asker.ask(exam, item)
-            observed = grade_item(item, response).value if response.turns else None
-            reported = graded[item_id].value_millis
-            items.append(
-                ReverifiedItem(
-                    item_id=item_id,
-                    dimension=item.dimension,
-                    reported_millis=reported,
-                    observed_millis=observed,
-                    matched=compare.item_matches(reported, observed),
-                    error=_error(response.error),
-                )
-            )
+        # Private and fresh items first: an agent that knows the public items cannot stall on them until
+        # the run's deadline leaves no time for the others (docs/reverification.md).
         for ref in private:
             pexam, pitem = pool[ref]
             response = asker.ask(pexam, pitem)
@@ -200,6 +186,22 @@ def run_once(
                     grader=fresh.item.grader,
                     value_millis=None if grade is None else grade.value,
                     result="failure" if grade is None else grade.result,
+                    error=_error(response.error),
+                )
+            )
+        for item_id in public:
+            item = exam.item(item_id)
+            assert item is not None  # checked above
+            response = asker.ask(exam, item)
+            observed = grade_item(item, response).value if response.turns else None
+            reported = graded[item_id].value_millis
+            items.append(
+                ReverifiedItem(
+                    item_id=item_id,
+                    dimension=item.dimension,
+                    reported_millis=reported,
+                    observed_millis=observed,
+                    matched=compare.item_matches(reported, observed),
                     error=_error(response.error),
                 )
             )

@@ -3,7 +3,8 @@
 Verified means now (issue #10): the agent's current card declares an endpoint, the latest run matched,
 its private answers are not far below its public ones (:data:`PRIVATE_GAP_MILLIS`), and that run is at
 most :data:`STALE_INTERVALS` re-verification intervals old. Otherwise the status lapses with a reason:
-``no_endpoint``, ``mismatch``, ``private_gap`` or ``stale`` (checked in that order). A mismatch (or an
+``no_endpoint``, ``mismatch``, ``private_gap`` or ``stale`` (checked in that order; a latest run that
+asked another endpoint than the card declares now is ``stale`` first). A mismatch (or an
 unreachable endpoint) removes the status at once.
 The security status is carried by each statement (:mod:`trustscore.reverify.security`); :func:`check_history`
 recomputes that chain. :func:`should_record` keeps identical consecutive results out of the log.
@@ -29,18 +30,26 @@ STALE_INTERVALS = 2
 #: Public answers may score at most this much (millis) above private ones before it is a mismatch.
 PRIVATE_GAP_MILLIS = 400
 
+#: How the runner's error begins for an item it never asked (run deadline, unreachable endpoint).
+NOT_ASKED = "not asked:"
+
 LapseReason = Literal["no_endpoint", "stale", "mismatch", "private_gap"]
 
 
 def private_gap(r: Reverification) -> int | None:
-    """Mean observed public grade minus mean private grade (millis; an unanswered item is 0), or None
-    when the endpoint answered no public item or no private one (a down endpoint is a mismatch already)."""
-    if all(i.observed_millis is None for i in r.items) or all(
-        p.value_millis is None for p in r.private_items
-    ):
+    """Mean observed public grade minus mean private grade (millis), or None when the endpoint answered
+    no public item (a down endpoint is a mismatch already) or the run asked no private item.
+
+    A private item asked and not answered is 0: an agent that answers the public items it has read and
+    stays silent on everything else has a gap, not an excuse. Items the run never asked (its deadline
+    passed, error ``not asked: ...``) are left out."""
+    if all(i.observed_millis is None for i in r.items):
+        return None
+    asked = [p for p in r.private_items if not (p.error or "").startswith(NOT_ASKED)]
+    if not asked:
         return None
     public = sum(i.observed_millis or 0 for i in r.items) / len(r.items)
-    private = sum(p.value_millis or 0 for p in r.private_items) / len(r.private_items)
+    private = sum(p.value_millis or 0 for p in asked) / len(asked)
     return round(public - private)
 
 
@@ -133,6 +142,8 @@ def lapse(
     if not statements:
         return None
     last = statements[-1]
+    if last.endpoint != endpoint:  # runs of another endpoint say nothing about the one declared now
+        return "stale"
     if last.outcome != "match":
         return "mismatch"
     if gap_exceeded(last):

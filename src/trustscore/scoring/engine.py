@@ -230,7 +230,11 @@ def _blend_reliability(
     """Blend the reliability evidence score E with snapshot consistency C, in place."""
     rel = weights.spec.reliability
     d = weights.reliability_index
-    consistency = snapshot_consistency(snapshots, names, at, rel.drift_tolerance)
+    consistency = (
+        snapshot_consistency(snapshots, names, at, rel.drift_tolerance)
+        if rel.use_snapshots
+        else np.full(len(names), np.nan)
+    )
     e, c = scores[:, d].copy(), consistency
     has_e, has_c = ~np.isnan(e), ~np.isnan(c)
     a = rel.evidence_share

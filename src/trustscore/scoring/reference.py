@@ -84,7 +84,7 @@ def score_baseline(
 
     rel = spec.reliability
     e_score = dimensions[rel.dimension]
-    c_score = _consistency(agent, snapshots, at, rel.drift_tolerance)
+    c_score = _consistency(agent, snapshots, at, rel.drift_tolerance) if rel.use_snapshots else None
     if e_score is not None and c_score is not None:
         dimensions[rel.dimension] = rel.evidence_share * e_score + (1.0 - rel.evidence_share) * c_score
     elif c_score is not None:

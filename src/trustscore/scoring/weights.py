@@ -28,7 +28,7 @@ SCHEMA_VERSION = 1
 RELEASED_DIGESTS: dict[str, str] = {
     "baseline-v0.3": "6a315a7afc49ea47c1dccd4163ceebdc126b9ce0c3fcb7840c32b70631db65af",
     "trustscore-v1": "bc81817430ba3516edb7981625d69b6ac0835dfa472745c31019ecbeaefde166",
-    "trustscore-v2": "b51c3e83d3f6d82cff81bd8ad3de8606cf957124036fabc5a26785751fea77a0",
+    "trustscore-v2": "064b79546aa460ba70ff6dbca72bade180a761928f725a27f62ee51db5031dc9",
 }
 
 _NAME = re.compile(r"[a-z][a-z0-9_-]*", re.ASCII)
@@ -58,6 +58,10 @@ class ReliabilitySection(msgspec.Struct, forbid_unknown_fields=True, frozen=True
     evidence_share: float
     drift_tolerance: float
     snapshot_only_cap: float
+    #: Whether snapshot consistency C counts at all. trustscore-v2: false, because C reads the model's
+    #: own earlier totals, so anything that moves a total a little (a pool of fresh reporters) moved it
+    #: again, several times over, through C (docs/methodology.md, "Known attacks and limits").
+    use_snapshots: bool = True
 
 
 class FreshnessSection(msgspec.Struct, forbid_unknown_fields=True, frozen=True):

@@ -15,10 +15,12 @@ from typing import Any
 
 from trustscore.errors import ConfigError, NotFound, NotYetAvailable, TrustscoreError
 from trustscore.evidence.reporters import REPORTER_MODEL
+from trustscore.evidence.standing import MIN_RATING, POOL_ISSUER
 from trustscore.ledger import attestation, dsse, merkle, note
 from trustscore.ledger.approvals import MARKETPLACE_APPROVAL
 from trustscore.ledger.checkpoint import Checkpoint
 from trustscore.ledger.keys import SigningKey
+from trustscore.reverify.mapping import ISSUER as REVERIFY_ISSUER
 from trustscore.services.public import PublicService
 from trustscore.store.attestations import AttestationStore
 from trustscore.store.log import StoredCheckpoint
@@ -86,9 +88,17 @@ async def entries_of(store: AttestationStore, agent: str, model: str, size: int,
     reports = await store.entry_signers(i for i, issuer in evidence if issuer is not None)
     found = {i for i, _ in evidence}
     found |= set(await store.snapshot_entries(agent, model, size))
-    found |= set(await store.newest_snapshots_before(reports, REPORTER_MODEL))
-    found |= set(await store.first_rated_snapshots_before(reports, REPORTER_MODEL))
-    found |= set(await store.approvals_of({r for _, r in reports}, MARKETPLACE_APPROVAL.predicate_type, size))
+    seen: set[tuple[int, str]] = set()
+    while pending := set(reports) - seen:  # a reporter's vouch is a report whose reporter needs the same
+        seen |= pending
+        found |= set(await store.newest_snapshots_before(pending, REPORTER_MODEL))
+        found |= set(await store.first_rated_snapshots_before(pending, REPORTER_MODEL, MIN_RATING))
+        found |= set(
+            await store.approvals_of({r for _, r in pending}, MARKETPLACE_APPROVAL.predicate_type, size)
+        )
+        vouches = await store.first_vouches_before(pending, (POOL_ISSUER, REVERIFY_ISSUER))
+        found |= set(vouches)
+        reports = [*reports, *await store.entry_signers(vouches)]
     ids = await store.signers(found) | {agent, signer} | {issuer for _, issuer in evidence if issuer}
     cards = await store.registration_entries(ids)
     if cards.get(signer, size) >= size:

@@ -61,21 +61,43 @@ class AttestationStore:
         return [(r["idx"], r["signer"]) for r in rows]
 
     async def first_rated_snapshots_before(
-        self, reports: Iterable[tuple[int, str]], model_version: str
+        self, reports: Iterable[tuple[int, str]], model_version: str, min_rating: int
     ) -> list[int]:
         """For each (report index, reporter): the first snapshot of ``model_version`` logged before the
-        report that rates the reporter (non-null), which dates how long it has been rated (standing)."""
+        report that rates the reporter at least ``min_rating`` (adjusted, else total), which dates how long
+        it has been well rated (standing)."""
         pairs = sorted(set(reports))
         if not pairs:
             return []
         rows = await self.pool.fetch(
             "SELECT DISTINCT s.idx FROM unnest($1::bigint[], $2::text[]) AS t(before, reporter) "
             "CROSS JOIN LATERAL (SELECT min(idx) AS idx FROM snapshots WHERE agent = t.reporter "
-            "  AND model_version = $3 AND idx < t.before AND (total IS NOT NULL OR adjusted IS NOT NULL)) AS s "
+            "  AND model_version = $3 AND idx < t.before AND COALESCE(adjusted, total) >= $4) AS s "
             "WHERE s.idx IS NOT NULL ORDER BY s.idx",
             [i for i, _ in pairs],
             [r for _, r in pairs],
             model_version,
+            min_rating,
+        )
+        return [r["idx"] for r in rows]
+
+    async def first_vouches_before(
+        self, reports: Iterable[tuple[int, str]], unvouching: Iterable[str]
+    ) -> list[int]:
+        """For each (report index, reporter): the first entry logged before the report that gave the
+        reporter evidence with a real issuer (a report by a reporter with standing: a vouch), skipping
+        issuers in ``unvouching`` (the pool, the re-verifier)."""
+        pairs = sorted(set(reports))
+        if not pairs:
+            return []
+        rows = await self.pool.fetch(
+            "SELECT DISTINCT v.idx FROM unnest($1::bigint[], $2::text[]) AS t(before, reporter) "
+            "CROSS JOIN LATERAL (SELECT min(idx) AS idx FROM evidence WHERE agent = t.reporter "
+            "  AND idx < t.before AND issuer IS NOT NULL AND NOT (issuer = ANY($3::text[]))) AS v "
+            "WHERE v.idx IS NOT NULL ORDER BY v.idx",
+            [i for i, _ in pairs],
+            [r for _, r in pairs],
+            sorted(set(unvouching)),
         )
         return [r["idx"] for r in rows]
 

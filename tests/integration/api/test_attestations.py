@@ -318,3 +318,60 @@ async def test_the_route_serves_bundles_and_credentials(
         assert r.status_code == 404
         schema = (await c.get("/schema/openapi.json")).json()
         assert "getRatingAttestation" in json.dumps(schema)
+
+
+async def test_a_vouched_reporter_chain_verifies_offline(
+    client: Client, settings: Settings, tmp_path: Path
+) -> None:
+    """review-integrity: a reporter with standing by rating needs a vouch (evidence/standing.py); the
+    bundle must carry the vouching entry and what gave its reporter standing, or it does not recompute."""
+    from trustscore.ledger.snapshots import SnapshotRow, make_rating_snapshot
+    from trustscore.ledger.submission import prepare
+    from trustscore.services.ratings import load_models
+
+    public = public_of(client)
+    service = logkey.load_or_create(settings.service_key_file)
+    log_key = logkey.load_or_create(settings.log_key_file)
+    agent, agent_card = new_card("target")
+    reporter, reporter_card = new_card("reporter")
+    market = keys.SigningKey.generate()
+    for card in (agent_card, reporter_card):
+        await post(client, "/v1/log/entries", card)
+    await post(
+        client, "/v1/log/entries", dsse.sign(make_party_card(market.public_key, "m", "marketplace"), [market])
+    )
+    approval = make_approval(operator=log_key.id, marketplace=market.id, action="approve")
+    await post(client, "/v1/log/entries", dsse.sign(approval, [log_key]))
+    exam = load_exam("delivery@1", ExamDirs())
+    await post(
+        client, "/v1/reports", sign_run(run_exam(exam, agent_from_spec(f"python:{AGENTS}:good")), agent)
+    )
+    digest = load_models()["trustscore-v2"].digest
+    for n, taken in enumerate(("2026-09-01T00:00:00Z", "2026-10-15T00:00:00Z")):
+        snap = make_rating_snapshot(
+            signer=service.id, model_version="trustscore-v2", weights_digest=digest, log_size=6 + n,
+            taken_at=taken, ratings=[SnapshotRow(agent=reporter.id, total=700, adjusted=700)],
+        )  # fmt: skip
+        prepared = [prepare(msgspec.to_builtins(dsse.sign(snap, [service])))]
+        await on_app(client, public.log.append, prepared)  # the server's own kind: logged as it does
+    vouch = make_event(
+        marketplace=market.id,
+        agent=reporter.id,
+        event="delivered",
+        ref="v",
+        occurred_at="2026-10-20T00:00:00Z",
+    )
+    vouch_index = await post(client, "/v1/events", dsse.sign(vouch, [market]))
+    deal = make_settlement(
+        deal_id="d", seller=agent.id, buyer=reporter.id, reporter_role="buyer",
+        settled_at="2026-11-20T00:00:00Z", delivery="pass", confirmed=True,
+    )  # fmt: skip
+    last = await post(client, "/v1/settlements", dsse.sign(deal, [reporter]))
+    served = await rated(client, agent.id, "trustscore-v2", last + 1)
+    assert served["dimensions"]["economic"]["score"] is not None  # the reporter's word counted in full
+    store = AttestationStore(public.store.pool)
+    vkey = (await client.get("/v1/log/key")).text.strip()
+    bundle = await on_app(client, build_bundle, public, store, service, agent.id, "trustscore-v2")
+    assert vouch_index in attestation.parse_attestation(bundle.attestation).evidence_entries
+    code, message = verify_cli(tmp_path, bundle, "--verifier-key", vkey)
+    assert (code, message) == (0, ""), message

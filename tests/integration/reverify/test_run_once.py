@@ -193,3 +193,20 @@ def test_fresh_instances_expose_an_agent_that_memorised_the_public_set(serve: Se
         exam.id, SEED, [(p.exam, p.item_id, p.exam_digest) for p in r.private_items], VERIFIER.public_key
     )
     assert status.private_gap(r) is not None
+
+
+def test_stalling_on_public_items_cannot_run_out_the_clock_before_private_ones(
+    serve: Served, good_negotiation: tuple[ExamSet, ExamReport, list[GradedItem]], private_probe: ExamSet
+) -> None:
+    """review-integrity: the run asked the report's public items first and private items only while its
+    deadline lasted. A lookup agent that answers public items slowly (each within its own time limit)
+    had every private item recorded "not asked", so no public-private gap could be measured and it
+    stayed verified. Private items are asked first now: the run's first private item is always asked."""
+    exam, report, graded = good_negotiation
+    quick = OutboundPolicy(allow_loopback=True, connect_timeout=1, read_timeout=1, total_timeout=1)
+    run = run_once(
+        report, exam, graded, serve("hang", "plain") + "/agent", quick, SEED, 10, [private_probe], 3,
+        deadline_s=0.5,
+    )  # fmt: skip
+    assert not (run.private_items[0].error or "").startswith("not asked")
+    assert run.private_items[0].value_millis is not None or run.private_items[0].error

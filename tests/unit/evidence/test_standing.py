@@ -42,15 +42,17 @@ def approval(market: str, action: str) -> MarketplaceApproval:
 def test_standing_needs_a_good_rating_held_for_thirty_days() -> None:
     s = Standing()
     a, b, c = new_id(), new_id(), new_id()
+    for reporter in (a, b, c):
+        s.vouch(reporter, 0)  # a reporter with standing has reported about each (see the vouch test)
     s.add_snapshot(1, snapshot(a, 800, "2026-01-01T00:00:00Z"))
     s.add_snapshot(2, snapshot(b, MIN_RATING - 1, "2026-01-01T00:00:00Z"))
     s.add_snapshot(3, snapshot(c, None, "2026-01-01T00:00:00Z"))
     assert not s.has_standing(a, 2)  # rated, but not for 30 days yet
     s.add_snapshot(4, snapshot(a, 800, "2026-01-31T00:00:00Z"))
-    s.add_snapshot(5, snapshot(b, 900, "2026-01-31T00:00:00Z"))  # good now, but first rated 30 days ago
+    s.add_snapshot(5, snapshot(b, 900, "2026-01-31T00:00:00Z"))  # good now, but >= 500 only since now
     s.add_snapshot(6, snapshot(c, 900, "2026-01-31T00:00:00Z"))  # first rated (non-null) only now
     assert s.has_standing(a, 5) and not s.has_standing(a, 4)  # only snapshots before the index count
-    assert s.has_standing(b, 6)
+    assert not s.has_standing(b, 6)  # a sleeper: rated 30 days, but >= 500 only now
     assert not s.has_standing(c, 7)
     s.add_snapshot(8, snapshot(a, 100, "2026-02-01T00:00:00Z"))
     assert not s.has_standing(a, 9)  # a fallen rating loses standing
@@ -118,3 +120,60 @@ def test_replaying_stored_evidence_rebuilds_the_same_state() -> None:
         assert first.standing.pool(agent, "delivery", "real", 1.0, T) == replay.standing.pool(
             agent, "delivery", "real", 1.0, T
         )
+
+
+def test_a_sleeper_key_rated_low_long_ago_has_no_standing() -> None:
+    """review-integrity: standing asked only that a key was first rated (any rating) 30 days ago. Keys
+    staged in bulk with one trivial report each (rated 1..499) could be lifted over 500 on the day they
+    were needed and report at full weight at once: the 30 days cost the attacker nothing. Standing now
+    needs a rating >= 500 first reached at least 30 days before the current one (and >= 500 now)."""
+    s = Standing()
+    sleeper, honest = new_id(), new_id()
+    s.vouch(sleeper, 0)
+    s.vouch(honest, 0)
+    s.add_snapshot(1, snapshot(sleeper, 12, "2026-01-01T00:00:00Z"))
+    s.add_snapshot(2, snapshot(honest, 700, "2026-01-01T00:00:00Z"))
+    s.add_snapshot(3, snapshot(sleeper, 12, "2026-02-01T00:00:00Z"))
+    s.add_snapshot(4, snapshot(sleeper, 650, "2026-03-01T00:00:00Z"))  # lifted on the day
+    s.add_snapshot(5, snapshot(honest, 640, "2026-03-01T00:00:00Z"))
+    assert not s.has_standing(sleeper, 6)
+    assert s.has_standing(honest, 6)
+    s.add_snapshot(7, snapshot(sleeper, 650, "2026-03-31T00:00:00Z"))  # held 30 days: now it has
+    assert s.has_standing(sleeper, 8)
+
+
+def test_exams_alone_cannot_buy_standing() -> None:
+    """review-integrity: the rule-based example solver (examples/agents/solver.py, no model at all) rates
+    676 under trustscore-v2 from one sitting of every exam (measured against a real server). Keys rated
+    that way for 30 days had standing and reported at full weight: N of them broke the Sybil bound. A
+    rated reporter now also needs a report about it from a reporter with standing (a vouch)."""
+    s = Standing()
+    bot = new_id()
+    s.add_snapshot(1, snapshot(bot, 676, "2026-01-01T00:00:00Z"))
+    s.add_snapshot(2, snapshot(bot, 676, "2026-03-01T00:00:00Z"))
+    assert not s.has_standing(bot, 3)
+    s.vouch(bot, 5)  # e.g. an approved marketplace's event about it, logged at 5
+    assert not s.has_standing(bot, 5) and s.has_standing(bot, 6)
+
+
+def test_a_report_with_standing_vouches_for_its_subject() -> None:
+    """Through the derivation: an approved marketplace's event vouches; an unapproved one's does not."""
+    from tests.unit.evidence.signed import Log
+    from trustscore.evidence import derive_log
+    from trustscore.ledger.events import make_event
+
+    log = Log()
+    operator = log.service("operator", ["snapshot"])
+    approved, other = log.party("approved", "marketplace"), log.party("other", "marketplace")
+    agent = log.party("agent")
+    log.submit(make_approval(operator=operator.id, marketplace=approved.id, action="approve"), operator)
+    state = Standing()
+    log.submit(make_event(marketplace=other.id, agent=agent.id, event="delivered", ref="o1",
+                          occurred_at="2026-03-01T12:00:00Z"), other)  # fmt: skip
+    derive_log(log.parsed(), state)
+    assert state.vouched_at(agent.id) is None
+    log.submit(make_event(marketplace=approved.id, agent=agent.id, event="delivered", ref="o2",
+                          occurred_at="2026-03-01T12:00:00Z"), approved)  # fmt: skip
+    state = Standing()
+    derive_log(log.parsed(), state)
+    assert state.vouched_at(agent.id) == len(log.entries) - 1

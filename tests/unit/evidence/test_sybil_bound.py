@@ -75,11 +75,12 @@ def world(established: bool) -> tuple[Log, keys.SigningKey]:
             ratings=[SnapshotRow(agent=rated.id, total=700, adjusted=700)],
         )
         log.submit(snapshot, svc)
+    market = log.party("approved-market", "marketplace")
+    log.submit(make_approval(operator=svc.id, marketplace=market.id, action="approve"), svc)
+    log.submit(_settle(market, rated, True, "seller", T0), market)  # vouches for the rated buyer
     for i in range(5):
         log.submit(_settle(rated, target, True, "buyer", T0), rated)
         log.submit(_settle(rated, target, i % 2 == 0, "seller", T0), rated)
-    market = log.party("approved-market", "marketplace")
-    log.submit(make_approval(operator=svc.id, marketplace=market.id, action="approve"), svc)
     for name in ("delivered", "confirmed", "delivered", "rejected"):
         log.submit(_event(market, target, name, T0), market)
     return log, target

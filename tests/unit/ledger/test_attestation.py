@@ -94,6 +94,20 @@ def log() -> Log:
             )
             for n, taken in enumerate(("2026-09-01T00:00:00Z", "2026-11-01T00:00:00Z"))
         ),
+        # The approved marketplace sold to the buyer and reported it: a vouch (standing-v1 needs one).
+        _leaf(
+            dsse.sign(
+                make_settlement(
+                    deal_id="m1",
+                    seller=market.id,
+                    buyer=buyer.id,
+                    reporter_role="seller",
+                    settled_at="2026-08-01T00:00:00Z",
+                    payment="pass",
+                ),
+                [market],
+            )
+        ),
         _leaf(
             dsse.sign(
                 make_settlement(
@@ -131,7 +145,7 @@ def log() -> Log:
             )
         )
     )
-    return Log(log_key, service, agent, leaves, agent_entries=[0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12])
+    return Log(log_key, service, agent, leaves, agent_entries=[0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13])
 
 
 def served_rating(log: Log, model: str) -> Rating:
@@ -268,10 +282,10 @@ def test_dropping_an_entry_from_the_list_too_changes_the_numbers(log: Log) -> No
     """Drop an event and re-sign: the recomputed count no longer matches the attested n."""
     bundle = build(log)
     a = att.parse_attestation(bundle.attestation)
-    entries = [i for i in a.evidence_entries if i != 11]
+    entries = [i for i in a.evidence_entries if i != 12]
     lying = resigned(bundle, log.service, evidence_entries=entries)
     data = as_json(lying)
-    data["entries"] = [e for e in data["entries"] if e["index"] != 11]
+    data["entries"] = [e for e in data["entries"] if e["index"] != 12]
     with pytest.raises(VerificationError, match=r"^[a-z_.]+: attested"):
         att.verify_bundle(from_json(data), MODELS["trustscore-v2"])
 
@@ -352,3 +366,14 @@ def test_rating_credential_round_trip_and_tamper(log: Log) -> None:
     with pytest.raises(SignatureError, match="issuer's key"):
         att.verify_rating_credential(credential, keys.SigningKey.generate().public_key)
     statements.parse_time(credential["proof"]["created"], what="created")
+
+
+def test_the_reporters_vouch_is_part_of_the_rating(log: Log) -> None:
+    """Without the entry that vouched for the reporter it has no standing: the numbers change."""
+    bundle = build(log, "baseline-v0.3")
+    a = att.parse_attestation(bundle.attestation)
+    lying = resigned(bundle, log.service, evidence_entries=[i for i in a.evidence_entries if i != 7])
+    data = as_json(lying)
+    data["entries"] = [e for e in data["entries"] if e["index"] != 7]
+    with pytest.raises(VerificationError, match=r"^total: attested [0-9]+, recomputed [0-9]+$"):
+        att.verify_bundle(from_json(data), MODELS["baseline-v0.3"])

@@ -37,3 +37,14 @@ def test_only_earlier_agents_are_named_and_renames_move() -> None:
     assert index.confusable_with("ts1_original", "Acme Bot") == []  # the first holder is not the look-alike
     index.add(9, "ts1_copy", "Something Else")
     assert index.confusable_with("ts1_copy", "Something Else") == []
+
+
+@pytest.mark.parametrize("lookalike", ["PayPaI Agent", "PAYPAI AGENT", "PayPa| Agent", "PayPaℓ Agent"])
+def test_capital_i_for_small_l_is_confusable(lookalike: str) -> None:
+    """review-integrity: capital I (U+0049) is drawn like small l in most sans-serif fonts (TR39 maps it
+    to l), but case folding made it i first, so "PayPaI" passed as a distinct name."""
+    assert skeleton(lookalike) == skeleton("PayPal Agent")
+    index = NameIndex()
+    index.add(1, "ts1_original", "PayPal Agent")
+    index.add(2, "ts1_copy", lookalike)
+    assert index.confusable_with("ts1_copy", lookalike) == ["ts1_original"]

@@ -180,3 +180,37 @@ def test_a_public_private_gap_is_a_mismatch_and_costs_integrity() -> None:
     assert _status([statement(private_items=passing, ran_at="2026-03-03T12:00:00Z")]).verified
     [_, strike, *_] = derive_reverification(7, statements.parse_statement(payload(private_items=failing)))
     assert (strike.key, strike.value, strike.result) == ("reverify:private-gap:capability@1", 0.0, "failure")
+
+
+def test_silence_on_every_private_item_is_a_private_gap() -> None:
+    """review-integrity: a lookup agent answers the public items it has read and stays silent on anything
+    else; with no private item answered the gap was None, so it stayed verified and lost no integrity."""
+    silent = [private(f"p-{n}", None, "capability") for n in range(3)]
+    run = statement(private_items=silent, ran_at="2026-03-03T12:00:00Z")
+    assert status.private_gap(run) == 1000
+    summary = _status([run])
+    assert not summary.verified and summary.lapsed == "private_gap"
+    [_, strike, *_] = derive_reverification(7, statements.parse_statement(payload(private_items=silent)))
+    assert (strike.key, strike.value, strike.result) == ("reverify:private-gap:capability@1", 0.0, "failure")
+
+
+def test_private_items_never_asked_are_not_a_gap() -> None:
+    """Items the run never asked (its deadline passed) say nothing about the agent: no gap from them."""
+    unasked = [
+        msgspec.structs.replace(
+            private(f"p-{n}", None, "capability"), error="not asked: the run's deadline passed"
+        )
+        for n in range(3)
+    ]
+    run = statement(private_items=unasked, ran_at="2026-03-03T12:00:00Z")
+    assert status.private_gap(run) is None
+    assert _status([run]).verified
+
+
+def test_a_new_endpoint_is_not_verified_by_runs_of_the_old_one() -> None:
+    """review-integrity: an agent verified at one endpoint swapped its card to another (a cheaper model)
+    and stayed verified for two intervals without a single run against the new endpoint."""
+    run = [statement(ran_at="2026-03-03T12:00:00Z")]  # asked https://agent.example/ask
+    assert _status(run).verified
+    swapped = _status(run, endpoint="https://cheap.example/ask")
+    assert not swapped.verified and swapped.lapsed == "stale"

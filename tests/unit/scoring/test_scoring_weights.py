@@ -16,7 +16,7 @@ from .conftest import WEIGHTS, variant
 RELEASED = {
     "baseline-v0.3": "6a315a7afc49ea47c1dccd4163ceebdc126b9ce0c3fcb7840c32b70631db65af",
     "trustscore-v1": "bc81817430ba3516edb7981625d69b6ac0835dfa472745c31019ecbeaefde166",
-    "trustscore-v2": "b51c3e83d3f6d82cff81bd8ad3de8606cf957124036fabc5a26785751fea77a0",
+    "trustscore-v2": "064b79546aa460ba70ff6dbca72bade180a761928f725a27f62ee51db5031dc9",
 }
 
 
