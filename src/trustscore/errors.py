@@ -142,6 +142,8 @@ class AgentUnavailable(TrustscoreError):
     code = "agent-unavailable"
     status = 502
     title = "Agent unavailable"
+
+
 class SandboxUnavailable(TrustscoreError):
     """The kernel refused the isolation code items need, and weak isolation was not allowed."""
 

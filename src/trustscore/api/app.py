@@ -21,6 +21,7 @@ from trustscore.api.evidence_routes import EvidenceController
 from trustscore.api.log_routes import LogController
 from trustscore.api.problems import EXCEPTION_HANDLERS
 from trustscore.api.public_routes import PublicController
+from trustscore.api.scope_routes import ScopeController
 from trustscore.api.sitting_routes import SittingController
 from trustscore.errors import StorageError
 from trustscore.exams.loader import ExamDirs
@@ -38,6 +39,7 @@ from trustscore.services.public import PublicService
 from trustscore.services.ratelimit import KeyRateLimiter
 from trustscore.services.ratings import RatingService, load_models
 from trustscore.services.reverify import Reverifier, ReverifyConfig
+from trustscore.services.scope import ScopeService
 from trustscore.services.sittings import SittingConfig, SittingService
 from trustscore.settings import Settings
 from trustscore.store import db
@@ -45,6 +47,7 @@ from trustscore.store.attestations import AttestationStore
 from trustscore.store.log import LogStore
 from trustscore.store.projection import ProjectionStore
 from trustscore.store.reverify import ReverifyStore
+from trustscore.store.scope import ScopeStore
 from trustscore.store.sittings import SittingStore
 
 log = logging.getLogger("trustscore")
@@ -61,6 +64,7 @@ class Runtime:
     projector: Projector | None = None
     attestations: AttestationService | None = None
     sittings: SittingService | None = None
+    scope: ScopeService | None = None
     sandbox: sandbox.Isolation | None = None
     ready: bool = False
 
@@ -164,6 +168,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
                     settings.sitting_deadline, settings.sitting_max_open, settings.sitting_sweep_interval
                 ),
             )
+            runtime.scope = ScopeService(ScopeStore(pool))
             tasks = [
                 asyncio.create_task(
                     service.run_integrator(settings.integrate_interval, stop, settings.integrate_batch)
@@ -235,6 +240,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             PublicController,
             AttestationController,
             SittingController,
+            ScopeController,
             health,
             ready,
             metrics,
@@ -245,6 +251,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             "public": provide("public"),
             "attestations": provide("attestations"),
             "sittings": provide("sittings"),
+            "scope": provide("scope"),
             "max_page": Provide(lambda: settings.max_page, sync_to_thread=False),
         },
         lifespan=[lifespan],

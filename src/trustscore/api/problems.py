@@ -72,6 +72,8 @@ def _http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response
 def _too_deep(request: Request[Any, Any, Any], exc: RecursionError) -> Response[Any]:
     """A body nested beyond the JSON decoder's depth limit, wherever it is decoded: a client error."""
     return problem(400, "invalid-input", "Invalid input", TOO_DEEP, request.url.path)
+
+
 def _body_limit(request: Request[Any, Any, Any]) -> object:
     """The body limit in force: the route's own, else the app's."""
     own = getattr(request.route_handler, "request_max_body_size", None)
