@@ -251,7 +251,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             "public": provide("public"),
             "attestations": provide("attestations"),
             "sittings": provide("sittings"),
-            "scope": provide("scope"),
+            "scope_honesty": provide("scope"),
             "max_page": Provide(lambda: settings.max_page, sync_to_thread=False),
         },
         lifespan=[lifespan],

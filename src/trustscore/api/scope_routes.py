@@ -19,11 +19,11 @@ class ScopeController(Controller):
     tags = ["scope honesty"]  # noqa: RUF012 - Litestar class attribute
 
     @get("/{agent_id:str}/scope-honesty", operation_id="getScopeHonesty", responses=READ_PROBLEMS)
-    async def scope_honesty(self, agent_id: FromPath[str], scope: Scope) -> ScopeHonesty:
+    async def scope_honesty(self, agent_id: FromPath[str], scope_honesty: Scope) -> ScopeHonesty:
         """The agent's scope-honesty score (SHS) with DA, FT, BA and TC (each with n; null with a reason
         when nothing was measured), tier, status and its history, per-capability pass rates, trend, the
         declaration history and the log indexes of every scope run."""
-        return await scope.view(agent_id)
+        return await scope_honesty.view(agent_id)
 
     @get(
         "/{agent_id:str}/scope-honesty/capabilities/{capability:str}",
@@ -31,7 +31,7 @@ class ScopeController(Controller):
         responses=READ_PROBLEMS,
     )
     async def capability(
-        self, agent_id: FromPath[str], capability: FromPath[str], scope: Scope
+        self, agent_id: FromPath[str], capability: FromPath[str], scope_honesty: Scope
     ) -> CapabilityHistory:
         """One declared capability: its declaration now and its result in every scope run."""
-        return await scope.capability(agent_id, capability)
+        return await scope_honesty.capability(agent_id, capability)
