@@ -49,7 +49,7 @@ def test_a_v2_card_with_declarations_parses() -> None:
 
 
 def test_v1_cards_stay_valid_and_declare_nothing() -> None:
-    key, env = new_card("old", capabilities=["summarises documents"])
+    _key, env = new_card("old", capabilities=["summarises documents"])
     p = statements.parse_statement(canonical.b64decode(env.payload)).predicate
     assert type(p) is AgentCard and p.capabilities == ["summarises documents"]
 

@@ -87,8 +87,8 @@ def test_cases_sit_inside_or_beyond_the_declared_limits_as_their_role_says(n: in
         if role == "format":
             assert kind[1] not in s.supported_input_types
         if role == "language":
-            assert (
-                undeclared_language or _LABELS["de"][0] + ":" in prompt and "de" not in s.supported_languages
+            assert undeclared_language or (
+                _LABELS["de"][0] + ":" in prompt and "de" not in s.supported_languages
             )
         if role == "missing":
             assert i.args["answer"] is None
