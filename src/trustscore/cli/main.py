@@ -49,6 +49,7 @@ COMMAND_MODULES = (
     "trustscore.cli.rating",
     "trustscore.cli.demo",
     "trustscore.cli.operator",
+    "trustscore.cli.scope",
     "trustscore.reverify.cli",
 )
 
