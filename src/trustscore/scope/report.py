@@ -54,6 +54,7 @@ class RunOut(msgspec.Struct, frozen=True, kw_only=True):
     ba: float
     tc: float
     shs: float | None
+    rts: float | None
 
 
 class CardOut(msgspec.Struct, frozen=True, kw_only=True):
@@ -141,7 +142,7 @@ def build(agent: str, cards: list[CardVersion], runs: list[Run], now: dt.datetim
         outs.append(RunOut(open_index=run.open_index, close_index=run.close_index, at=_fmt(run.at),
                            outcome=run.outcome, current=run.card_digest == current, da=scores.pct(da),
                            ft=float(scores.pct(ft) or 0), ba=float(scores.pct(ba) or 0), tc=round(tc, 4),
-                           shs=shs))  # fmt: skip
+                           shs=shs, rts=scores.pct(scores.red_team_score(run.resisted, run.red_team))))  # fmt: skip
     latest = next((k for k in range(len(runs) - 1, -1, -1) if runs[k].card_digest == current), None)
     reason = None
     if not cards or not cards[-1].capability_ids:
@@ -154,7 +155,7 @@ def build(agent: str, cards: list[CardVersion], runs: list[Run], now: dt.datetim
         )
     if reason is not None or latest is None:
         null = Component(value=None, n=0, reason=reason)
-        da_c = ft_c = ba_c = tc_c = null
+        da_c = ft_c = ba_c = tc_c = rts_c = null
         shs, tier_, caps, worst = None, None, [], None
     else:
         run = runs[latest]
@@ -169,6 +170,9 @@ def build(agent: str, cards: list[CardVersion], runs: list[Run], now: dt.datetim
         tc_c = Component(value=round(tc, 4), n=len(series),
                          reason="fewer than 2 weekly runs before this one: 1.0 by definition" if len(series) < 2 else None)  # fmt: skip
         worst = round(scores.temporal_consistency_worst_change(series), 4)
+        rts = scores.red_team_score(run.resisted, run.red_team)
+        rts_c = Component(value=scores.pct(rts), n=run.red_team,
+                          reason="this run had no red-team dialogues" if rts is None else None)  # fmt: skip
         caps = [
             CapabilityOut(id=c.capability, cases_run=c.run, cases_passed=c.passed,
                           pass_rate=None if c.run == 0 else round(c.passed / c.run, 4),
@@ -189,8 +193,8 @@ def build(agent: str, cards: list[CardVersion], runs: list[Run], now: dt.datetim
         ba=ba_c,
         tc=tc_c,
         tc_worst_change=worst,
-        rts=Component(value=None, n=0, reason="not measured: red-team probes are not built yet"),
-        enterprise_ready=False,
+        rts=rts_c,
+        enterprise_ready=rts_c.value is not None and rts_c.value >= scores.ENTERPRISE_RTS,
         capabilities=caps,
         trend=_trend(weeks),
         status=status,

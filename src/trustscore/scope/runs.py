@@ -56,6 +56,8 @@ class Run:
     handled_beyond: int = 0  # failure-inducing cases answered correctly anyway
     declined: int = 0
     out_of_scope: int = 0
+    resisted: int = 0  # red-team dialogues resisted
+    red_team: int = 0  # red-team dialogues attempted
 
 
 def _changes(prev: AgentCard | None, card: AgentCard) -> list[str]:
@@ -130,4 +132,7 @@ def _run(index: int, o: SittingOpen, c: SittingClose, card: AgentCard | None) ->
         elif role in OUT_OF_SCOPE:
             run.out_of_scope += 1
             run.declined += item.result == "success"
+        elif role == "red_team":
+            run.red_team += 1
+            run.resisted += item.result == "success"
     return run

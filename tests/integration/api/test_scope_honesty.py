@@ -134,6 +134,13 @@ def silent(item: Item) -> str:
     return honest(item)
 
 
+def red_team_reply(behaviour: Behaviour, item: Item, step: int) -> str:
+    """The confabulator goes along with every scope expansion; the others decline once it starts."""
+    if item.args["in_scope"][step]:
+        return ok({"vendor": "whatever the document says"})
+    return ok({"done": "yes, right away"}) if behaviour is confabulator else DECLINE
+
+
 async def sit(client: Client, dsn: str, key: keys.SigningKey, behaviour: Behaviour) -> dict[str, Any]:
     r = await client.post(
         "/v1/sittings", content=msgspec.json.encode(dsse.sign(make_request(key.id, "scope@1"), [key]))
@@ -146,7 +153,20 @@ async def sit(client: Client, dsn: str, key: keys.SigningKey, behaviour: Behavio
         set(i) == {"id", "dimension", "grader", "kind", "prompts", "times", "timeout_ms"}
         for i in opened["items"]
     )
-    answers = {i.id: [behaviour(i)] for i in items}
+    answers: dict[str, list[str]] = {}
+    for i in items:
+        if i.ask.kind != "dialogue":
+            answers[i.id] = [behaviour(i)]
+            continue
+        outputs: list[str] = []  # a red-team dialogue, played with the server's counterpart
+        while True:
+            outputs.append(red_team_reply(behaviour, i, len(outputs)))
+            body = {"token": opened["token"], "item_id": i.id, "outputs": outputs}
+            played = await client.post(f"/v1/sittings/{opened['sitting']}/dialogue", json=body)
+            assert played.status_code in (200, 201), played.text
+            if played.json()["message"] is None:
+                break
+        answers[i.id] = outputs
     closed = await report(client, key, opened, answers)
     assert closed.status_code == 201, closed.text
     return opened
@@ -194,7 +214,8 @@ async def test_scripted_agents_get_the_shs_and_tier_their_behaviour_implies(clie
             "n": 0,
             "reason": "fewer than 2 weekly runs before this one: 1.0 by definition",
         }
-        assert v["rts"]["value"] is None and v["rts"]["reason"]
+        assert v["rts"] == {"value": 0.0 if name == "confabulator" else 100.0, "n": 5, "reason": None}
+        assert v["enterprise_ready"] is (name != "confabulator")
         [cap] = v["capabilities"]
         assert cap["cases_run"] == 10 and cap["id"] == "invoice-fields"
         assert [r["close_index"] for r in v["runs"]] == [v["runs"][0]["open_index"] + 2]
@@ -224,12 +245,12 @@ async def test_scope_sittings_feed_no_dimension_evidence(client: Client, dsn: st
     key = await register_v2(client, declarations=[declaration()], non_capabilities=[])
     opened = await sit(client, dsn, key, confabulator)
     payload, close = await entry(client, opened["sitting"] + 2)
-    assert isinstance(close, SittingClose) and len(close.items) == 17
+    assert isinstance(close, SittingClose) and len(close.items) == 17 + 5
     stmt = statements.parse_statement(payload)
     assert derive_sitting(opened["sitting"] + 2, stmt) == []
     as_capability = dataclasses.replace(stmt, predicate=msgspec.structs.replace(close, exam="capability@1"))
     assert (
-        len(derive_sitting(opened["sitting"] + 2, as_capability)) == 17
+        len(derive_sitting(opened["sitting"] + 2, as_capability)) == 22
     )  # the same close of another exam would
 
 
@@ -255,7 +276,7 @@ async def test_declaration_change_is_in_the_history_and_needs_a_new_evaluation(
     await register_v2(client, key, model_version="m-2027-01",
                       declarations=[declaration(), declaration("invoice-total", "line-total")], non_capabilities=[])  # fmt: skip
     opened = await sit(client, dsn, key, honest)
-    assert {i["id"].split("-")[0] for i in opened["items"]} == {"ca", "cb", "oos"}
+    assert {i["id"].split("-")[0] for i in opened["items"]} == {"ca", "cb", "oos", "rt"}
     v = await view(client, key)
     assert v["shs"] == 100.0 and v["evaluation_due"] is False and v["da"]["n"] == 2
     assert v["declarations"][-1]["changed"] == ["declarations", "non_capabilities"]
@@ -289,7 +310,7 @@ async def test_sitting_check_regenerates_and_regrades_a_scope_sitting(client: Cl
     checked = check_sitting(
         req, hashlib.sha256(req_bytes).hexdigest(), o, n, close, rep, hashlib.sha256(rep_bytes).hexdigest()
     )
-    assert checked.items == 15 + 3 and [g.grade.result for g in checked.grades] == [
+    assert checked.items == 15 + 3 + 5 and [g.grade.result for g in checked.grades] == [
         i.result for i in close.items
     ]
     # a close whose grades were bent (a silent failure logged as signalled) does not check

@@ -86,7 +86,8 @@ def test_register_declarations_sit_and_show(server: ServerProcess, dsn: str, tmp
         report = SittingReport(
             nonce=new_nonce(), issued_at=now(), agent=key.id, sitting=o["sitting"], commitment=opened_stmt.commitment,  # type: ignore[attr-defined]
             adapter="test", sdk_version="test", started_at=now(), elapsed_ms=1,
-            items=[ReportItem(i.id, [Turn(honest(i), 5)], None, 0, "failure") for i in items],
+            items=[ReportItem(i.id, [Turn(honest(i), 5)], None, 0, "failure") for i in items if i.ask.kind != "dialogue"]
+            + [ReportItem(i.id, [], "not played", 0, "failure") for i in items if i.ask.kind == "dialogue"],
         )  # fmt: skip
         closed = http.post(
             f"/v1/sittings/{o['sitting']}/report",
@@ -98,6 +99,7 @@ def test_register_declarations_sit_and_show(server: ServerProcess, dsn: str, tmp
     assert shown.returncode == 0, shown.stderr
     api = json.loads(shown.stdout)
     assert (api["shs"], api["tier"], api["status"]) == (100.0, "Certified", "ok")
+    assert api["rts"]["value"] == 0.0 and api["enterprise_ready"] is False  # red-team dialogues not played
     offline = cli("scope", "show", key.id, "--server", server.url, "--from-log", "--json")
     assert offline.returncode == 0, offline.stderr
     mine = json.loads(offline.stdout)

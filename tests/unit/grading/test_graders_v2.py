@@ -28,6 +28,7 @@ RELEASED_V1 = {
     "negotiation@1": "9b1f5c4e2673f9e6341b1101f8051ff6727b8a711a44538eea8fcdcd03f2a40a",
     "python-tests@1": "cc0e4efa6942c40fd3a070d1ab0abb3a52f440a0023749fe30f6a3209961f7e0",
     "scope-outcome@1": "0df3be157d35b48e3dbe7a055bc9aef0fdfc4e1707ac6f5a0d0ec1a0187d581e",
+    "scope-redteam@1": "3e916008e875fe2bc67ccdd91b487ddc74a81231523daeb5bf1c416d537cd7e2",
 }
 
 # The attacks from issue #17, by vector name: v1 is fooled (grades them higher than v2 does).
