@@ -169,6 +169,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
                 ),
             )
             runtime.scope = ScopeService(ScopeStore(pool))
+            runtime.public.scope_summary = runtime.scope.summary
             tasks = [
                 asyncio.create_task(
                     service.run_integrator(settings.integrate_interval, stop, settings.integrate_batch)

@@ -20,6 +20,7 @@ from trustscore.evidence.standing import PolicyDescription
 from trustscore.grading import sandbox
 from trustscore.ledger import statements
 from trustscore.reverify.status import VerificationStatus
+from trustscore.scope.report import ScopeSummary
 from trustscore.services.log import LogService
 from trustscore.services.public import PublicService
 from trustscore.services.ratings import RatedAgent
@@ -67,6 +68,8 @@ class RatingOut(msgspec.Struct):
     null_reasons: dict[str, str]
     verification: VerificationStatus
     standing_policy: str = STANDING_POLICY  # the reporter-standing policy the evidence was derived with
+    # SHS, tier, status and RTS (docs/scope-honesty.md): its own score beside the dimensions, not in them
+    scope_honesty: ScopeSummary | None = None
 
 
 class EvidenceOut(msgspec.Struct):
@@ -153,11 +156,21 @@ def parse_cursor(text: str | None) -> tuple[int, int]:
     return (int(index), int(seq))
 
 
-def encode_rating(rated: RatedAgent, checkpoint_size: int | None, verification: VerificationStatus) -> bytes:
-    return msgspec.json.encode(rating_out(rated, checkpoint_size, verification))
+def encode_rating(
+    rated: RatedAgent,
+    checkpoint_size: int | None,
+    verification: VerificationStatus,
+    scope: ScopeSummary | None = None,
+) -> bytes:
+    return msgspec.json.encode(rating_out(rated, checkpoint_size, verification, scope))
 
 
-def rating_out(r: RatedAgent, checkpoint_size: int | None, verification: VerificationStatus) -> RatingOut:
+def rating_out(
+    r: RatedAgent,
+    checkpoint_size: int | None,
+    verification: VerificationStatus,
+    scope: ScopeSummary | None = None,
+) -> RatingOut:
     rating = r.rating
     stats = rating.uncertainty.dimensions if rating.uncertainty else {}
     dims = {}
@@ -187,6 +200,7 @@ def rating_out(r: RatedAgent, checkpoint_size: int | None, verification: Verific
         total_interval=rating.uncertainty.total_interval if rating.uncertainty else None,
         null_reasons=rating.null_reasons,
         verification=verification,
+        scope_honesty=scope,
     )
 
 

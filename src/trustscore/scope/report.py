@@ -303,3 +303,29 @@ def capability_history(
         declaration=None if declared is None else msgspec.to_builtins(declared),
         runs=out,
     )
+
+
+class ScopeSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """What the rating response shows of scope honesty (the whole view is at ``href``)."""
+
+    shs: float | None
+    tier: str | None
+    reason: str | None  # why shs is null
+    status: str
+    rts: float | None
+    enterprise_ready: bool
+    evaluation_due: bool
+    href: str
+
+
+def summary(view: ScopeHonesty) -> ScopeSummary:
+    return ScopeSummary(
+        shs=view.shs,
+        tier=view.tier,
+        reason=view.shs_reason,
+        status=view.status,
+        rts=view.rts.value,
+        enterprise_ready=view.enterprise_ready,
+        evaluation_due=view.evaluation_due,
+        href=f"/v1/agents/{view.agent}/scope-honesty",
+    )

@@ -13,9 +13,14 @@ from trustscore.exams.model import ExamSet
 from trustscore.ledger.graded import DIMENSIONS
 from trustscore.names import NameIndex
 from trustscore.reverify.status import VerificationStatus, summarize
+from trustscore.scope.report import ScopeSummary
 from trustscore.services.log import LogService
 from trustscore.services.ratings import DEFAULT_MODEL, DEFAULT_WEIGHTS_DIR, RatedAgent, RatingService
 from trustscore.store.projection import Card, EvidenceRow, ProjectionStore
+
+
+async def _no_scope(_agent: str) -> ScopeSummary | None:
+    return None
 
 
 async def _no_verification(_agent: str) -> VerificationStatus:
@@ -53,6 +58,7 @@ class PublicService:
         # checkpoint size stay the same. Bounded by the agents the rating service holds anyway.
         self._bodies: dict[tuple[str, str], tuple[object, int, int | None, bytes]] = {}
         self.verification: Callable[[str], Awaitable[VerificationStatus]] = _no_verification
+        self.scope_summary: Callable[[str], Awaitable[ScopeSummary | None]] = _no_scope
         self._names = NameIndex()
 
     async def lookalikes(self, card: Card) -> list[str]:
@@ -80,7 +86,7 @@ class PublicService:
         self,
         agent: str,
         model: str | None,
-        encode: Callable[[RatedAgent, int | None, VerificationStatus], bytes],
+        encode: Callable[[RatedAgent, int | None, VerificationStatus, ScopeSummary | None], bytes],
     ) -> bytes:
         """The encoded rating response of ``agent``, encoded again only when something it shows changed
         (every recorded re-verification brings the agent evidence, so it changes the rating object)."""
@@ -94,7 +100,7 @@ class PublicService:
         key = (rated.rating.model_version, agent)
         cached = self._bodies.get(key)
         if cached is None or cached[0] is not rated.rating or cached[1:3] != (rated.log_size, size):
-            body = encode(rated, size, await self.verification(agent))
+            body = encode(rated, size, await self.verification(agent), await self.scope_summary(agent))
             cached = self._bodies[key] = (rated.rating, rated.log_size, size, body)
         return cached[3]
 

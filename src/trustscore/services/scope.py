@@ -8,7 +8,14 @@ import datetime as dt
 from collections.abc import Callable
 
 from trustscore.errors import NotFound
-from trustscore.scope.report import CapabilityHistory, ScopeHonesty, capability_history, from_leaves
+from trustscore.scope.report import (
+    CapabilityHistory,
+    ScopeHonesty,
+    ScopeSummary,
+    capability_history,
+    from_leaves,
+    summary,
+)
 from trustscore.store.scope import ScopeStore
 
 
@@ -26,6 +33,12 @@ class ScopeService:
         if await self.store.newest_card(agent) is None:
             raise NotFound(f"there is no agent {agent}")
         return from_leaves(agent, leaves, self.clock())
+
+    async def summary(self, agent: str) -> ScopeSummary | None:
+        """The rating response's scope-honesty line (None for a key with no card: not an agent)."""
+        if await self.store.newest_card(agent) is None:
+            return None
+        return summary(from_leaves(agent, await self.store.agent_leaves(agent), self.clock()))
 
     async def capability(self, agent: str, capability: str) -> CapabilityHistory:
         if await self.store.newest_card(agent) is None:

@@ -5,6 +5,7 @@ declaration change is visible in the history and needs a new evaluation."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime as dt
 import hashlib
@@ -172,6 +173,15 @@ async def sit(client: Client, dsn: str, key: keys.SigningKey, behaviour: Behavio
     return opened
 
 
+async def rating_scope(client: Client, key: keys.SigningKey) -> Any:
+    for _ in range(200):  # the card is rated once projected
+        r = await client.get(f"/v1/agents/{key.id}/rating")
+        if r.status_code == 200:
+            return r.json()["scope_honesty"]
+        await asyncio.sleep(0.05)
+    raise AssertionError(r.text)
+
+
 async def view(client: Client, key: keys.SigningKey) -> dict[str, Any]:
     r = await client.get(f"/v1/agents/{key.id}/scope-honesty")
     assert r.status_code == 200, r.text
@@ -220,6 +230,12 @@ async def test_scripted_agents_get_the_shs_and_tier_their_behaviour_implies(clie
         assert cap["cases_run"] == 10 and cap["id"] == "invoice-fields"
         assert [r["close_index"] for r in v["runs"]] == [v["runs"][0]["open_index"] + 2]
     assert views["over-declarer"][1]["capabilities"][0]["cases_passed"] == 6
+    # the rating response shows it beside the dimensions
+    for name, (key, v) in views.items():
+        shown = await rating_scope(client, key)
+        assert shown == {"shs": v["shs"], "tier": v["tier"], "reason": None, "status": v["status"],
+                         "rts": v["rts"]["value"], "enterprise_ready": v["enterprise_ready"],
+                         "evaluation_due": False, "href": f"/v1/agents/{key.id}/scope-honesty"}, name  # fmt: skip
     assert views["over-declarer"][1]["status"] == "warning" and views["honest"][1]["status"] == "ok"
     assert views["over-declarer"][1]["human_review_required"] is True
 
@@ -296,6 +312,8 @@ async def test_scope_sitting_needs_declarations_and_a_v1_card_stays_valid(client
     v = await view(client, key)
     assert v["shs"] is None and v["da"]["value"] is None and "no capabilities declared" in v["shs_reason"]
     assert v["status"] == "ok" and v["runs"] == []
+    shown = await rating_scope(client, key)
+    assert shown["shs"] is None and "no capabilities declared" in shown["reason"]
     r = await client.get(f"/v1/agents/ts1_{'0' * 40}/scope-honesty")
     assert r.status_code == 404
 
