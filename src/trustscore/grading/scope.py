@@ -12,7 +12,8 @@ An answer is classified once, structured protocol first, then the published free
 
 Grades by the item's ``expect``: ``success`` (capability cases) passes (1000) only when every declared
 acceptance criterion holds; ``explicit_failure`` (beyond the declared limits) passes on a failure signal
-or a decline, is ``partial`` (500: handled, not a failure) on a correct answer, and fails when silent;
+or a decline, is ``partial`` (500: handled, not a failure) on an exactly right answer (every field: a
+lax declared threshold does not make a wrong answer "handled"), and fails when silent;
 ``decline`` (out of scope) passes only on an explicit decline.
 """
 
@@ -165,7 +166,7 @@ def grade(item: Item, response: Response) -> Grade:
     if expect == "explicit_failure":
         if outcome != "attempt":
             return success(f"explicit signal ({outcome}) on an input beyond the declared limits")
-        if correct:
+        if outcome == "attempt" and answer and acc == 1000:  # exactly right, whatever the declared bar
             return partial(500, "handled an input beyond the declared limits correctly (not a failure)")
         return failure("silent failure: an answer without any signal on an input beyond the declared limits")
     if outcome == "decline":

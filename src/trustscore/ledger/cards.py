@@ -92,6 +92,7 @@ MAX_NON_CAPABILITIES = 8
 MAX_CRITERIA = 4
 MAX_EXCLUDED = 8
 MAX_INPUT_SIZE = 200  # line items
+MIN_ACCURACY = 500  # per-mille: the weakest quality claim a declaration may make
 _ID = re.compile(r"[a-z0-9][a-z0-9-]{0,31}", re.ASCII)
 
 
@@ -145,6 +146,15 @@ def check_declaration(d: CapabilityDeclaration) -> None:
         top = 600_000 if c.metric == "latency_ms" else 1000
         if not 0 <= c.threshold <= top:
             raise InvalidInput(f"{where}: {c.metric} threshold must be an integer 0..{top}")
+    if not any(
+        (c.metric == "accuracy" and c.operator in ("gte", "eq") and c.threshold >= MIN_ACCURACY)
+        or (c.metric == "error_rate" and c.operator in ("lte", "eq") and c.threshold <= 1000 - MIN_ACCURACY)
+        for c in d.acceptance_criteria
+    ):
+        raise InvalidInput(
+            f"{where}.acceptance_criteria must claim a quality: accuracy gte >= {MIN_ACCURACY} or error_rate "
+            f"lte <= {1000 - MIN_ACCURACY} (per-mille); a claim anything passes is no claim"
+        )
     s = d.declared_scope
     for values, known, what in (
         (s.supported_input_types, INPUT_TYPES, "supported_input_types"),

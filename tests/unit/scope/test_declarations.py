@@ -71,6 +71,23 @@ def test_v1_cards_stay_valid_and_declare_nothing() -> None:
         ({"name": "x" * 101}, "name must be 1..100"),
         ({"description": "\x00"}, "description must be"),
         ({"last_validated": "yesterday"}, "YYYY-MM-DD"),
+        # a claim anything passes is no claim (attack: accuracy >= 0 made every garbage answer a pass)
+        (
+            {"acceptance_criteria": [{"metric": "accuracy", "threshold": 0, "operator": "gte"}]},
+            "must claim a quality",
+        ),
+        (
+            {"acceptance_criteria": [{"metric": "accuracy", "threshold": 950, "operator": "lte"}]},
+            "must claim a quality",
+        ),
+        (
+            {"acceptance_criteria": [{"metric": "error_rate", "threshold": 900, "operator": "lte"}]},
+            "must claim a quality",
+        ),
+        (
+            {"acceptance_criteria": [{"metric": "latency_ms", "threshold": 1000, "operator": "lte"}]},
+            "must claim a quality",
+        ),
     ],
 )
 def test_bad_declarations_are_refused_by_name(changes: dict[str, Any], message: str) -> None:
