@@ -21,7 +21,16 @@ DECLARED = json.loads(Path(__file__).with_name("scope_declarations.json").read_t
 SCOPE = DECLARED["declared_scope"]
 LABELS = {  # vendor, invoice number, date, currency, total, description, quantity, unit price
     "en": ("Vendor", "Invoice number", "Date", "Currency", "Total", "Description", "Quantity", "Unit price"),
-    "de": ("Lieferant", "Rechnungsnummer", "Datum", "Währung", "Gesamtbetrag", "Beschreibung", "Menge", "Einzelpreis"),
+    "de": (
+        "Lieferant",
+        "Rechnungsnummer",
+        "Datum",
+        "Währung",
+        "Gesamtbetrag",
+        "Beschreibung",
+        "Menge",
+        "Einzelpreis",
+    ),
 }
 FIELDS = ("vendor", "invoice_number", "date", "currency", "total")
 VENDOR_LABELS = {"Vendor": "en", "Proveedor": "es", "Fournisseur": "fr", "Lieferant": "de", "Fornitore": "it",
@@ -119,7 +128,9 @@ def _respond(request: Any, check: bool) -> str:
     if said.startswith(TASKS):
         return _answer(said, kind, doc, check)
     if check:
-        return _reply("OUT_OF_SCOPE", reason=f"outside my declared scope: I only do {DECLARED['name'].lower()}")
+        return _reply(
+            "OUT_OF_SCOPE", reason=f"outside my declared scope: I only do {DECLARED['name'].lower()}"
+        )
     return _reply("OK", result={"answer": "Sure, done."})
 
 

@@ -83,6 +83,17 @@ class LogClient:
         entries: list[dict[str, Any]] = data["entries"]
         return entries
 
+    def outcome_stats(self, group_by: str, floor: int | None = None) -> Any:
+        """GET /v1/stats/outcomes (docs/evidence-ladder.md)."""
+        params: dict[str, Any] = {"group_by": group_by}
+        if floor is not None:
+            params["floor"] = floor
+        return self._json("GET", "/v1/stats/outcomes", params=params)
+
+    def submit_work_record(self, envelope: Any) -> Any:
+        """POST one signed work-record/v1 envelope to /v1/work-records."""
+        return self._json("POST", "/v1/work-records", content=msgspec.json.encode(envelope))
+
     def checkpoint(self) -> str:
         return self._request("GET", "/v1/log/checkpoint").text
 

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import msgspec
 
 from trustscore.errors import ConfigError
+from trustscore.ladder.rule import RULES as LADDER_RULES
 
 ENV_PREFIX = "TRUSTSCORE_"
 
@@ -58,6 +59,9 @@ class Settings:
     reverify_interval: Seconds = 86_400.0  # TRUSTSCORE_REVERIFY_INTERVAL: scheduled runs (0: after reports)
     reverify_k: Count = 10  # TRUSTSCORE_REVERIFY_K: public items re-asked per run
     reverify_k_private: Count = 3  # TRUSTSCORE_REVERIFY_K_PRIVATE: private items asked per run
+    reverify_k_fresh: Annotated[int, msgspec.Meta(ge=0, le=16)] = (
+        3  # TRUSTSCORE_REVERIFY_K_FRESH: fresh items
+    )
     reverify_deadline: Interval = 120.0  # TRUSTSCORE_REVERIFY_DEADLINE: seconds a whole run may take
     outbound_allow_loopback: bool = (
         False  # TRUSTSCORE_OUTBOUND_ALLOW_LOOPBACK: let outbound calls reach 127/8
@@ -72,6 +76,9 @@ class Settings:
     sitting_deadline: Interval = 3600.0  # TRUSTSCORE_SITTING_DEADLINE: seconds to report a fresh sitting
     sitting_max_open: Positive = 4  # TRUSTSCORE_SITTING_MAX_OPEN: sittings one agent may hold open at once
     sitting_sweep_interval: Interval = 5.0  # TRUSTSCORE_SITTING_SWEEP_INTERVAL: expiry sweeps
+    # TRUSTSCORE_LADDER_RULE: the rung rule new ladder rows are written under (docs/evidence-ladder.md)
+    ladder_rule: Annotated[str, msgspec.Meta(max_length=64)] = "ladder-rule@1"
+    stats_floor: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 20  # TRUSTSCORE_STATS_FLOOR: min group n
 
     @property
     def log_key_file(self) -> Path:
@@ -115,7 +122,7 @@ def convert(values: dict[str, Any]) -> Settings:
         raise ConfigError(f"unknown setting {unknown[0]}")
     plain = {k: str(v) if isinstance(v, Path) else v for k, v in values.items()}
     try:
-        return msgspec.convert(plain, Settings, strict=False, dec_hook=_path)
+        converted = msgspec.convert(plain, Settings, strict=False, dec_hook=_path)
     except msgspec.ValidationError as exc:
         message = str(exc)
         name = message.rsplit("$.", 1)[-1].strip("`") if "$." in message else "?"
@@ -124,6 +131,12 @@ def convert(values: dict[str, Any]) -> Settings:
         raise ConfigError(
             f"setting {name} ({env_name(name)}) = {given!r}: {problem[:1].lower()}{problem[1:]}"
         ) from exc
+    if converted.ladder_rule not in LADDER_RULES:
+        raise ConfigError(
+            f"setting ladder_rule ({env_name('ladder_rule')}) = {converted.ladder_rule!r}: "
+            f"not a known rule ({', '.join(sorted(LADDER_RULES))})"
+        )
+    return converted
 
 
 def from_env(env: dict[str, str] | None = None) -> Settings:

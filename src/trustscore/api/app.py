@@ -18,6 +18,7 @@ from trustscore import __version__
 from trustscore.api.addresses import ENTRY_ROUTES, client_address
 from trustscore.api.attestation_routes import AttestationController
 from trustscore.api.evidence_routes import EvidenceController
+from trustscore.api.ladder_routes import LadderController
 from trustscore.api.log_routes import LogController
 from trustscore.api.problems import EXCEPTION_HANDLERS
 from trustscore.api.public_routes import PublicController
@@ -32,6 +33,7 @@ from trustscore.services import logkey, service_keys, snapshots
 from trustscore.services.attestations import AttestationService
 from trustscore.services.grading_queue import QueueLimits
 from trustscore.services.intake import Intake
+from trustscore.services.ladder import LadderService
 from trustscore.services.log import LogService
 from trustscore.services.metrics import Metrics
 from trustscore.services.projector import Projector
@@ -44,6 +46,7 @@ from trustscore.services.sittings import SittingConfig, SittingService
 from trustscore.settings import Settings
 from trustscore.store import db
 from trustscore.store.attestations import AttestationStore
+from trustscore.store.ladder import LadderStore
 from trustscore.store.log import LogStore
 from trustscore.store.projection import ProjectionStore
 from trustscore.store.reverify import ReverifyStore
@@ -64,6 +67,7 @@ class Runtime:
     projector: Projector | None = None
     attestations: AttestationService | None = None
     sittings: SittingService | None = None
+    ladder: LadderService | None = None
     scope: ScopeService | None = None
     sandbox: sandbox.Isolation | None = None
     ready: bool = False
@@ -117,7 +121,14 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             service.trust_own_key(reverify_key)
             projections = ProjectionStore(pool)
             ratings = RatingService(projections, load_models(), runtime.metrics)
-            projector = Projector(store, projections, log_key.public_key, ratings)
+            projector = Projector(
+                store,
+                projections,
+                log_key.public_key,
+                ratings,
+                ladder_rule=settings.ladder_rule,
+                ladder=LadderStore(pool),
+            )
             await projector.load()
             await projector.catch_up()
             exam_dirs = ExamDirs.from_env()
@@ -139,6 +150,8 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
                 ),
             )
             runtime.public = PublicService(service, projections, ratings, exam_dirs)
+            runtime.ladder = LadderService(LadderStore(pool), projections, settings.stats_floor)
+            runtime.public.ladder = runtime.ladder.dimensions
             runtime.attestations = AttestationService(runtime.public, AttestationStore(pool), service_key)
             reverifier = Reverifier(
                 service,
@@ -148,6 +161,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
                 ReverifyConfig(
                     k=settings.reverify_k,
                     k_private=settings.reverify_k_private,
+                    k_fresh=settings.reverify_k_fresh,
                     deadline_s=settings.reverify_deadline,
                     interval=settings.reverify_interval,
                     policy=OutboundPolicy(
@@ -241,6 +255,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             PublicController,
             AttestationController,
             SittingController,
+            LadderController,
             ScopeController,
             health,
             ready,
@@ -252,6 +267,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             "public": provide("public"),
             "attestations": provide("attestations"),
             "sittings": provide("sittings"),
+            "ladder": provide("ladder"),
             "scope_honesty": provide("scope"),
             "max_page": Provide(lambda: settings.max_page, sync_to_thread=False),
         },

@@ -18,9 +18,12 @@ from trustscore.errors import InvalidInput, StorageError
 from trustscore.evidence.standing import POLICY_VERSION as STANDING_POLICY
 from trustscore.evidence.standing import PolicyDescription
 from trustscore.grading import sandbox
+from trustscore.ladder.rows import LadderRow
+from trustscore.ladder.stats import Distribution
 from trustscore.ledger import statements
 from trustscore.reverify.status import VerificationStatus
 from trustscore.scope.report import ScopeSummary
+from trustscore.services.ladder import LadderService
 from trustscore.services.log import LogService
 from trustscore.services.public import PublicService
 from trustscore.services.ratings import RatedAgent
@@ -48,6 +51,9 @@ class DimensionOut(msgspec.Struct):
     n_eff: float | None
     interval: tuple[float, float] | None
     null_reason: str | None
+    # The rung distribution of this dimension's evidence and its verified share (rung >= 3), with n
+    # (docs/evidence-ladder.md); null when no evidence item of the dimension has a rung.
+    ladder: Distribution | None = None
 
 
 class RatingOut(msgspec.Struct):
@@ -83,6 +89,8 @@ class EvidenceOut(msgspec.Struct):
     at: str
     issuer: str | None
     extra_weight: float
+    rung: int | None = None  # the item's rung on the evidence ladder (docs/evidence-ladder.md)
+    rung_rule: str | None = None  # the rule version the rung was written under
 
 
 class EvidencePage(msgspec.Struct):
@@ -146,6 +154,10 @@ Log = NamedDependency[LogService]
 Model = Annotated[str | None, QueryParameter(description="model version (default trustscore-v2)")]
 
 
+def _rung(row: LadderRow | None) -> tuple[int | None, str | None]:
+    return (None, None) if row is None else (row.rung, row.rule)
+
+
 def parse_cursor(text: str | None) -> tuple[int, int]:
     """An evidence cursor ``index.seq``; before everything when absent."""
     if text is None:
@@ -160,15 +172,17 @@ def encode_rating(
     rated: RatedAgent,
     checkpoint_size: int | None,
     verification: VerificationStatus,
+    ladder: dict[str, Distribution] | None = None,
     scope: ScopeSummary | None = None,
 ) -> bytes:
-    return msgspec.json.encode(rating_out(rated, checkpoint_size, verification, scope))
+    return msgspec.json.encode(rating_out(rated, checkpoint_size, verification, ladder, scope))
 
 
 def rating_out(
     r: RatedAgent,
     checkpoint_size: int | None,
     verification: VerificationStatus,
+    ladder: dict[str, Distribution] | None = None,
     scope: ScopeSummary | None = None,
 ) -> RatingOut:
     rating = r.rating
@@ -182,6 +196,7 @@ def rating_out(
             n_eff=s.n_eff if s else None,
             interval=s.interval if s else None,
             null_reason=rating.null_reasons.get(f"dimensions.{name}"),
+            ladder=(ladder or {}).get(name),
         )
     return RatingOut(
         agent=rating.agent,
@@ -256,14 +271,17 @@ class PublicController(Controller):
     async def evidence(
         self,
         public: Public,
+        ladder: NamedDependency[LadderService],
         agent_id: FromPath[str],
         after: Annotated[
             str | None, QueryParameter(description="the previous page's `next` cursor (INDEX.SEQ)")
         ] = None,
         limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
     ) -> EvidencePage:
-        """The evidence items about an agent in log order, each with the log index that proves it, paged."""
+        """The evidence items about an agent in log order, each with the log index that proves it and its
+        rung on the evidence ladder, paged."""
         rows = await public.evidence(agent_id, parse_cursor(after), limit)
+        rungs = await ladder.rungs(agent_id, [(r.index, r.seq) for r in rows])
         items = [
             EvidenceOut(
                 r.index,
@@ -276,6 +294,7 @@ class PublicController(Controller):
                 statements.format_time(r.item.at),
                 r.item.issuer,
                 r.item.extra_weight,
+                *_rung(rungs.get((r.index, r.seq))),
             )
             for r in rows
         ]

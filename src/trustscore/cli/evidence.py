@@ -18,6 +18,8 @@ from trustscore.errors import InvalidInput, VerificationError
 from trustscore.evidence.jsonl import evidence_jsonl, snapshots_jsonl
 from trustscore.evidence.projection import ProjectionState, project
 from trustscore.evidence.standing import POLICY_VERSION as STANDING_POLICY
+from trustscore.ladder.jsonl import ladder_jsonl
+from trustscore.ladder.rule import CURRENT_RULE, check_rule
 from trustscore.ledger import checkpoint, merkle
 
 
@@ -33,17 +35,26 @@ def register(sub: Any) -> None:
     e.add_argument("--model", help="keep only rating snapshots of this model (as the server does per model)")
     e.add_argument("--evidence-out", type=Path, required=True, help="evidence JSONL file, or - for stdout")
     e.add_argument("--snapshots-out", type=Path, required=True, help="snapshot JSONL file, or - for stdout")
+    e.add_argument(
+        "--ladder-out",
+        type=Path,
+        help="also write every evidence item's rung as ladder JSONL (evidence-ladder)",
+    )
+    e.add_argument(
+        "--ladder-rule", default=CURRENT_RULE, help="the rung rule the ladder rows are derived under"
+    )
     common.add_json(e)
     e.set_defaults(func=run_export)
 
 
-def run_export(args: argparse.Namespace) -> int:
-    if str(args.evidence_out) == str(args.snapshots_out) == common.STDIO:
-        raise InvalidInput("only one of --evidence-out and --snapshots-out can be - (stdout)")
-    verifier = common.verifier(args.verifier_key)
-    with LogClient(args.server) as client:
+def verified_log(
+    server: str, verifier_key: str, size: int | None
+) -> tuple[int, int, list[tuple[int, bytes]]]:
+    """Every entry of the server's checkpoint, checked against it: (checkpoint size, size, entries)."""
+    verifier = common.verifier(verifier_key)
+    with LogClient(server) as client:
         cp = checkpoint.open_checkpoint(client.checkpoint(), verifier, None)
-        size = cp.size if args.size is None else args.size
+        size = cp.size if size is None else size
         if not 0 <= size <= cp.size:
             raise InvalidInput(f"--size must be 0..{cp.size} (the checkpoint's size)")
         entries = client.entries(0, cp.size)
@@ -54,25 +65,39 @@ def run_export(args: argparse.Namespace) -> int:
         raise VerificationError(
             "the entries do not hash to the checkpoint's root: the server's log is not its checkpoint"
         )
-    state = ProjectionState(verifier.public_key)
+    return cp.size, size, entries
+
+
+def run_export(args: argparse.Namespace) -> int:
+    outs = [str(p) for p in (args.evidence_out, args.snapshots_out, args.ladder_out) if p is not None]
+    if outs.count(common.STDIO) > 1:
+        raise InvalidInput("only one of --evidence-out, --snapshots-out and --ladder-out can be - (stdout)")
+    check_rule(args.ladder_rule)
+    verifier = common.verifier(args.verifier_key)
+    cp_size, size, entries = verified_log(args.server, args.verifier_key, args.size)
+    state = ProjectionState(verifier.public_key, ladder_rule=args.ladder_rule)
     out = project(entries[:size], state, verify=True)
     snaps = [
         s.snapshot for s in out.snapshots if args.model is None or s.snapshot.model_version == args.model
     ]
     common.write_bytes(args.evidence_out, evidence_jsonl(out.evidence), "evidence file")
     common.write_bytes(args.snapshots_out, snapshots_jsonl(snaps), "snapshots file")
+    if args.ladder_out is not None:
+        common.write_bytes(args.ladder_out, ladder_jsonl(out.ladder), "ladder file")
     common.emit(
         args,
         {
-            "checkpoint_size": cp.size,
+            "checkpoint_size": cp_size,
             "exported": [0, size],
             "standing_policy": STANDING_POLICY,
             "evidence_items": len(out.evidence),
             "snapshots": len(snaps),
+            "ladder_rows": len(out.ladder),
+            "ladder_rule": args.ladder_rule,
             "not_counted": [{"index": index, "reason": reason} for index, reason in out.rejected],
         },
         [
-            f"verified {cp.size} entries against checkpoint {cp.size}; exported [0, {size})",
+            f"verified {cp_size} entries against checkpoint {cp_size}; exported [0, {size})",
             f"derived with reporter-standing policy {STANDING_POLICY} (docs/methodology.md)",
             f"evidence items: {len(out.evidence)}, snapshots: {len(snaps)}, "
             f"entries not counted: {len(out.rejected)}",

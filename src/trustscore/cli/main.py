@@ -49,6 +49,8 @@ COMMAND_MODULES = (
     "trustscore.cli.rating",
     "trustscore.cli.demo",
     "trustscore.cli.operator",
+    "trustscore.cli.ladder",
+    "trustscore.cli.sessions",
     "trustscore.cli.scope",
     "trustscore.reverify.cli",
 )

@@ -19,6 +19,7 @@ from trustscore.errors import UnsupportedKind
 from trustscore.evidence.reporters import ReporterWeights, no_snapshots
 from trustscore.evidence.standing import POOL_ISSUER, Standing
 from trustscore.exams import sitting_mapping
+from trustscore.ladder import work
 from trustscore.ledger.approvals import MARKETPLACE_APPROVAL
 from trustscore.ledger.cards import AGENT_CARD, AGENT_CARD_V2
 from trustscore.ledger.events import Event, EventName
@@ -29,6 +30,7 @@ from trustscore.ledger.service_card import SERVICE_CARD
 from trustscore.ledger.settlements import Settlement
 from trustscore.ledger.snapshots import RATING_SNAPSHOT, RatingSnapshot
 from trustscore.ledger.statements import PREDICATE_PREFIX, ParsedStatement, parse_time
+from trustscore.ledger.work_records import WorkRecord
 from trustscore.reverify.mapping import derive_reverification
 from trustscore.scoring.inputs import EvidenceBatch, EvidenceItem, Result, Snapshot
 
@@ -111,6 +113,9 @@ def derive(entry_index: int, statement: ParsedStatement, context: Context) -> li
         return _by_standing(p.reporter, entry_index, _settlement(entry_index, p, context), context)
     if isinstance(p, Event):
         return _by_standing(p.marketplace, entry_index, [_event(entry_index, p, context)], context)
+    if isinstance(p, WorkRecord):  # docs/evidence-ladder.md
+        items = work.derive_work_record(entry_index, p, context.reporter_weight)
+        return _by_standing(p.reporter, entry_index, items, context)
     if isinstance(p, Reverification):
         return _standing(derive_reverification(entry_index, statement), context)
     if statement.kind.name in sitting_mapping.SITTING_KINDS:  # the server's own grades of a sitting

@@ -19,6 +19,8 @@ from trustscore.evidence.derive import Context, DerivedEvidence, derive, derive_
 from trustscore.evidence.reporters import REPORTER_MODEL as REPORTER_MODEL
 from trustscore.evidence.reporters import ReporterWeights
 from trustscore.evidence.standing import POOL_ISSUER, Standing
+from trustscore.ladder.rows import LadderRow, ladder_rows
+from trustscore.ladder.rule import CURRENT_RULE
 from trustscore.ledger import audit, keys, kinds_all
 from trustscore.ledger.admission import Registration, admit, registration_of
 from trustscore.ledger.approvals import MarketplaceApproval
@@ -43,6 +45,9 @@ class Projected:
     evidence: list[DerivedEvidence] = field(default_factory=list)
     snapshots: list[SnapshotRow] = field(default_factory=list)
     rejected: list[tuple[int, str]] = field(default_factory=list)  # offline: entries that do not count
+    ladder: list[LadderRow] = field(
+        default_factory=list
+    )  # every evidence item's rung (docs/evidence-ladder.md)
 
     @property
     def agents(self) -> set[str]:
@@ -58,6 +63,7 @@ class ProjectionState:
     standing: Standing = field(default_factory=Standing)
     registry: dict[str, Registration] = field(default_factory=dict)
     next_index: int = 0
+    ladder_rule: str = CURRENT_RULE  # the rung rule new ladder rows are written under
 
     @property
     def log_key_id(self) -> str:
@@ -119,7 +125,9 @@ def project(
             if verify:
                 state.registry.setdefault(reg.id, reg)
             continue
-        out.evidence.extend(derive(index, stmt, context))
+        items = derive(index, stmt, context)
+        out.evidence.extend(items)
+        out.ladder.extend(ladder_rows(index, stmt, items, state.ladder_rule))
         if isinstance(stmt.predicate, RatingSnapshot):
             adjusted = {r.agent: r.adjusted for r in stmt.predicate.ratings}
             out.snapshots.extend(SnapshotRow(index, s, adjusted[s.agent]) for s in derive_snapshots(stmt))

@@ -21,6 +21,7 @@ import contextlib
 import gc
 import importlib
 import io
+import itertools
 import json
 import os
 import resource
@@ -270,8 +271,15 @@ ISOLATION = ("user_namespace", "pid_namespace", "mount_namespace", "network_name
 DEFAULT_DISK_KB = 16 * 1024
 
 
+def _gaps(keep: list[int]) -> list[tuple[int, int]]:
+    """The descriptor ranges between and after the sorted ``keep`` (for ``os.closerange``)."""
+    return [(a + 1, b) for a, b in itertools.pairwise(keep)] + [(keep[-1] + 1, 1 << 20)]
+
+
 def _pid1(req_r: int, res_w: int, lifeline: int) -> None:
     """PID 1 of the new namespaces: confine itself for good, then wait for a request and run it."""
+    for low, high in ((3, min(req_r, res_w, lifeline)), *_gaps(sorted((req_r, res_w, lifeline)))):
+        os.closerange(low, high)  # the launcher's control socket and whatever else the zygote held
     _isolate.drop_capabilities()
     _isolate.prctl(_isolate.PR_SET_PDEATHSIG, signal.SIGKILL)  # after the last credential change
     if select.select([lifeline], [], [], 0)[0]:  # the launcher died before we could notice
@@ -290,6 +298,7 @@ def _pid1(req_r: int, res_w: int, lifeline: int) -> None:
     child = os.fork()
     if child == 0:
         _isolate.prctl(_isolate.PR_SET_PDEATHSIG, signal.SIGKILL)
+        _isolate.install_seccomp(candidate=True)  # one process, one thread, no timer: see _isolate
         _run_candidate(request, res_w, {**dict.fromkeys(ISOLATION, True), "landlock": landlock}, "/work")
     os.close(res_w)
     _, status = os.waitpid(child, 0)
@@ -491,8 +500,17 @@ def _weak_network() -> bool:
     return True
 
 
+def _fixed_layout() -> None:
+    """``id()``, the default ``hash()`` and ``repr()`` of objects are addresses: without address space
+    randomisation (and with the same argv, environment and history) they are the same in every zygote,
+    so after a restart too. Re-executes the zygote once with randomisation off, when the kernel lets it."""
+    if not _isolate.layout_fixed() and _isolate.fix_layout():
+        os.execv(sys.executable, [sys.executable, "-S", "-s", "-B", *sys.argv])  # noqa: S606 - ourselves
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["zygote"]:
+        _fixed_layout()
         zygote(int(sys.argv[2]), int(sys.argv[3]))
     else:
         weak()

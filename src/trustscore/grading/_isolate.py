@@ -50,6 +50,10 @@ _libc.unshare.argtypes = [ctypes.c_int]
 _libc.sethostname.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
 _libc.syscall.restype = ctypes.c_long
 
+# Refused to the candidate process only (a second filter after PID 1 forked it): no second process or
+# thread (so its memory is one address space under RLIMIT_AS, and no schedule decides its result) and
+# no interval timer (a clock it could count against). A SIGXCPU handler is refused for the same reason.
+CANDIDATE_DENIED = ("clone", "fork", "vfork", "alarm", "setitimer", "timer_create", "timerfd_create")
 # x86_64 system call numbers. Other architectures: no seccomp filter (the sandbox reports it missing).
 ARCH_X86_64 = 0xC000003E
 SYS = {
@@ -63,12 +67,18 @@ SYS = {
     "bpf": 321, "execveat": 322, "userfaultfd": 323, "kexec_file_load": 320, "io_uring_setup": 425,
     "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430,
     "fsconfig": 431, "fsmount": 432, "fspick": 433, "clone3": 435, "pidfd_getfd": 438,
-    "mount_setattr": 442,
+    "mount_setattr": 442, "fork": 57, "vfork": 58, "alarm": 37, "setitimer": 38, "timer_create": 222,
+    "timerfd_create": 283, "rt_sigaction": 13,
 }  # fmt: skip
 # Refused with EPERM. getrandom and clone3 get ENOSYS so that CPython and glibc fall back to
 # /dev/urandom (a fixed stream inside the sandbox) and to clone(2) (whose flags the filter checks).
-DENIED = sorted({n for name, n in SYS.items() if name not in ("clone", "getrandom", "clone3")})
+DENIED = sorted(
+    SYS[name]
+    for name in SYS
+    if name not in ("clone", "getrandom", "clone3", *CANDIDATE_DENIED, "rt_sigaction")
+)
 ENOSYS_CALLS = (SYS["getrandom"], SYS["clone3"])
+SIGXCPU = 24
 EPERM, ENOSYS = 1, 38
 
 
@@ -155,15 +165,55 @@ def _filter() -> bytes:
     return b"".join(struct.pack("HBBI", *ins) for ins in prog)
 
 
-def install_seccomp() -> None:
-    """Refuse namespace, mount, exec, socket, tracing, keyring, bpf and io_uring calls for good."""
+def _candidate_filter() -> bytes:
+    ld, jeq, ret = 0x20, 0x15, 0x06
+    allow, errno_, kill = 0x7FFF0000, 0x00050000, 0x80000000
+    prog: list[tuple[int, int, int, int]] = [
+        (ld, 0, 0, 4),  # seccomp_data.arch
+        (jeq, 1, 0, ARCH_X86_64),
+        (ret, 0, 0, kill),
+        (ld, 0, 0, 0),  # seccomp_data.nr
+        (jeq, 0, 4, SYS["rt_sigaction"]),
+        (ld, 0, 0, 16),  # low half of the signal number
+        (jeq, 0, 1, SIGXCPU),
+        (ret, 0, 0, errno_ | EPERM),
+        (ret, 0, 0, allow),
+    ]
+    for name in CANDIDATE_DENIED:
+        prog += [(jeq, 0, 1, SYS[name]), (ret, 0, 0, errno_ | EPERM)]
+    prog.append((ret, 0, 0, allow))
+    return b"".join(struct.pack("HBBI", *ins) for ins in prog)
+
+
+def install_seccomp(*, candidate: bool = False) -> None:
+    """Refuse namespace, mount, exec, socket, tracing, keyring, bpf and io_uring calls for good; with
+    ``candidate``, add the candidate's own filter (no process, thread or timer; see CANDIDATE_DENIED)."""
     if not seccomp_available():
         raise OSError(ENOSYS, f"seccomp filter: no system call table for {platform.machine()}")
-    code = _filter()
+    code = _candidate_filter() if candidate else _filter()
     buf = ctypes.create_string_buffer(code, len(code))
     prog = _SockFprog(len(code) // 8, ctypes.cast(buf, ctypes.c_void_p))
     prctl(PR_SET_NO_NEW_PRIVS, 1)
     _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0), "seccomp")
+
+
+ADDR_NO_RANDOMIZE = 0x0040000
+_libc.personality.argtypes = [ctypes.c_ulong]
+
+
+def layout_fixed() -> bool:
+    """Whether address space layout randomisation is off for this process."""
+    current = int(_libc.personality(0xFFFFFFFF))
+    return current >= 0 and bool(current & ADDR_NO_RANDOMIZE)
+
+
+def fix_layout() -> bool:
+    """Turn randomisation off from the next exec on (the caller then re-executes itself); False if the
+    kernel (or a container's filter) refuses, which leaves addresses random: a documented limit."""
+    current = int(_libc.personality(0xFFFFFFFF))
+    if current < 0 or int(_libc.personality(current | ADDR_NO_RANDOMIZE)) < 0:
+        return False
+    return layout_fixed()
 
 
 class _SockFprog(ctypes.Structure):

@@ -19,7 +19,7 @@ from trustscore.ledger import keys, statements
 from trustscore.ledger.cards import card_subject, controller_facts
 from trustscore.ledger.statements import Facts, Kind, Predicate, Statement, check_text, register
 
-PartyRole = Literal["counterparty", "marketplace"]
+PartyRole = Literal["counterparty", "marketplace", "ci"]  # ci: confirms work records (evidence-ladder)
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}", re.ASCII)
 
 

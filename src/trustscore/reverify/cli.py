@@ -21,7 +21,7 @@ from trustscore.errors import VerificationError
 from trustscore.exams.report import ExamReport
 from trustscore.ledger import checkpoint, note
 from trustscore.ledger.reverification import Reverification
-from trustscore.reverify import sampling
+from trustscore.reverify import fresh, sampling
 from trustscore.verifying import VerifyingClient
 
 
@@ -38,14 +38,16 @@ def register(sub: Any) -> None:
     c.set_defaults(func=run_check)
 
 
-def _reverification(log: VerifyingClient, cp: checkpoint.Checkpoint, index: int) -> Reverification:
-    """The re-verification at ``index``, signed by a log-co-signed service key with the reverify role."""
+def _reverification(
+    log: VerifyingClient, cp: checkpoint.Checkpoint, index: int
+) -> tuple[Reverification, bytes]:
+    """The re-verification at ``index`` and its signer's key: a log-co-signed service key with the
+    reverify role."""
     entry = log.entry(cp, index)
     r = entry.checked.statement.predicate
     if not isinstance(r, Reverification):
         raise VerificationError(f"entry {index} is not a reverification/v1 statement")
-    log.service_key(cp, r.verifier, "reverify")
-    return r
+    return r, log.service_key(cp, r.verifier, "reverify")
 
 
 def _report(log: VerifyingClient, cp: checkpoint.Checkpoint, r: Reverification) -> tuple[ExamReport, bytes]:
@@ -66,13 +68,14 @@ class Checked:
     checkpoint_size: int  # the signed checkpoint everything was proven against
     statement: Reverification
     sample: list[str]
+    fresh: int = 0  # fresh items whose generation was rechecked
 
 
 def check(client: LogClient, log_key: note.Verifier, index: int) -> Checked:
     """Prove and recheck the re-verification at ``index``; raise naming the first thing that fails."""
     log = VerifyingClient(client, log_key)
     cp = log.checkpoint()
-    r = _reverification(log, cp, index)
+    r, reverifier_key = _reverification(log, cp, index)
     report, report_hash = _report(log, cp, r)
     root = canonical.b64decode(r.checkpoint_root, what="checkpoint_root")
     log.root_at(cp, r.checkpoint_size, root)
@@ -85,7 +88,11 @@ def check(client: LogClient, log_key: note.Verifier, index: int) -> Checked:
         checkpoint_root=root,
         statement=r,
     )
-    return Checked(cp.size, r, sample)
+    recorded = [
+        (p.exam, p.item_id, p.exam_digest) for p in r.private_items if p.item_id.startswith(fresh.ITEM_PREFIX)
+    ]
+    fresh.check(f"{r.exam}@{r.exam_version}", bytes.fromhex(r.seed), recorded, reverifier_key)
+    return Checked(cp.size, r, sample, len(recorded))
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -103,6 +110,7 @@ def run_check(args: argparse.Namespace) -> int:
             "report_index": r.report_index,
             "seed_size": r.checkpoint_size,
             "sample": done.sample,
+            "fresh_items": done.fresh,
             "outcome": r.outcome,
             "matched_millis": r.matched_millis,
         },
@@ -111,6 +119,7 @@ def run_check(args: argparse.Namespace) -> int:
             f"entry {args.index}: reverification by {r.verifier} of report {r.report_index}, signatures verified",
             f"seed: root of size {r.checkpoint_size} proven consistent with checkpoint {done.checkpoint_size}",
             f"sample: {len(done.sample)} items recomputed and equal: {', '.join(done.sample)}",
+            f"fresh: {done.fresh} generated items recomputed from the re-verifier's signatures",
             f"outcome: {r.outcome} ({r.matched_millis / 10:.1f}% of sampled items matched)",
         ],
     )

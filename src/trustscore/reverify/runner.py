@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import msgspec
 
 from trustscore.errors import InvalidInput, VerificationError
+from trustscore.exams.forms import sitting_exam
 from trustscore.exams.model import ExamSet
 from trustscore.exams.report import ExamReport
 from trustscore.grading import Item, Response, grade_item
@@ -30,6 +31,7 @@ from trustscore.ledger.reverification import (
     run_nonce,
 )
 from trustscore.reverify import compare, sampling, status
+from trustscore.reverify.fresh import FreshItem
 from trustscore.sdk.adapters import AgentFailure, AgentRequest
 from trustscore.sdk.outbound import (
     OutboundFailed,
@@ -131,8 +133,10 @@ def run_once(
     k_private: int = 0,
     *,
     deadline_s: float | None = None,
+    fresh_items: Sequence[FreshItem] = (),
 ) -> RunResult:
-    """Ask ``endpoint`` the ``k`` sampled items of ``report`` and ``k_private`` sampled private items.
+    """Ask ``endpoint`` the ``k`` sampled items of ``report``, ``k_private`` sampled private items and the
+    run's ``fresh_items`` (:mod:`trustscore.reverify.fresh`), recorded as private items after the others.
 
     ``graded_items`` is the server's graded evidence for the report (the reported grades). Never raises
     for anything the endpoint does; items past ``deadline_s`` (seconds) are recorded as not asked.
@@ -178,6 +182,22 @@ def run_once(
                     item_id=pitem.id,
                     dimension=pitem.dimension,
                     grader=pitem.grader,
+                    value_millis=None if grade is None else grade.value,
+                    result="failure" if grade is None else grade.result,
+                    error=_error(response.error),
+                )
+            )
+        fresh_exam = sitting_exam(exam, [f.item for f in fresh_items]) if fresh_items else exam
+        for fresh in fresh_items:
+            response = asker.ask(fresh_exam, fresh.item)
+            grade = grade_item(fresh.item, response) if response.turns else None
+            private_items.append(
+                PrivateItem(
+                    exam=fresh.generator,
+                    exam_digest=fresh.digest,
+                    item_id=fresh.item.id,
+                    dimension=fresh.item.dimension,
+                    grader=fresh.item.grader,
                     value_millis=None if grade is None else grade.value,
                     result="failure" if grade is None else grade.result,
                     error=_error(response.error),

@@ -29,6 +29,7 @@ import msgspec
 from trustscore.errors import InvalidInput, TrustscoreError
 
 MAX_LINE = 4 * 1024 * 1024
+MAX_BODY = MAX_LINE  # bytes of an HTTP agent's answer read before the item fails
 MAX_SKIPPED_LINES = 1000  # lines per ask that are not the reply before the item fails
 QUEUED_LINES = 16  # lines read ahead from a subprocess agent (at most MAX_LINE each)
 HANDSHAKE_S = 60.0  # time a python: agent has to import its module
@@ -259,9 +260,10 @@ class SubprocessAgent:
 
 
 def _json_object(raw: bytes) -> dict[str, Any] | None:
+    """A line as a JSON object; invalid UTF-8 reads as U+FFFD (the reply is still the reply)."""
     try:
-        value = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        value = json.loads(raw.decode("utf-8", "replace"))
+    except (json.JSONDecodeError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 
@@ -382,19 +384,29 @@ class OpenAIAgent:
 
 
 def _post(client: httpx.Client, url: str, payload: Any, timeout_s: float, headers: dict[str, str]) -> Any:
+    """POST and decode the JSON answer, within ``timeout_s`` in total (httpx's own timeout is per read,
+    so a server dripping a byte at a time is cut off here) and at most :data:`MAX_BODY` bytes."""
+    deadline = time.monotonic() + timeout_s
     try:
-        resp = client.post(url, json=payload, timeout=timeout_s, headers=headers)
+        with client.stream("POST", url, json=payload, timeout=timeout_s, headers=headers) as resp:
+            if resp.status_code != 200:
+                raise AgentFailure(f"agent answered HTTP {resp.status_code}")
+            body = bytearray()
+            for chunk in resp.iter_bytes():
+                body += chunk
+                if len(body) > MAX_BODY:
+                    raise AgentFailure(f"agent's answer is larger than {MAX_BODY} bytes")
+                if time.monotonic() > deadline:
+                    raise AgentFailure(f"no answer within {timeout_s:g} s")
     except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
         raise AgentUnreachable(f"cannot reach agent at {url}: {' '.join(str(exc).split())}") from exc
     except httpx.TimeoutException as exc:
         raise AgentFailure(f"no answer within {timeout_s:g} s") from exc
     except httpx.HTTPError as exc:
         raise AgentFailure(f"cannot reach agent at {url}: {exc}") from exc
-    if resp.status_code != 200:
-        raise AgentFailure(f"agent answered HTTP {resp.status_code}")
     try:
-        return resp.json()
-    except ValueError as exc:
+        return json.loads(bytes(body).decode("utf-8", "replace"))
+    except (ValueError, RecursionError) as exc:
         raise AgentFailure("agent answered something that is not JSON") from exc
 
 

@@ -93,7 +93,7 @@ class Intake:
         if exam.file.tier != "public":
             raise InvalidInput(f"{exam.id} is not a public exam set; the server asks private items itself")
         self.log.charge([report.agent], address)
-        async with self.grading.slot(report.agent):
+        async with self.grading.slot(report.agent, address):
             started = time.perf_counter()
             grades = await asyncio.to_thread(self._grade, report, exam)
         self.metrics.grading_seconds.observe(time.perf_counter() - started)
@@ -168,6 +168,9 @@ class Intake:
 
     async def event(self, body: bytes, address: str | None = None) -> Appended:
         return await self._simple(body, "event", "occurred_at", address)
+
+    async def work_record(self, body: bytes, address: str | None = None) -> Appended:
+        return await self._simple(body, "work-record", "finished_at", address)  # docs/evidence-ladder.md
 
     async def _simple(self, body: bytes, kind: str, when: str, address: str | None) -> Appended:
         started = time.perf_counter()

@@ -40,6 +40,7 @@ ROUTE_OF_KIND = {
     "exam-report": "POST /v1/reports",
     "settlement": "POST /v1/settlements",
     "event": "POST /v1/events",
+    "work-record": "POST /v1/work-records",
     "sitting-request": "POST /v1/sittings",
     "sitting-report": "POST /v1/sittings/{index}/report",
 }

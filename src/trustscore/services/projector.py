@@ -7,10 +7,12 @@ import contextlib
 import logging
 
 from trustscore.evidence.projection import Projected, ProjectionState, project
+from trustscore.ladder.rule import CURRENT_RULE
 from trustscore.ledger import audit
 from trustscore.ledger.approvals import MARKETPLACE_APPROVAL, MarketplaceApproval
 from trustscore.ledger.snapshots import RATING_SNAPSHOT, RatingSnapshot
 from trustscore.services.ratings import RatingService
+from trustscore.store.ladder import LadderStore
 from trustscore.store.log import LogStore
 from trustscore.store.projection import ProjectionStore
 
@@ -26,17 +28,21 @@ class Projector:
         ratings: RatingService,
         *,
         batch: int = 5000,
+        ladder_rule: str = CURRENT_RULE,
+        ladder: LadderStore | None = None,
     ) -> None:
         self.log_store = log_store
         self.store = store
         self.log_public_key = log_public_key
         self.ratings = ratings
         self.batch = batch
-        self.state = ProjectionState(log_public_key)
+        self.ladder_rule = ladder_rule
+        self.ladder = ladder
+        self.state = ProjectionState(log_public_key, ladder_rule=ladder_rule)
 
     async def load(self) -> None:
         """Rebuild the in-memory state from what is already projected (after start or a failed step)."""
-        state = ProjectionState(self.log_public_key)
+        state = ProjectionState(self.log_public_key, ladder_rule=self.ladder_rule)
         state.next_index = await self.store.projected_size()
         for index, leaf in await self.log_store.leaves_of_kind(
             RATING_SNAPSHOT.predicate_type, state.next_index
@@ -53,6 +59,21 @@ class Projector:
         for row in await self.store.evidence_since(0, state.next_index):
             state.feed_evidence(row.item)
         self.state = state
+        await self.backfill_ladder()
+
+    async def backfill_ladder(self) -> None:
+        """Derive once the ladder rows of entries projected before the ladder existed (migration 0013),
+        replaying the log from its start under the current rule (docs/evidence-ladder.md)."""
+        below = 0 if self.ladder is None else await self.ladder.backfill_below()
+        if self.ladder is None or below == 0:
+            return
+        state = ProjectionState(self.log_public_key, ladder_rule=self.ladder_rule)
+        rows = []
+        for start in range(0, below, self.batch):
+            entries = await self.log_store.entries(start, min(below, start + self.batch))
+            rows += project([(e.index, e.leaf) for e in entries], state, verify=False).ladder
+        if await self.ladder.backfill(rows, below):
+            log.info("ladder: derived %d rows for the %d entries projected before it", len(rows), below)
 
     async def step(self) -> Projected | None:
         try:

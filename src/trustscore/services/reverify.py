@@ -25,7 +25,7 @@ from trustscore.ledger.graded import GradedEvidence
 from trustscore.ledger.keys import SigningKey
 from trustscore.ledger.reverification import REVERIFICATION, Reverification
 from trustscore.ledger.submission import prepare
-from trustscore.reverify import sampling, status
+from trustscore.reverify import fresh, sampling, status
 from trustscore.reverify.runner import build_statement, run_once
 from trustscore.sdk.outbound import OutboundPolicy
 from trustscore.services.log import LogService
@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 class ReverifyConfig:
     k: int = 10
     k_private: int = 3
+    k_fresh: int = 3  # fresh generated instances per run (reverify/fresh.py)
     deadline_s: float = 120.0
     interval: float = 86_400.0  # scheduled runs on every agent's latest report; 0: only after reports
     poll: float = 0.5
@@ -168,6 +169,7 @@ class Reverifier:
             private,
             self.config.k_private,
             deadline_s=self.config.deadline_s,
+            fresh_items=fresh.plan(exam.id, run.seed, self.config.k_fresh, self.key.sign),
         )
         history = await self.history(run.agent)
         payload = build_statement(

@@ -17,6 +17,7 @@ from trustscore.ledger.cards import AGENT_CARD, AGENT_CARD_V2, CARD_PREDICATE_TY
 from trustscore.ledger.parties import PARTY_CARD, PartyCard
 from trustscore.ledger.service_card import SERVICE_CARD, ServiceCard
 from trustscore.scoring.inputs import EvidenceItem, Snapshot
+from trustscore.store import ladder
 
 _PROJECTOR_LOCK = 0x70726F6A  # advisory lock key held while projecting
 CARD_KINDS = (
@@ -106,6 +107,8 @@ class ProjectionStore:
                     ],
                     records=records,
                 )
+            if out.ladder:
+                await ladder.insert(conn, out.ladder)
             if out.snapshots:
                 await conn.copy_records_to_table(
                     "snapshots",

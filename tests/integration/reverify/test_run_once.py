@@ -173,3 +173,23 @@ def test_a_hanging_item_is_cut_by_the_policy(
     [hung] = [i for i in run.items if i.item_id == "neg-002"]
     assert hung.observed_millis is None and "time limits" in (hung.error or "")
     assert run.comparison.outcome == "match"  # nine of ten: one slow item is within the tolerance
+
+
+def test_fresh_instances_expose_an_agent_that_memorised_the_public_set(serve: Served) -> None:
+    """The bluffer answers the public items of capability@1 from memory and invents answers to the fresh
+    ones: the fresh items land as private items after the drawn ones, anyone can recheck them with the
+    re-verifier's public key, and the public-vs-private gap shows."""
+    from trustscore.reverify import fresh, status
+
+    exam, report, graded = report_of("good", "capability@1")
+    planned = fresh.plan(exam.id, SEED, 3, VERIFIER.sign)
+    endpoint = serve("bluffer", "plain") + "/agent"  # memorised public answers, invents the rest
+    run = run_once(report, exam, graded, endpoint, POLICY, SEED, 6, [], 0, fresh_items=planned)
+    assert [(p.exam, p.item_id, p.exam_digest) for p in run.private_items] == [
+        (f.generator, f.item.id, f.digest) for f in planned
+    ]
+    r = _statement(run, report, endpoint)
+    fresh.check(
+        exam.id, SEED, [(p.exam, p.item_id, p.exam_digest) for p in r.private_items], VERIFIER.public_key
+    )
+    assert status.private_gap(r) is not None

@@ -60,20 +60,37 @@ def sign(env: dsse.Envelope) -> bytes:
     return msgspec.json.encode(env)
 
 
+def _from(server: ServerProcess, address: str) -> httpx.AsyncClient:
+    """A client whose requests come from ``address`` (any 127.0.0.0/8 address is this machine)."""
+    transport = httpx.AsyncHTTPTransport(local_address=address)
+    return httpx.AsyncClient(base_url=server.url, timeout=120, transport=transport)
+
+
 async def test_sleeping_reports_do_not_starve_an_honest_signer(budget_server: ServerProcess) -> None:
     honest_run = run_exam(EXAM, agent_from_spec(f"python:{AGENTS}:good"))
-    async with httpx.AsyncClient(base_url=budget_server.url, timeout=120) as client:
-        hostile = [await register(client, f"hostile-{n}") for n in range(2)]
+    async with (
+        _from(budget_server, "127.0.0.2") as first,
+        _from(budget_server, "127.0.0.3") as second,
+        _from(budget_server, "127.0.0.4") as client,
+    ):
+        hostile = [await register(client, f"hostile-{n}") for n in range(4)]
         honest = await register(client, "honest")
         started = time.monotonic()
         attacks = [
-            asyncio.create_task(client.post("/v1/reports", content=sleeping_report(k))) for k in hostile
+            asyncio.create_task(c.post("/v1/reports", content=sleeping_report(k)))
+            for c, k in ((first, hostile[0]), (second, hostile[1]))
         ]
         await asyncio.sleep(1.5)  # both are asleep in the sandbox now, each holding a grading slot
 
         again = await client.post("/v1/reports", content=sleeping_report(hostile[0]))
         assert again.status_code == 429, again.text
-        assert "one report per" in again.json()["detail"] and int(again.headers["retry-after"]) >= 1
+        assert "one report per signer" in again.json()["detail"] and int(again.headers["retry-after"]) >= 1
+        # Fresh keys (keys are free) from the same client get it half the slots at most (review of #17).
+        attacks.append(asyncio.create_task(first.post("/v1/reports", content=sleeping_report(hostile[2]))))
+        await asyncio.sleep(1.0)
+        sybil = await first.post("/v1/reports", content=sleeping_report(hostile[3]))
+        assert sybil.status_code == 429, sybil.text
+        assert "per client address" in sybil.json()["detail"]
 
         t0 = time.monotonic()
         r = await client.post("/v1/reports", content=sign(sign_run(honest_run, honest)))

@@ -36,6 +36,7 @@ def test_integers_with_separators(n: int) -> None:
     assert parse({"type": "integer"}, f"ANSWER: {n}") == n
 
 
+@settings(deadline=None)  # it grades every vector case twice per example; speed has its own bounded tests
 @given(st.text(max_size=200))
 def test_graders_never_crash_on_arbitrary_text(text: str) -> None:
     from trustscore.grading import Response, Turn

@@ -45,3 +45,49 @@ def test_the_sources_read_the_same_values_every_run() -> None:
         for _ in range(5)
     }
     assert len(runs) == 1, runs
+
+
+RACES = """
+import signal, _thread
+def f():
+    out = []
+    hit = [0]
+    def handler(*_):
+        hit[0] = 1
+    try:  # count loop turns until the CPU limit's warning: how fast was this machine just now?
+        signal.signal(signal.SIGXCPU, handler)
+        n = 0
+        while not hit[0]:
+            n += 1
+        out.append(n)
+    except OSError as exc:
+        out.append(type(exc).__name__)
+    try:  # a thread racing the caller
+        box = [0]
+        def spin():
+            for _ in range(10**6):
+                box[0] += 1
+        _thread.start_new_thread(spin, ())
+        k = 0
+        while box[0] < 10**5:
+            k += 1
+        out.append(k)
+    except RuntimeError as exc:
+        out.append(type(exc).__name__)
+    return out
+"""
+
+
+def test_cpu_limit_warnings_and_threads_cannot_race() -> None:
+    """Review of #17: a SIGXCPU handler or a second thread turned machine speed and scheduling into the
+    result; both are refused by the candidate's seccomp filter, so every run reads the same."""
+    runs = {
+        repr(
+            [
+                (r.ok, r.value, r.error)
+                for r in run_python(RACES, "f", [[]], Limits(cpu_s=1, wall_s=5)).results
+            ]
+        )
+        for _ in range(3)
+    }
+    assert runs == {repr([(True, ["PermissionError", "RuntimeError"], "")])}, runs

@@ -303,3 +303,66 @@ def test_weak_isolation_only_when_the_operator_allows_it(user: str) -> None:
     assert out["mode"] == "weak"
     assert value(out) == 1
     assert out["isolation"] == {"network_namespace": False, "dropped_root": user == "root"}
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_hook_off_no_second_process_thread_or_timer(user: str) -> None:
+    """Review of #17: with fork allowed up to RLIMIT_NPROC, fifteen children each held ``memory_mb``
+    (13 x 200 MiB touched = 2.6 GiB from one answer); threads and interval timers made grades race.
+    The candidate is one single-threaded process: its memory is one address space, its run one schedule."""
+    body = """
+import os, signal, _thread
+def f():
+    out = {}
+    try:
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        out['fork'] = 'forked'
+    except OSError as exc:
+        out['fork'] = type(exc).__name__
+    try:
+        _thread.start_new_thread(lambda: None, ())
+        out['thread'] = 'started'
+    except RuntimeError as exc:
+        out['thread'] = type(exc).__name__
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 5.0)
+        out['timer'] = 'set'
+    except OSError as exc:
+        out['timer'] = type(exc).__name__
+    return out
+"""
+    out = run(user, body)
+    assert value(out) == {"fork": "PermissionError", "thread": "RuntimeError", "timer": "itimer_error"}
+    assert out["leftover"] == []
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_hook_off_inherits_no_socket_and_no_stray_descriptor(user: str) -> None:
+    """Review of #17: the candidate inherited its launcher's control socket to the zygote (fd 4)."""
+    body = """
+import os, stat
+def f():
+    found = []
+    for fd in range(1024):
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError:
+            continue
+        found.append([fd, 'socket' if stat.S_ISSOCK(mode) else 'pipe' if stat.S_ISFIFO(mode) else 'other'])
+    return found
+"""
+    found = value(run(user, body))
+    kinds = [kind for _, kind in found]
+    assert "socket" not in kinds
+    assert kinds.count("pipe") == 1  # its result pipe
+    assert len(found) <= 5, found  # 0, 1, 2, /dev/null dup and the result pipe
+
+
+def test_ids_and_object_hashes_are_the_same_after_a_restart() -> None:
+    """Review of #17: ``id(object())`` (and so ``hash(object())``, ``repr``, set order of objects) was one
+    value per zygote, another after a server restart (address space layout randomisation)."""
+    body = "def f():\n    return [id(object()), hash(object()), repr(object()), id(f)]\n"
+    seen = {json.dumps(value(run("root", body, hook_on=True))) for _ in range(3)}
+    assert len(seen) == 1, seen

@@ -23,6 +23,7 @@ def test_kinds_all_registers_every_kind() -> None:
         "sitting-report/v1",
         "sitting-close/v1",
         "marketplace-approval/v1",
+        "work-record/v1",
     }
     registered = statements.kinds()
     for kind in kinds_all.ALL_KINDS:

@@ -71,3 +71,14 @@ def test_grading_queue_settings_are_checked() -> None:
     assert (s.grading_slots, s.grading_budget, s.grading_wait) == (8, 12.5, 30.0)
     with pytest.raises(ConfigError, match="GRADING_SLOTS"):
         settings.from_env({"TRUSTSCORE_GRADING_SLOTS": "0"})
+
+
+def test_ladder_settings_are_checked() -> None:
+    s = settings.from_env({"TRUSTSCORE_LADDER_RULE": "ladder-rule@0", "TRUSTSCORE_STATS_FLOOR": "5"})
+    assert (s.ladder_rule, s.stats_floor) == ("ladder-rule@0", 5)
+    with pytest.raises(
+        ConfigError, match=r"TRUSTSCORE_LADDER_RULE.*not a known rule \(ladder-rule@0, ladder-rule@1\)"
+    ):
+        settings.from_env({"TRUSTSCORE_LADDER_RULE": "ladder-rule@9"})
+    with pytest.raises(ConfigError, match="TRUSTSCORE_STATS_FLOOR"):
+        settings.from_env({"TRUSTSCORE_STATS_FLOOR": "0"})

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -216,3 +219,78 @@ def test_subprocess_that_closes_stdout_and_lives_on_does_not_hang_the_runner(tmp
     finally:
         agent.close()
     assert time.monotonic() - start < 10
+
+
+class _Hostile(BaseHTTPRequestHandler):
+    """An agent endpoint that drips its answer one byte at a time or sends one far too large."""
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        try:
+            if self.path == "/drip":
+                self.send_header("Content-Length", "100")
+                self.end_headers()
+                for _ in range(100):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(0.3)
+            else:
+                self.send_header("Content-Length", str(64 * 2**20 + 14))
+                self.end_headers()
+                self.wfile.write(b'{"output": "')
+                for _ in range(64):
+                    self.wfile.write(b"x" * 2**20)
+                self.wfile.write(b'"}')
+        except OSError:  # the client hung up, as it should
+            pass
+
+
+@pytest.fixture
+def hostile_url() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hostile)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_http_agent_that_drips_its_answer_fails_within_the_item_timeout(hostile_url: str) -> None:
+    """Review of #17: httpx's timeout is per read, so a byte every 0.3 s held a 1 s item for 30 s."""
+    start = time.monotonic()
+    with pytest.raises(AgentFailure, match="no answer within 1 s"):
+        HttpAgent(hostile_url + "/drip").ask(REQ, 1)
+    assert time.monotonic() - start < 2.5
+
+
+def test_http_agent_answer_larger_than_the_bound_is_refused_unread(hostile_url: str) -> None:
+    """Review of #17: a 300 MiB answer was read whole into the CLI's memory before being truncated."""
+    with pytest.raises(AgentFailure, match="larger than"):
+        HttpAgent(hostile_url + "/big").ask(REQ, 10)
+
+
+def test_subprocess_reply_with_invalid_utf8_is_replaced_not_waited_out(tmp_path: Path) -> None:
+    """Review of #17: a reply line with one invalid UTF-8 byte was skipped as "not the reply", so the
+    item waited out its whole timeout and failed; now the byte reads as U+FFFD."""
+    argv = _script(
+        tmp_path,
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    r = json.loads(line)\n"
+        '    sys.stdout.buffer.write(b\'{"id": %d, "output": "caf\\xe9 ok"}\\n\' % r[\'id\'])\n'
+        "    sys.stdout.flush()\n",
+    )
+    agent = SubprocessAgent(argv)
+    try:
+        start = time.monotonic()
+        assert agent.ask(REQ, 5) == "caf\ufffd ok"
+        assert time.monotonic() - start < 2
+    finally:
+        agent.close()

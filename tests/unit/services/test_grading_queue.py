@@ -91,3 +91,30 @@ async def test_a_cancelled_waiter_leaks_no_slot() -> None:
     done.set()
     await asyncio.wait_for(hold(queue, "c", done, log), 1)
     assert log == ["c"] and queue.waiting == 0
+
+
+async def test_sybil_signers_from_one_address_get_half_the_slots_at_most() -> None:
+    """Review of #17: the one-report-per-signer rule was the only fairness, and keys are free: one client
+    with four fresh keys held all four slots (and with more, filled the waiting line) while honest
+    reports from elsewhere waited and got 503. A client address holds at most half the slots."""
+    queue = GradingQueue(QueueLimits(slots=4))
+    assert queue.per_address == 2
+    release = asyncio.Event()
+    held = [asyncio.create_task(hold_from(queue, f"sybil-{n}", "203.0.113.9", release)) for n in (1, 2)]
+    await asyncio.sleep(0)
+    for n in range(3, 6):
+        with pytest.raises(RateLimited, match="per client address") as exc:
+            async with queue.slot(f"sybil-{n}", "203.0.113.9"):
+                pass
+        assert exc.value.extra["retry_after"] >= 1
+    async with queue.slot("honest", "198.51.100.7"):  # another client is graded at once
+        assert queue.waiting == 0
+    release.set()
+    await asyncio.gather(*held)
+    async with queue.slot("sybil-3", "203.0.113.9"):  # once done, that address may submit again
+        pass
+
+
+async def hold_from(queue: GradingQueue, signer: str, address: str, release: asyncio.Event) -> None:
+    async with queue.slot(signer, address):
+        await release.wait()

@@ -1,0 +1,55 @@
+"""The evidence ladder over HTTP: work records in, outcome stats out (docs/evidence-ladder.md)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from litestar import Controller, Request, Response, get
+from litestar.di import NamedDependency
+from litestar.params import QueryParameter
+
+from trustscore.api.addresses import client_address
+from trustscore.api.evidence_routes import AppendedOut, IntakeDep, write_route
+from trustscore.api.openapi import READ_PROBLEMS
+from trustscore.canonical import b64encode
+from trustscore.ladder.stats import MAX_FLOOR, OutcomeStats
+from trustscore.services.ladder import LadderService
+
+Ladder = NamedDependency[LadderService]
+
+
+class LadderController(Controller):
+    path = "/v1"
+    tags = ["evidence ladder"]  # noqa: RUF012 - Litestar class attribute
+
+    @write_route(
+        "/work-records",
+        "submitWorkRecord",
+        "a work-record/v1 statement signed by the agent (self) or a confirming ci/counterparty/marketplace",
+    )
+    async def work_record(self, request: Request[Any, Any, Any], intake: IntakeDep) -> Response[AppendedOut]:
+        """Submit a work record: a unit of work with the evidence it left. The server assigns its rung by
+        a versioned rule; 200 with the first index when the statement is already in the log."""
+        a = await intake.work_record(await request.body(), client_address(request))
+        out = AppendedOut(a.index, b64encode(a.leaf_hash), a.duplicate)
+        return Response(out, status_code=200 if a.duplicate else 201)
+
+    @get("/stats/outcomes", operation_id="getOutcomeStats", responses=READ_PROBLEMS)
+    async def outcomes(
+        self,
+        ladder: Ladder,
+        group_by: Annotated[
+            Literal["model", "adapter", "exam", "marketplace"],
+            QueryParameter(description="the field rows are grouped by"),
+        ],
+        floor: Annotated[
+            int | None,
+            QueryParameter(
+                ge=1, le=MAX_FLOOR, description="suppress groups of fewer rows (default: server's)"
+            ),
+        ] = None,
+    ) -> OutcomeStats:
+        """The verified share (rung >= 3) per group with n beside every row. A group below the floor is
+        suppressed with the reason; a group whose rows detect no outcome has rate null with
+        ``no_outcome_detection`` (null is not zero). Never pass or fail, never a comparison."""
+        return await ladder.outcomes(group_by, floor)

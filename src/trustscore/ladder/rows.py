@@ -1,0 +1,164 @@
+"""Every evidence item's rung: the ladder row of each derived item, and of each work record.
+
+Pure: a row depends only on the statement, the items ``derive`` made of it (after the reporter-standing
+policy) and the rule version the index is on. The mapping (docs/evidence-ladder.md, "Every evidence item
+has a rung"):
+
+* graded exam items, sitting items and server re-verifications: rung 3 when the server's grader passed
+  the item (``success``), else rung 2 (an answer was produced; the grader did not pass it) — attested by
+  the server;
+* settlements and marketplace events: rung 5 when the counterparty or marketplace confirms delivery,
+  payment or the trade (``delivery`` pass or late, ``payment`` pass, ``confirmed``, events ``delivered``
+  and ``confirmed``), else rung 0 (they confirm that it did not happen) — attested ``confirmed``;
+* work records: the rung of :func:`trustscore.ladder.rule.rung_of` under the index's rule; one row per
+  record even when it carries no scoring evidence (``seq`` null).
+
+Rows never change the evidence: released models score exactly what they scored before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from trustscore.exams.sitting_kinds import SittingClose
+from trustscore.ladder.rule import (
+    ARTIFACT_CHANGED,
+    CI_VERIFIED,
+    CURRENT_RULE,
+    TEST_OR_BUILD_PASSED,
+    UNFLOWN,
+    Attested,
+    rung_of,
+)
+from trustscore.ledger.events import Event
+from trustscore.ledger.graded import GradedEvidence
+from trustscore.ledger.reverification import Reverification
+from trustscore.ledger.settlements import Settlement
+from trustscore.ledger.statements import ParsedStatement
+from trustscore.ledger.work_records import WorkRecord
+
+if TYPE_CHECKING:
+    from trustscore.evidence.derive import DerivedEvidence
+
+_CONFIRMING_EVENTS = frozenset({"delivered", "confirmed"})
+
+
+class LadderRow(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One rung-bearing row: ``index`` is the statement's log index, ``seq`` the position of its
+    evidence item among that statement's items (null for a work record with no scoring evidence)."""
+
+    index: int
+    seq: int | None
+    agent: str
+    dimension: str
+    rung: int
+    rule: str
+    attested: Attested
+    cover: str  # what the row is about: two rows of one agent, dimension and cover cover the same thing
+    issuer: str | None
+    outcome_detected: bool
+    summary: str
+    kind: str
+    model: str | None = None
+    adapter: str | None = None
+    exam: str | None = None
+    marketplace: str | None = None
+
+
+def _row(
+    d: DerivedEvidence,
+    seq: int,
+    kind: str,
+    rule: str,
+    rung: int,
+    attested: Attested,
+    summary: str,
+    **groups: str,
+) -> LadderRow:
+    """The row of derived item ``d`` (the ``seq``-th of its statement)."""
+    return LadderRow(
+        index=d.index,
+        seq=seq,
+        agent=d.agent,
+        dimension=d.dimension,
+        rung=rung,
+        rule=rule,
+        attested=attested,
+        cover=d.key or f"{kind}:{d.index}:{seq}",
+        issuer=d.issuer,
+        outcome_detected=True,
+        summary=summary,
+        kind=kind,
+        **groups,  # model, adapter, exam or marketplace
+    )
+
+
+def _server(d: DerivedEvidence, seq: int, kind: str, rule: str, exam: str) -> LadderRow:
+    if d.result == "success":
+        return _row(
+            d, seq, kind, rule, TEST_OR_BUILD_PASSED, "server", "the server's grader passed it", exam=exam
+        )
+    return _row(d, seq, kind, rule, ARTIFACT_CHANGED, "server", f"graded {d.result}", exam=exam)
+
+
+def _confirmed(
+    d: DerivedEvidence, seq: int, kind: str, rule: str, yes: bool, what: str, **groups: str
+) -> LadderRow:
+    if yes:
+        return _row(d, seq, kind, rule, CI_VERIFIED, "confirmed", f"{what} confirmed", **groups)
+    return _row(d, seq, kind, rule, UNFLOWN, "confirmed", f"{what} reported as not done", **groups)
+
+
+def _settled(s: Settlement, dimension: str) -> bool:
+    if dimension == "delivery":
+        return s.delivery in ("pass", "late")
+    if dimension == "reliability":
+        return s.payment == "pass"
+    return s.confirmed
+
+
+def _work(index: int, w: WorkRecord, items: Sequence[DerivedEvidence], rule: str) -> LadderRow:
+    r = rung_of(w, rule)
+    return LadderRow(
+        index=index,
+        seq=0 if items else None,
+        agent=w.agent,
+        dimension="delivery",
+        rung=r.rung,
+        rule=r.rule,
+        attested=w.attestation,
+        cover=f"work:{w.task_ref}",
+        issuer=w.reporter,
+        outcome_detected=r.outcome_detected,
+        summary=r.summary,
+        kind="work-record",
+        model=w.model,
+        adapter=w.adapter,
+    )
+
+
+def ladder_rows(
+    index: int, statement: ParsedStatement, items: Sequence[DerivedEvidence], rule: str = CURRENT_RULE
+) -> list[LadderRow]:
+    """The ladder rows of the admitted statement logged at ``index`` whose derived items are ``items``."""
+    p = statement.predicate
+    kind = statement.kind.name
+    if isinstance(p, WorkRecord):
+        return [_work(index, p, items, rule)]
+    if isinstance(p, GradedEvidence | SittingClose | Reverification):
+        return [_server(d, seq, kind, rule, p.exam) for seq, d in enumerate(items)]
+    if isinstance(p, Settlement):
+        return [
+            _confirmed(d, seq, kind, rule, _settled(p, d.dimension), d.dimension)
+            for seq, d in enumerate(items)
+        ]
+    if isinstance(p, Event):
+        yes = p.event in _CONFIRMING_EVENTS
+        return [
+            _confirmed(d, seq, kind, rule, yes, p.event, marketplace=p.marketplace)
+            for seq, d in enumerate(items)
+        ]
+    return []

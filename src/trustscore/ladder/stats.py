@@ -1,0 +1,138 @@
+"""Outcome rates with their sample size, from ladder rows. Pure: the API and an offline export agree.
+
+* **Strongest kept.** Rows of one agent, dimension and ``cover`` cover the same thing. A reporter's later
+  row replaces its own earlier one (a correction); between reporters the stronger row is kept (higher
+  rung, then a confirmed or server row over a self-attested one, then the later), never merely the newer.
+* **Verified** = rung ≥ 3. A group's ``rate`` is verified / n over its rows, with ``n`` beside it.
+* A group with fewer than ``floor`` rows is **suppressed** (``rate`` null, reason ``below_floor``); a group
+  whose rows carry nothing that could detect an outcome has ``rate`` null with ``no_outcome_detection``
+  — not zero: null says nothing parses outcomes there, zero would say the work always fails.
+* The stats never say pass or fail, and compare nobody with anybody.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Final, Literal
+
+import msgspec
+
+from trustscore.errors import InvalidInput
+from trustscore.ladder.rows import LadderRow
+from trustscore.ladder.rule import RUNG_NAMES, VERIFIED_RUNG
+
+GroupBy = Literal["model", "adapter", "exam", "marketplace"]
+GROUP_BY: Final = ("model", "adapter", "exam", "marketplace")
+DEFAULT_FLOOR: Final = 20
+MAX_FLOOR: Final = 1_000_000
+BELOW_FLOOR: Final = "below_floor"
+NO_OUTCOME_DETECTION: Final = "no_outcome_detection"
+_STRENGTH = {"self": 0, "confirmed": 1, "server": 1}
+
+
+def strongest(rows: Iterable[LadderRow]) -> list[LadderRow]:
+    """The rows that stand (module docstring), in log order."""
+    latest: dict[tuple[str, str, str, str | None], LadderRow] = {}
+    for r in rows:
+        k = (r.agent, r.dimension, r.cover, r.issuer)
+        old = latest.get(k)
+        if old is None or (r.index, r.seq or 0) >= (old.index, old.seq or 0):
+            latest[k] = r
+    best: dict[tuple[str, str, str], LadderRow] = {}
+    for r in latest.values():
+        k3 = (r.agent, r.dimension, r.cover)
+        old = best.get(k3)
+        if old is None or _strength(r) > _strength(old):
+            best[k3] = r
+    return sorted(best.values(), key=lambda r: (r.index, r.seq if r.seq is not None else -1))
+
+
+def _strength(r: LadderRow) -> tuple[int, int, int, int]:
+    return (r.rung, _STRENGTH[r.attested], r.index, r.seq if r.seq is not None else -1)
+
+
+class Distribution(msgspec.Struct, frozen=True, kw_only=True):
+    """Rows per rung (every rung named, zeros included), verified rows and ``n``; ``rate`` null when
+    suppressed or when nothing detects outcomes, with the reason."""
+
+    n: int
+    verified: int | None
+    rate: float | None
+    reason: str | None
+    rungs: dict[str, int] | None
+    confirmed: int | None  # rows confirmed by someone other than the agent (or the server's own)
+
+
+def distribution(rows: Sequence[LadderRow], floor: int) -> Distribution:
+    """Nothing detecting outcomes comes first (null whatever the size), then the floor."""
+    n = len(rows)
+    rungs = {name: 0 for name in RUNG_NAMES}
+    for r in rows:
+        rungs[RUNG_NAMES[r.rung]] += 1
+    confirmed = sum(1 for r in rows if r.attested != "self")
+    if not any(r.outcome_detected for r in rows):
+        return Distribution(
+            n=n, verified=None, rate=None, reason=NO_OUTCOME_DETECTION, rungs=rungs, confirmed=confirmed
+        )
+    if n < floor:
+        return Distribution(n=n, verified=None, rate=None, reason=BELOW_FLOOR, rungs=None, confirmed=None)
+    verified = sum(1 for r in rows if r.rung >= VERIFIED_RUNG)
+    return Distribution(
+        n=n, verified=verified, rate=verified / n, reason=None, rungs=rungs, confirmed=confirmed
+    )
+
+
+class Group(msgspec.Struct, frozen=True, kw_only=True):
+    group: str
+    stats: Distribution
+
+
+class OutcomeStats(msgspec.Struct, frozen=True, kw_only=True):
+    group_by: str
+    floor: int
+    verified_rung: int
+    rules: list[str]  # the rule versions the counted rows were written under
+    log_size: int
+    groups: list[Group]
+
+
+def check_floor(floor: int) -> int:
+    if not 1 <= floor <= MAX_FLOOR:
+        raise InvalidInput(f"floor must be 1..{MAX_FLOOR}")
+    return floor
+
+
+def check_group_by(group_by: str) -> GroupBy:
+    if group_by not in GROUP_BY:
+        raise InvalidInput(f"group_by must be one of {', '.join(GROUP_BY)}")
+    return group_by  # type: ignore[return-value]  # checked just above
+
+
+def outcome_stats(rows: Iterable[LadderRow], group_by: str, floor: int, log_size: int) -> OutcomeStats:
+    """The verified share per group of the standing rows (rows without the grouping field are in no
+    group), groups sorted by name."""
+    field = check_group_by(group_by)
+    check_floor(floor)
+    kept = strongest(rows)
+    groups: dict[str, list[LadderRow]] = {}
+    for r in kept:
+        label = getattr(r, field)
+        if label is not None:
+            groups.setdefault(label, []).append(r)
+    return OutcomeStats(
+        group_by=field,
+        floor=floor,
+        verified_rung=VERIFIED_RUNG,
+        rules=sorted({r.rule for r in kept}),
+        log_size=log_size,
+        groups=[Group(group=g, stats=distribution(groups[g], floor)) for g in sorted(groups)],
+    )
+
+
+def by_dimension(rows: Iterable[LadderRow]) -> dict[str, Distribution]:
+    """Per dimension, the rung distribution and verified share of an agent's standing evidence rows
+    (rows that carry scoring evidence), with n; no floor (it is one agent's own evidence)."""
+    dims: dict[str, list[LadderRow]] = {}
+    for r in strongest(x for x in rows if x.seq is not None):
+        dims.setdefault(r.dimension, []).append(r)
+    return {d: distribution(dims[d], 0) for d in sorted(dims)}
