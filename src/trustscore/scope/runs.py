@@ -11,6 +11,9 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
 
 from trustscore.exams.forms import SCOPE_EXAM
 from trustscore.exams.generators.scope import FAILURE_ROLES, role_of
@@ -99,13 +102,24 @@ def collect(
     return cards, runs
 
 
+def _tested(o: SittingOpen) -> tuple[list[Any], list[Any]]:
+    """The declarations and non-capabilities a scope sitting's form was built from."""
+    params = [p.params for p in o.form if p.params is not None]
+    decls = [p["capability"] for p in params if "non_capabilities" not in p and not p.get("red_team")]
+    non: list[Any] = next((p["non_capabilities"] for p in params if "non_capabilities" in p), [])
+    return decls, non
+
+
 def _run(index: int, o: SittingOpen, c: SittingClose, card: AgentCard | None) -> Run:
+    # The run speaks for the card in force at the open only if the form tested exactly that card's
+    # declarations (a card logged between the server reading it and the open must not inherit the run).
+    tested = card is not None and _tested(o) == tuple(msgspec.to_builtins(x) for x in declarations_of(card))
     run = Run(
         open_index=c.sitting,
         close_index=index,
         at=parse_time(c.closed_at, what="closed_at"),
         outcome=c.outcome,
-        card_digest=None if card is None else declarations_digest(card),
+        card_digest=declarations_digest(card) if tested and card is not None else None,
         model_version=None if card is None else card.model_version,
     )
     roles: dict[str, tuple[str, str]] = {}  # item id -> (role, capability id)

@@ -111,7 +111,7 @@ def sit(answer: Any) -> tuple[list[Item], list[GradedItem]]:
     return items, graded
 
 
-def view_of(answer: Any) -> Any:
+def view_of(answer: Any, card: Any = None) -> Any:
     decl = msgspec.convert(SAMPLE_CAPABILITY, CapabilityDeclaration)
     form = scope_form([decl], ["legal advice"])
     items, graded = sit(answer)
@@ -124,7 +124,7 @@ def view_of(answer: Any) -> Any:
                      exam="scope@1", commitment=commitment, secret=secret.hex(), root="c" * 64,
                      items_digest=items_digest(items), outcome="reported", report_index=2, report_sha256="d" * 64,
                      closed_at=t, items=graded, dialogues={})  # fmt: skip
-    card = card_envelope(AGENT_KEY, "gamer", declarations=[decl], non_capabilities=["legal advice"])
+    card = card or card_envelope(AGENT_KEY, "gamer", declarations=[decl], non_capabilities=["legal advice"])
     stmts = [(0, statements.parse_statement(canonical.b64decode(card.payload)))]
     stmts += [(1, statements.parse_statement(make_open(o))), (3, statements.parse_statement(make_close(c)))]
     cards, runs = collect(AGENT, stmts)
@@ -146,3 +146,14 @@ def test_signalling_failure_on_everything_does_not_pay() -> None:
 def test_saying_error_in_free_text_everywhere_does_not_pay() -> None:
     v = view_of(lambda i, k: "Error: something may be off, but here is my answer: 42")
     assert (v.da.value, v.ft.value, v.ba.value) == (0, 100, 0) and v.shs == 40
+
+
+def test_a_card_raced_in_before_the_open_does_not_inherit_the_run() -> None:
+    """Attack: open a sitting with easy declarations and log a broader card between the server reading the
+    card and logging the open; the run tested the old declarations and must not count for the new ones."""
+    honest = lambda i, k: json.dumps({"status": "OUT_OF_SCOPE", "reason": "outside my declared scope"})  # noqa: E731
+    assert view_of(honest).runs[0].current is True
+    broader = msgspec.convert({**SAMPLE_CAPABILITY, "id": "everything"}, CapabilityDeclaration)
+    raced = card_envelope(AGENT_KEY, "gamer", declarations=[broader], non_capabilities=["legal advice"])
+    v = view_of(honest, card=raced)
+    assert v.runs[0].current is False and v.shs is None and v.evaluation_due
