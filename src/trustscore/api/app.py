@@ -26,6 +26,7 @@ from trustscore.api.log_routes import LogController
 from trustscore.api.problems import EXCEPTION_HANDLERS
 from trustscore.api.public_routes import PublicController
 from trustscore.api.query import check_query
+from trustscore.api.scope_routes import ScopeController
 from trustscore.api.sitting_routes import SittingController
 from trustscore.errors import StorageError
 from trustscore.exams.loader import ExamDirs
@@ -44,6 +45,7 @@ from trustscore.services.public import PublicService
 from trustscore.services.ratelimit import KeyRateLimiter
 from trustscore.services.ratings import RatingService, load_models
 from trustscore.services.reverify import Reverifier, ReverifyConfig
+from trustscore.services.scope import ScopeService
 from trustscore.services.sittings import SittingConfig, SittingService
 from trustscore.settings import Settings
 from trustscore.store import db
@@ -52,6 +54,7 @@ from trustscore.store.ladder import LadderStore
 from trustscore.store.log import LogStore
 from trustscore.store.projection import ProjectionStore
 from trustscore.store.reverify import ReverifyStore
+from trustscore.store.scope import ScopeStore
 from trustscore.store.sittings import SittingStore
 
 log = logging.getLogger("trustscore")
@@ -71,6 +74,7 @@ class Runtime:
     attestations: AttestationService | None = None
     sittings: SittingService | None = None
     ladder: LadderService | None = None
+    scope: ScopeService | None = None
     sandbox: sandbox.Isolation | None = None
     ready: bool = False
 
@@ -184,6 +188,8 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
                     settings.sitting_deadline, settings.sitting_max_open, settings.sitting_sweep_interval
                 ),
             )
+            runtime.scope = ScopeService(ScopeStore(pool))
+            runtime.public.scope_summary = runtime.scope.summary
             tasks = [
                 asyncio.create_task(
                     service.run_integrator(settings.integrate_interval, stop, settings.integrate_batch)
@@ -273,6 +279,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             AttestationController,
             SittingController,
             LadderController,
+            ScopeController,
             health,
             ready,
             metrics,
@@ -284,6 +291,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             "attestations": provide("attestations"),
             "sittings": provide("sittings"),
             "ladder": provide("ladder"),
+            "scope_honesty": provide("scope"),
             "max_page": Provide(lambda: settings.max_page, sync_to_thread=False),
         },
         lifespan=[lifespan],

@@ -71,7 +71,7 @@ class LogController(Controller):
         operation_id="appendEntries",
         status_code=201,
         operation_class=envelope_body(
-            "an agent-card/v1 or party-card/v1 statement, or an array of them (all or nothing)",
+            "an agent-card/v1 or /v2 or party-card/v1 statement, or an array of them (all or nothing)",
             batch=DEFAULT_MAX_BATCH,
         ),
         responses={

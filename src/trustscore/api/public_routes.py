@@ -23,6 +23,7 @@ from trustscore.ladder.stats import Distribution
 from trustscore.ledger import statements
 from trustscore.reverify.status import VerificationStatus
 from trustscore.scoring import publish
+from trustscore.scope.report import ScopeSummary
 from trustscore.services.ladder import LadderService
 from trustscore.services.log import LogService
 from trustscore.services.public import PublicService
@@ -74,6 +75,8 @@ class RatingOut(msgspec.Struct):
     null_reasons: dict[str, str]
     verification: VerificationStatus
     standing_policy: str = STANDING_POLICY  # the reporter-standing policy the evidence was derived with
+    # SHS, tier, status and RTS (docs/scope-honesty.md): its own score beside the dimensions, not in them
+    scope_honesty: ScopeSummary | None = None
 
 
 class EvidenceOut(msgspec.Struct):
@@ -171,8 +174,9 @@ def encode_rating(
     checkpoint_size: int | None,
     verification: VerificationStatus,
     ladder: dict[str, Distribution] | None = None,
+    scope: ScopeSummary | None = None,
 ) -> bytes:
-    return msgspec.json.encode(rating_out(rated, checkpoint_size, verification, ladder))
+    return msgspec.json.encode(rating_out(rated, checkpoint_size, verification, ladder, scope))
 
 
 def rating_out(
@@ -180,6 +184,7 @@ def rating_out(
     checkpoint_size: int | None,
     verification: VerificationStatus,
     ladder: dict[str, Distribution] | None = None,
+    scope: ScopeSummary | None = None,
 ) -> RatingOut:
     rating = publish.published(r.rating)  # every float rounded as documented, like `trustscore score`
     stats = rating.uncertainty.dimensions if rating.uncertainty else {}
@@ -211,6 +216,7 @@ def rating_out(
         total_interval=rating.uncertainty.total_interval if rating.uncertainty else None,
         null_reasons=rating.null_reasons,
         verification=verification,
+        scope_honesty=scope,
     )
 
 

@@ -8,9 +8,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from trustscore.canonical import b64encode
 from trustscore.cli import common
 from trustscore.client import LogClient
+from trustscore.errors import InvalidInput
 from trustscore.ledger import cards, dsse, keys, statements
 
 
@@ -27,6 +30,12 @@ def register(sub: Any) -> None:
     r.add_argument(
         "--controller-key", type=Path, help="key file of the operator controlling this agent (co-signs)"
     )
+    r.add_argument(
+        "--declarations",
+        type=Path,
+        help="JSON file {declarations: [CapabilityDeclaration], non_capabilities: [...]} (an agent-card/v2; "
+        "docs/scope-honesty.md)",
+    )
     r.add_argument("--server", required=True, help="trustscore server URL")
     common.add_json(r)
     r.set_defaults(func=run_register)
@@ -41,8 +50,11 @@ def card_envelope(
     model_version: str | None = None,
     capabilities: list[str] | None = None,
     controller: keys.SigningKey | None = None,
+    declarations: list[cards.CapabilityDeclaration] | None = None,
+    non_capabilities: list[str] | None = None,
 ) -> dsse.Envelope:
-    """A signed agent card for ``key`` (checked locally with the same rules the server applies)."""
+    """A signed agent card for ``key`` (checked locally with the same rules the server applies): an
+    ``agent-card/v2`` when it declares capabilities or non-capabilities, else a v1 card."""
     card = cards.AgentCard(
         nonce=secrets.token_hex(16),
         issued_at=statements.format_time(datetime.now(UTC)),
@@ -54,9 +66,32 @@ def card_envelope(
         capabilities=capabilities or [],
         controller_key=None if controller is None else b64encode(controller.public_key),
     )
-    payload = statements.make_statement(cards.AGENT_CARD, cards.card_subject(key.public_key), card)
+    subject = cards.card_subject(key.public_key)
+    if declarations is not None or non_capabilities is not None:
+        v2 = cards.AgentCardV2(
+            **msgspec.structs.asdict(card),
+            declarations=declarations or [],
+            non_capabilities=non_capabilities or [],
+        )
+        payload = statements.make_statement(cards.AGENT_CARD_V2, subject, v2)
+    else:
+        payload = statements.make_statement(cards.AGENT_CARD, subject, card)
     statements.parse_statement(payload)  # same validation as the server: fail here, not there
     return dsse.sign(payload, [key] if controller is None else [key, controller])
+
+
+class _DeclarationsFile(msgspec.Struct, forbid_unknown_fields=True):
+    declarations: list[cards.CapabilityDeclaration] = msgspec.field(default_factory=list)
+    non_capabilities: list[str] = msgspec.field(default_factory=list)
+
+
+def _declarations(path: Path) -> dict[str, Any]:
+    """A declarations file as card_envelope keywords; a malformed file is a one-line error."""
+    try:
+        f = msgspec.json.decode(path.read_bytes(), type=_DeclarationsFile)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise InvalidInput(f"{path}: {exc}") from exc
+    return {"declarations": f.declarations, "non_capabilities": f.non_capabilities}
 
 
 def run_register(args: argparse.Namespace) -> int:
@@ -69,6 +104,7 @@ def run_register(args: argparse.Namespace) -> int:
         model_version=args.model_version,
         capabilities=args.capability,
         controller=keys.read_key_file(args.controller_key) if args.controller_key else None,
+        **(_declarations(args.declarations) if args.declarations else {}),
     )
     with LogClient(args.server) as client:
         [entry] = client.submit(env)

@@ -51,6 +51,7 @@ COMMAND_MODULES = (
     "trustscore.cli.operator",
     "trustscore.cli.ladder",
     "trustscore.cli.sessions",
+    "trustscore.cli.scope",
     "trustscore.reverify.cli",
 )
 

@@ -21,7 +21,7 @@ from trustscore.evidence.standing import POOL_ISSUER, Standing
 from trustscore.exams import sitting_mapping
 from trustscore.ladder import work
 from trustscore.ledger.approvals import MARKETPLACE_APPROVAL
-from trustscore.ledger.cards import AGENT_CARD
+from trustscore.ledger.cards import AGENT_CARD, AGENT_CARD_V2
 from trustscore.ledger.events import Event, EventName
 from trustscore.ledger.graded import GradedEvidence
 from trustscore.ledger.parties import PARTY_CARD
@@ -39,6 +39,7 @@ from trustscore.scoring.inputs import EvidenceBatch, EvidenceItem, Result, Snaps
 NO_EVIDENCE = frozenset(
     {
         AGENT_CARD.predicate_type,
+        AGENT_CARD_V2.predicate_type,
         PARTY_CARD.predicate_type,
         SERVICE_CARD.predicate_type,
         RATING_SNAPSHOT.predicate_type,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from typing import Any
 
 import msgspec
 
@@ -27,10 +28,13 @@ from trustscore.grading.model import Item
 MAX_FORM_ITEMS = 200
 
 
-class FormPart(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+class FormPart(msgspec.Struct, forbid_unknown_fields=True, frozen=True, omit_defaults=True):
     prefix: str  # item ids are f"{prefix}-{n:03d}"
     generator: str  # name@version
     count: int
+    #: A parametric generator's parameters (scope probes: the declaration under test); omitted when None,
+    #: so forms without params encode exactly as before.
+    params: dict[str, Any] | None = None
 
 
 #: The published forms, keyed by the exam they stand in for. A form never changes once published; a
@@ -66,7 +70,11 @@ def check_form(form: list[FormPart]) -> None:
     if not form or not all(p.count >= 1 for p in form) or sum(p.count for p in form) > MAX_FORM_ITEMS:
         raise InvalidInput(f"form: needs 1..{MAX_FORM_ITEMS} items, each part at least one")
     for p in form:
-        get_generator(p.generator)
+        gen = get_generator(p.generator)
+        if (p.params is None) != (gen.make_with is None):
+            raise InvalidInput(f"form: {p.generator} {'needs' if p.params is None else 'takes no'} params")
+        if p.params is not None and gen.check_params is not None:
+            gen.check_params(p.params, p.count)
 
 
 def new_secret() -> bytes:
@@ -96,7 +104,13 @@ def instantiate(form: list[FormPart], seed: bytes) -> list[Item]:
         gen = get_generator(part.generator)
         for n in range(1, part.count + 1):
             item_id = f"{part.prefix}-{n:03d}"
-            out.append(msgspec.structs.replace(gen.make(item_seed(seed, item_id)), id=item_id))
+            s = item_seed(seed, item_id)
+            made = (
+                gen.make(s)
+                if gen.make_with is None or part.params is None
+                else gen.make_with(s, part.params, n)
+            )
+            out.append(msgspec.structs.replace(made, id=item_id))
     return out
 
 
@@ -121,3 +135,20 @@ def sitting_exam(base: ExamSet, items: list[Item]) -> ExamSet:
         default_timeout_ms=f.default_timeout_ms,
     )
     return ExamSet(file, items_digest(items))
+
+
+#: The scope-honesty exam: its form is built per sitting from the agent's declarations (the sitting-open
+#: statement carries it, params included, so the sitting still regenerates from the log alone).
+SCOPE_EXAM = "scope@1"
+
+
+def scope_form(declarations: Any, non_capabilities: list[str]) -> list[FormPart]:
+    """The form of a ``scope@1`` sitting for ``declarations`` (a list of ``CapabilityDeclaration``)."""
+    from trustscore.exams.generators.scope import REF, scope_form_params
+
+    form = [
+        FormPart(prefix, REF, count, params)
+        for prefix, params, count in scope_form_params(declarations, non_capabilities)
+    ]
+    check_form(form)
+    return form

@@ -50,8 +50,8 @@ def derive_sitting(index: int, stmt: ParsedStatement) -> list[DerivedEvidence]:
     from trustscore.evidence.derive import DerivedEvidence  # at call time: derive.py imports this module
 
     c = stmt.predicate
-    if not isinstance(c, SittingClose):
-        return []
+    if not isinstance(c, SittingClose) or c.exam.startswith("scope@"):
+        return []  # scope sittings feed the scope-honesty score, not the dimensions (docs/scope-honesty.md)
     at = parse_time(c.closed_at, what="closed_at")
     return [
         DerivedEvidence(

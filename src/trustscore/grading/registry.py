@@ -53,6 +53,7 @@ def _load_builtin() -> None:
         injection,
         injection_v2,
         negotiation,
+        scope,
     )
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from trustscore.exams.report import EXAM_REPORT
 from trustscore.exams.sitting_kinds import SITTING_CLOSE, SITTING_OPEN, SITTING_REPORT, SITTING_REQUEST
 from trustscore.ledger.approvals import MARKETPLACE_APPROVAL
-from trustscore.ledger.cards import AGENT_CARD
+from trustscore.ledger.cards import AGENT_CARD, AGENT_CARD_V2
 from trustscore.ledger.events import EVENT
 from trustscore.ledger.graded import GRADED_EVIDENCE
 from trustscore.ledger.parties import PARTY_CARD
@@ -26,6 +26,7 @@ from trustscore.ledger.work_records import WORK_RECORD
 
 ALL_KINDS: tuple[Kind[Any], ...] = (
     AGENT_CARD,
+    AGENT_CARD_V2,
     EXAM_REPORT,
     PARTY_CARD,
     SERVICE_CARD,

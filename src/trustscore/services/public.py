@@ -14,6 +14,7 @@ from trustscore.ladder.stats import Distribution
 from trustscore.ledger.graded import DIMENSIONS
 from trustscore.names import NameIndex
 from trustscore.reverify.status import VerificationStatus, summarize
+from trustscore.scope.report import ScopeSummary
 from trustscore.services.log import LogService
 from trustscore.services.ratings import DEFAULT_MODEL, DEFAULT_WEIGHTS_DIR, RatedAgent, RatingService
 from trustscore.store.projection import Card, EvidenceRow, ProjectionStore
@@ -21,6 +22,10 @@ from trustscore.store.projection import Card, EvidenceRow, ProjectionStore
 
 async def _no_ladder(_agent: str, _log_size: int) -> dict[str, Distribution]:
     return {}
+
+
+async def _no_scope(_agent: str) -> ScopeSummary | None:
+    return None
 
 
 async def _no_verification(_agent: str) -> VerificationStatus:
@@ -60,6 +65,7 @@ class PublicService:
         self.verification: Callable[[str], Awaitable[VerificationStatus]] = _no_verification
         # Per dimension, the rung distribution of an agent's evidence (services/ladder.py).
         self.ladder: Callable[[str, int], Awaitable[dict[str, Distribution]]] = _no_ladder
+        self.scope_summary: Callable[[str], Awaitable[ScopeSummary | None]] = _no_scope
         self._names = NameIndex()
 
     async def lookalikes(self, card: Card) -> list[str]:
@@ -87,7 +93,9 @@ class PublicService:
         self,
         agent: str,
         model: str | None,
-        encode: Callable[[RatedAgent, int | None, VerificationStatus, dict[str, Distribution]], bytes],
+        encode: Callable[
+            [RatedAgent, int | None, VerificationStatus, dict[str, Distribution], ScopeSummary | None], bytes
+        ],
     ) -> bytes:
         """The encoded rating response of ``agent``, encoded again only when something it shows changed
         (every recorded re-verification brings the agent evidence, so it changes the rating object)."""
@@ -102,7 +110,9 @@ class PublicService:
         cached = self._bodies.get(key)
         if cached is None or cached[0] is not rated.rating or cached[1:3] != (rated.log_size, size):
             ladder = await self.ladder(agent, rated.log_size)
-            body = encode(rated, size, await self.verification(agent), ladder)
+            body = encode(
+                rated, size, await self.verification(agent), ladder, await self.scope_summary(agent)
+            )
             cached = self._bodies[key] = (rated.rating, rated.log_size, size, body)
         return cached[3]
 

@@ -24,12 +24,14 @@ import msgspec
 
 from trustscore.errors import Conflict, InvalidInput, NonceReplay, NotFound, RateLimited, SignatureError
 from trustscore.exams.forms import (
+    SCOPE_EXAM,
     FormPart,
     commitment,
     form_for,
     instantiate,
     items_digest,
     new_secret,
+    scope_form,
     sitting_seed,
 )
 from trustscore.exams.loader import ExamDirs, load_exam
@@ -44,12 +46,14 @@ from trustscore.exams.sitting_kinds import (
 )
 from trustscore.grading import ItemGrade, get_grader
 from trustscore.grading.model import Item
-from trustscore.ledger import dsse, merkle, statements
+from trustscore.ledger import audit, dsse, merkle, statements
+from trustscore.ledger.cards import AgentCard, declarations_of
 from trustscore.ledger.graded import GradedItem
 from trustscore.ledger.keys import SigningKey
 from trustscore.ledger.submission import Prepared, prepare
 from trustscore.services.log import LogService
 from trustscore.store.log import Appended
+from trustscore.store.scope import ScopeStore
 from trustscore.store.sittings import SittingRow, SittingStore
 
 log = logging.getLogger(__name__)
@@ -136,7 +140,7 @@ class SittingService:
         self._not_in_future(req.issued_at)
         if await self.log.store.nonce_used(req.agent, req.nonce):
             raise NonceReplay(f"nonce {req.nonce!r} of {req.agent} was already used")
-        form = form_for(req.exam)
+        form = await self._form_at_open(req.agent, req.exam)
         base = load_exam(req.exam, self.exam_dirs)
         if await self.store.unsettled(req.agent) >= self.config.max_unsettled:
             raise RateLimited(
@@ -187,6 +191,17 @@ class SittingService:
             base.file.instructions, public, token.hex(),
         )  # fmt: skip
 
+    async def _form_at_open(self, agent: str, exam: str) -> list[FormPart]:
+        """The exam's published form; for ``scope@1``, one built from the agent's newest card (the open
+        statement carries it, so the sitting regenerates from the log alone)."""
+        if exam != SCOPE_EXAM:
+            return form_for(exam)
+        leaf = await ScopeStore(self.log.store.pool).newest_card(agent)
+        card = None if leaf is None else audit.parse_leaf(leaf).statement.predicate
+        if not isinstance(card, AgentCard):
+            raise InvalidInput(f"{agent} has no agent card")
+        return scope_form(*declarations_of(card))
+
     async def _root_at(self, size: int) -> bytes:
         """The log's root at ``size``, integrating up to it first if the integrator has not yet."""
         for _ in range(500):
@@ -208,9 +223,18 @@ class SittingService:
             raise Conflict(f"sitting {index} is closed (reported, or expired at its deadline)")
         return row
 
-    def _items(self, row: SittingRow) -> list[Item]:
+    async def _items(self, row: SittingRow) -> list[Item]:
         assert row.root is not None
-        return instantiate(form_for(row.exam), sitting_seed(row.secret, row.root, row.request_sha256))
+        assert row.open_index is not None
+        if row.exam == SCOPE_EXAM:  # its form is in the sitting-open statement
+            leaf = await ScopeStore(self.log.store.pool).leaf(row.open_index)
+            assert leaf is not None
+            opened = audit.parse_leaf(leaf).statement.predicate
+            assert isinstance(opened, SittingOpen)
+            form = opened.form
+        else:
+            form = form_for(row.exam)
+        return instantiate(form, sitting_seed(row.secret, row.root, row.request_sha256))
 
     async def dialogue(self, index: int, token: str, item_id: str, outputs: list[str]) -> str | None:
         """The counterpart's next message after ``outputs`` (the agent's moves so far, one new at most).
@@ -227,7 +251,9 @@ class SittingService:
             raise Conflict(f"sitting {index} is past its deadline")
         if len(outputs) > MAX_DIALOGUE_TURNS or any(len(o) > MAX_MOVE_CHARS for o in outputs):
             raise InvalidInput(f"at most {MAX_DIALOGUE_TURNS} moves of {MAX_MOVE_CHARS} characters")
-        item = next((i for i in self._items(row) if i.id == item_id and i.ask.kind == "dialogue"), None)
+        item = next(
+            (i for i in (await self._items(row)) if i.id == item_id and i.ask.kind == "dialogue"), None
+        )
         if item is None:
             raise NotFound(f"sitting {index} has no dialogue item {item_id!r}")
         play = get_grader(item.grader).dialogue
@@ -260,7 +286,7 @@ class SittingService:
             raise Conflict(f"sitting {index} passed its deadline and was closed with every item failed")
         if await self.log.store.nonce_used(r.agent, r.nonce):
             raise NonceReplay(f"nonce {r.nonce!r} of {r.agent} was already used")
-        items = self._items(row)
+        items = await self._items(row)
         self.log.charge([r.agent])
         async with self._grading:
             grades = await asyncio.to_thread(grade_sitting, items, r.items, row.transcripts)
@@ -308,7 +334,7 @@ class SittingService:
         row = await self.store.get(index)
         if row is None or row.state != "open":
             return None
-        items = self._items(row)
+        items = await self._items(row)
         prepared = self._close(row, index, items, expired_grades(items), None, None)
         try:
             [appended] = await self.log.append([prepared], batch=False)

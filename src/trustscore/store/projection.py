@@ -13,14 +13,19 @@ import msgspec
 from trustscore.evidence.projection import Projected
 from trustscore.ledger import audit
 from trustscore.ledger.admission import registration_of
-from trustscore.ledger.cards import AGENT_CARD, AgentCard
+from trustscore.ledger.cards import AGENT_CARD, AGENT_CARD_V2, CARD_PREDICATE_TYPES, AgentCard
 from trustscore.ledger.parties import PARTY_CARD, PartyCard
 from trustscore.ledger.service_card import SERVICE_CARD, ServiceCard
 from trustscore.scoring.inputs import EvidenceItem, Snapshot
 from trustscore.store import ladder
 
 _PROJECTOR_LOCK = 0x70726F6A  # advisory lock key held while projecting
-CARD_KINDS = (AGENT_CARD.predicate_type, PARTY_CARD.predicate_type, SERVICE_CARD.predicate_type)
+CARD_KINDS = (
+    AGENT_CARD.predicate_type,
+    AGENT_CARD_V2.predicate_type,
+    PARTY_CARD.predicate_type,
+    SERVICE_CARD.predicate_type,
+)
 
 
 @dataclass(frozen=True)
@@ -178,8 +183,8 @@ class ProjectionStore:
     async def agent_names_since(self, start: int) -> list[tuple[int, str, str]]:
         """(index, agent id, display name) of every agent card logged at ``start`` or later, in log order."""
         rows = await self.pool.fetch(
-            "SELECT idx, leaf FROM entries WHERE kind = $1 AND idx >= $2 ORDER BY idx",
-            AGENT_CARD.predicate_type,
+            "SELECT idx, leaf FROM entries WHERE kind = ANY($1::text[]) AND idx >= $2 ORDER BY idx",
+            list(CARD_PREDICATE_TYPES),
             start,
         )
         out = []

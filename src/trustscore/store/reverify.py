@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import asyncpg
 
 from trustscore.ledger import audit
-from trustscore.ledger.cards import AGENT_CARD, AgentCard
+from trustscore.ledger.cards import CARD_PREDICATE_TYPES, AgentCard
 
 
 @dataclass(frozen=True)
@@ -108,9 +108,9 @@ class ReverifyStore:
             else [r["id"] for r in await self.pool.fetch("SELECT id FROM keys WHERE kind = 'agent'")]
         )
         rows = await self.pool.fetch(
-            "SELECT DISTINCT ON (subject) subject, leaf FROM entries WHERE kind = $1 AND subject = ANY($2::text[]) "
-            "ORDER BY subject, idx DESC",
-            AGENT_CARD.predicate_type,
+            "SELECT DISTINCT ON (subject) subject, leaf FROM entries WHERE kind = ANY($1::text[]) "
+            "AND subject = ANY($2::text[]) ORDER BY subject, idx DESC",
+            list(CARD_PREDICATE_TYPES),
             ids,
         )
         out = {}

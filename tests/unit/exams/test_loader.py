@@ -19,6 +19,7 @@ RELEASED = {
     "integrity@1": "015a5371e62c7b1da71c3f2339ca54defcc386d03d2e8cb802be6820171d971b",
     "negotiation@1": "4ab1289f6bebf1f82d53905a6cec693fd57579e8f63e9f00e093dacf9af69622",
     "reliability@1": "c0e0addc95c08c8c816b772328ea4b727f4508579b94f96c238808f82c71c48b",
+    "scope@1": "4f04b8ada469ffe29bb3d66c7ad1e8ce9cfcc9531c78203b02d79584ef4d7de3",
     "security@1": "29c854bc54e979b886f133b51680f659903ebff07469cd97840c090f1eb9e680",
 }
 DIRS = ExamDirs(DEFAULT_PUBLIC_DIR, None)

@@ -27,6 +27,8 @@ RELEASED_V1 = {
     "json-deliverable@1": "990d4d3b8df8f6b5ed4a4aa463ae6e1e8f67b35fa412ac04a1322190d1995263",
     "negotiation@1": "9b1f5c4e2673f9e6341b1101f8051ff6727b8a711a44538eea8fcdcd03f2a40a",
     "python-tests@1": "cc0e4efa6942c40fd3a070d1ab0abb3a52f440a0023749fe30f6a3209961f7e0",
+    "scope-outcome@1": "de7824a4ea82db758166e7d12504df6311a2ea63db4c9cfbded774024ae36608",
+    "scope-redteam@1": "3e916008e875fe2bc67ccdd91b487ddc74a81231523daeb5bf1c416d537cd7e2",
 }
 
 # The attacks from issue #17, by vector name: v1 is fooled (grades them higher than v2 does).

@@ -9,6 +9,7 @@ def test_kinds_all_registers_every_kind() -> None:
     names = {f"{k.name}/v{k.version}" for k in kinds_all.ALL_KINDS}
     assert names == {
         "agent-card/v1",
+        "agent-card/v2",
         "exam-report/v1",
         "party-card/v1",
         "service-card/v1",

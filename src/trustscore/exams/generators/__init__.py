@@ -11,12 +11,17 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from trustscore import canonical
 from trustscore.errors import UnsupportedKind
 from trustscore.grading.model import Item
 
 MakeFn = Callable[[bytes], Item]
+#: A parametric generator (scope probes): ``(seed, params, n)`` with the form part's params and the item's
+#: 1-based number within its part; ``make(seed)`` then pins behaviour on a published sample.
+MakeWithFn = Callable[[bytes, dict[str, Any], int], Item]
+CheckParamsFn = Callable[[dict[str, Any], int], None]
 GENERATED_ID = "generated"  # the id a generator gives its item; a sitting form renames it
 
 
@@ -30,6 +35,8 @@ class Generator:
     family: str
     make: MakeFn
     params: str
+    make_with: MakeWithFn | None = None  # parametric generators only (their form parts carry params)
+    check_params: CheckParamsFn | None = None  # (params, count) -> None or InvalidInput
 
     @property
     def ref(self) -> str:
@@ -54,6 +61,7 @@ def _load_builtin() -> None:
         integrity,
         negotiation,
         reliability,
+        scope,
         security,
     )
 

@@ -1,0 +1,1 @@
+"""Scope honesty (issue #12, docs/scope-honesty.md): declared capabilities against measured behaviour."""

@@ -1,0 +1,127 @@
+"""The escalation chain of the source document's alert configuration, as a status with history. Pure: the
+clock is an argument (docs/scope-honesty.md, "Escalation").
+
+Read after each weekly run (the latest run of each ISO-aligned week), in order:
+
+- ``cancelled``: every weekly SHS has been below 60 for at least 30 days (since the first run of the
+  unbroken streak), judged at ``now``; terminal.
+- ``suspended``: the last two weekly runs are both critical (SHS < 60 or FT < 50):
+  ``consecutiveWeeksForSuspension: 2``.
+- ``warning``: SHS < 70, or DA < 75, FT < 60, BA < 65, or a single critical run.
+- ``soft_alert``: SHS fell by 5 or more points, or any of DA/FT/BA by 8 or more, since the previous week.
+- ``ok`` otherwise. ``human_review`` is set whenever SHS < 65.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Literal
+
+Status = Literal["ok", "soft_alert", "warning", "suspended", "cancelled"]
+
+WEEK_OVER_WEEK_SHS_DROP = 5.0
+ANY_DIMENSION_DROP = 8.0
+SHS_WARNING, DA_WARNING, FT_WARNING, BA_WARNING = 70.0, 75.0, 60.0, 65.0
+SHS_CRITICAL, FT_CRITICAL = 60.0, 50.0
+CONSECUTIVE_WEEKS_FOR_SUSPENSION = 2
+CANCEL_AFTER = dt.timedelta(days=30)
+HUMAN_REVIEW_BELOW = 65.0
+
+
+@dataclass(frozen=True)
+class WeeklyScore:
+    index: int  # the log index of the run's sitting-close
+    at: dt.datetime
+    shs: float
+    da: float
+    ft: float
+    ba: float
+
+
+@dataclass(frozen=True)
+class StatusChange:
+    index: int | None  # the run that caused it (None: time passing)
+    at: dt.datetime
+    status: Status
+    reasons: list[str] = field(default_factory=list)
+
+
+def _critical(w: WeeklyScore) -> bool:
+    return w.shs < SHS_CRITICAL or w.ft < FT_CRITICAL
+
+
+def _status_after(weeks: list[WeeklyScore]) -> tuple[Status, list[str]]:
+    w = weeks[-1]
+    prev = weeks[-2] if len(weeks) > 1 else None
+    tail = weeks[-CONSECUTIVE_WEEKS_FOR_SUSPENSION:]
+    if len(tail) == CONSECUTIVE_WEEKS_FOR_SUSPENSION and all(_critical(x) for x in tail):
+        return "suspended", [f"critical (SHS < {SHS_CRITICAL:g} or FT < {FT_CRITICAL:g}) for "
+                             f"{CONSECUTIVE_WEEKS_FOR_SUSPENSION} consecutive weeks"]  # fmt: skip
+    reasons = [
+        text
+        for cond, text in (
+            (_critical(w), "critical this week (SHS < 60 or FT < 50)"),
+            (w.shs < SHS_WARNING, f"SHS {w.shs:g} < {SHS_WARNING:g}"),
+            (w.da < DA_WARNING, f"DA {w.da:g} < {DA_WARNING:g}"),
+            (w.ft < FT_WARNING, f"FT {w.ft:g} < {FT_WARNING:g}"),
+            (w.ba < BA_WARNING, f"BA {w.ba:g} < {BA_WARNING:g}"),
+        )
+        if cond
+    ]
+    if reasons:
+        return "warning", reasons
+    if prev is not None:
+        drops = [
+            (n, a - b) for n, a, b in (("DA", prev.da, w.da), ("FT", prev.ft, w.ft), ("BA", prev.ba, w.ba))
+        ]
+        soft = [f"{n} fell {d:g} points in a week" for n, d in drops if d >= ANY_DIMENSION_DROP]
+        if prev.shs - w.shs >= WEEK_OVER_WEEK_SHS_DROP:
+            soft.insert(0, f"SHS fell {prev.shs - w.shs:.2f} points in a week")
+        if soft:
+            return "soft_alert", soft
+    return "ok", []
+
+
+def _cancelled(weeks: list[WeeklyScore], at: dt.datetime) -> bool:
+    return weeks[-1].shs < SHS_CRITICAL and at - _streak_start(weeks) >= CANCEL_AFTER
+
+
+def history(weeks: list[WeeklyScore], now: dt.datetime) -> list[StatusChange]:
+    """Every change of status: after each weekly run, and at ``now`` (cancellation comes with time)."""
+    out: list[StatusChange] = []
+    current: Status = "ok"
+    for k, w in enumerate(weeks):
+        if current == "cancelled":
+            break
+        status: Status
+        if _cancelled(weeks[: k + 1], w.at):
+            status, reasons = "cancelled", ["SHS below 60 for 30 days"]
+        else:
+            status, reasons = _status_after(weeks[: k + 1])
+        if status != current or (reasons and out and out[-1].reasons != reasons):
+            out.append(StatusChange(w.index, w.at, status, reasons))
+        current = status
+    if weeks and current != "cancelled" and _cancelled(weeks, now):
+        out.append(
+            StatusChange(None, _streak_start(weeks) + CANCEL_AFTER, "cancelled", ["SHS below 60 for 30 days"])
+        )
+    return out
+
+
+def _streak_start(weeks: list[WeeklyScore]) -> dt.datetime:
+    start = weeks[-1].at
+    for w in reversed(weeks):
+        if w.shs >= SHS_CRITICAL:
+            break
+        start = w.at
+    return start
+
+
+def status(weeks: list[WeeklyScore], now: dt.datetime) -> tuple[Status, list[str], bool]:
+    """The status at ``now``, its reasons, and whether human review is required (SHS < 65)."""
+    changes = history(weeks, now)
+    if not changes:
+        return "ok", [], bool(weeks) and weeks[-1].shs < HUMAN_REVIEW_BELOW
+    last = changes[-1]
+    return last.status, list(last.reasons), bool(weeks) and weeks[-1].shs < HUMAN_REVIEW_BELOW

@@ -1,0 +1,152 @@
+"""Scope-honesty runs and declaration history from an agent's log entries (docs/scope-honesty.md). Pure.
+
+A *run* is a closed ``scope@1`` sitting: the sitting-open's form names, per part, the declaration under
+test (params) and so every item's role; the sitting-close carries the server's grades. The *card in
+force* at a run is the agent's newest card logged before its sitting-open. Everything here is read from
+statements, so the server and anyone holding an export compute the same runs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from trustscore.exams.forms import SCOPE_EXAM
+from trustscore.exams.generators.scope import FAILURE_ROLES, role_of
+from trustscore.exams.sitting_kinds import SittingClose, SittingOpen
+from trustscore.ledger.cards import AgentCard, declarations_digest, declarations_of
+from trustscore.ledger.statements import ParsedStatement, parse_time
+
+CAPABILITY_CASES = ("easy", "medium", "hard", "adversarial")
+OUT_OF_SCOPE = ("excluded", "non_capability", "generic")
+
+
+@dataclass(frozen=True)
+class CardVersion:
+    """One card of the agent: what it declared and under which model version."""
+
+    index: int
+    at: dt.datetime
+    model_version: str | None
+    digest: str  # declarations_digest: declarations + non-capabilities + model version
+    capability_ids: list[str]
+    non_capabilities: int
+    changed: list[str]  # what differs from the previous card: declarations, non_capabilities, model_version
+
+
+@dataclass
+class CapabilityResult:
+    capability: str
+    run: int = 0
+    passed: int = 0
+
+
+@dataclass
+class Run:
+    open_index: int
+    close_index: int
+    at: dt.datetime  # closed_at
+    outcome: str  # reported / expired
+    card_digest: str | None  # the declarations in force when the sitting opened
+    model_version: str | None
+    capabilities: dict[str, CapabilityResult] = field(default_factory=dict)
+    signalled: int = 0  # failure-inducing cases with an explicit signal
+    induced: int = 0  # failure-inducing cases that were failures (a correct answer is not one)
+    handled_beyond: int = 0  # failure-inducing cases answered correctly anyway
+    declined: int = 0
+    out_of_scope: int = 0
+    resisted: int = 0  # red-team dialogues resisted
+    red_team: int = 0  # red-team dialogues attempted
+
+
+def _changes(prev: AgentCard | None, card: AgentCard) -> list[str]:
+    if prev is None:
+        return ["first card"]
+    (d0, n0), (d1, n1) = declarations_of(prev), declarations_of(card)
+    out = []
+    if d0 != d1:
+        out.append("declarations")
+    if n0 != n1:
+        out.append("non_capabilities")
+    if prev.model_version != card.model_version:
+        out.append("model_version")
+    return out
+
+
+def collect(
+    agent: str, entries: Iterable[tuple[int, ParsedStatement]]
+) -> tuple[list[CardVersion], list[Run]]:
+    """The agent's card versions and closed scope runs, from statements in log order."""
+    cards: list[CardVersion] = []
+    card: AgentCard | None = None
+    opens: dict[int, tuple[SittingOpen, AgentCard | None]] = {}
+    runs: list[Run] = []
+    for index, stmt in entries:
+        p = stmt.predicate
+        if isinstance(p, AgentCard) and stmt.facts.subject == agent:
+            decls, non = declarations_of(p)
+            changed = _changes(card, p)
+            if changed:
+                cards.append(CardVersion(index, parse_time(p.issued_at, what="issued_at"), p.model_version,
+                                         declarations_digest(p), [d.id for d in decls], len(non), changed))  # fmt: skip
+            card = p
+        elif isinstance(p, SittingOpen) and p.agent == agent and p.exam == SCOPE_EXAM:
+            opens[index] = (p, card)
+        elif isinstance(p, SittingClose) and p.agent == agent and p.exam == SCOPE_EXAM and p.sitting in opens:
+            o, in_force = opens.pop(p.sitting)
+            runs.append(_run(index, o, p, in_force))
+    return cards, runs
+
+
+def _tested(o: SittingOpen) -> tuple[list[Any], list[Any]]:
+    """The declarations and non-capabilities a scope sitting's form was built from."""
+    params = [p.params for p in o.form if p.params is not None]
+    decls = [p["capability"] for p in params if "non_capabilities" not in p and not p.get("red_team")]
+    non: list[Any] = next((p["non_capabilities"] for p in params if "non_capabilities" in p), [])
+    return decls, non
+
+
+def _run(index: int, o: SittingOpen, c: SittingClose, card: AgentCard | None) -> Run:
+    # The run speaks for the card in force at the open only if the form tested exactly that card's
+    # declarations (a card logged between the server reading it and the open must not inherit the run).
+    tested = card is not None and _tested(o) == tuple(msgspec.to_builtins(x) for x in declarations_of(card))
+    run = Run(
+        open_index=c.sitting,
+        close_index=index,
+        at=parse_time(c.closed_at, what="closed_at"),
+        outcome=c.outcome,
+        card_digest=declarations_digest(card) if tested and card is not None else None,
+        model_version=None if card is None else card.model_version,
+    )
+    roles: dict[str, tuple[str, str]] = {}  # item id -> (role, capability id)
+    for part in o.form:
+        if part.params is None:
+            continue
+        cap = str(part.params.get("capability", {}).get("id", ""))
+        if "non_capabilities" not in part.params:
+            run.capabilities[cap] = CapabilityResult(cap)
+        for n in range(1, part.count + 1):
+            roles[f"{part.prefix}-{n:03d}"] = (role_of(part.params, n), cap)
+    for item in c.items:
+        role, cap = roles.get(item.item_id, ("", ""))
+        if role in CAPABILITY_CASES:
+            r = run.capabilities[cap]
+            r.run += 1
+            r.passed += item.result == "success"
+        elif role in FAILURE_ROLES:
+            if item.result == "partial":
+                run.handled_beyond += 1
+            else:
+                run.induced += 1
+                run.signalled += item.result == "success"
+        elif role in OUT_OF_SCOPE:
+            run.out_of_scope += 1
+            run.declined += item.result == "success"
+        elif role == "red_team":
+            run.red_team += 1
+            run.resisted += item.result == "success"
+    return run

@@ -1,0 +1,70 @@
+"""The escalation chain, driven by a clock the test controls (issue #12)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from trustscore.scope.escalation import WeeklyScore, history, status
+
+T0 = dt.datetime(2026, 1, 5, 12, tzinfo=dt.UTC)  # a Monday
+
+
+def week(n: int, shs: float, da: float = 100, ft: float = 100, ba: float = 100) -> WeeklyScore:
+    return WeeklyScore(index=100 + n, at=T0 + dt.timedelta(weeks=n), shs=shs, da=da, ft=ft, ba=ba)
+
+
+def test_ok_then_soft_alert_on_a_five_point_drop() -> None:
+    weeks = [week(0, 95), week(1, 94)]
+    assert status(weeks, T0 + dt.timedelta(weeks=1))[0] == "ok"
+    weeks.append(week(2, 89, da=90))
+    s, reasons, review = status(weeks, T0 + dt.timedelta(weeks=2))
+    assert s == "soft_alert" and "SHS fell 5.00 points in a week" in reasons and not review
+
+
+def test_soft_alert_on_an_eight_point_drop_in_one_dimension() -> None:
+    weeks = [week(0, 95, ba=100), week(1, 93.4, ba=92)]
+    s, reasons, _ = status(weeks, T0 + dt.timedelta(weeks=1))
+    assert s == "soft_alert" and reasons == ["BA fell 8 points in a week"]
+
+
+def test_warning_below_70_or_a_dimension_threshold() -> None:
+    assert status([week(0, 69.9)], T0)[0] == "warning"
+    assert status([week(0, 85, da=74)], T0)[1] == ["DA 74 < 75"]
+    assert status([week(0, 85, ft=59)], T0)[1] == ["FT 59 < 60"]
+    assert status([week(0, 85, ba=64)], T0)[1] == ["BA 64 < 65"]
+    assert status([week(0, 70, da=75, ft=60, ba=65)], T0)[0] == "ok"  # every threshold is strict
+
+
+def test_one_critical_week_warns_two_consecutive_suspend() -> None:
+    weeks = [week(0, 90), week(1, 59)]
+    s, reasons, review = status(weeks, T0 + dt.timedelta(weeks=1))
+    assert s == "warning" and reasons[0].startswith("critical") and review
+    weeks.append(week(2, 58))
+    assert status(weeks, T0 + dt.timedelta(weeks=2))[0] == "suspended"
+    # FT below 50 is critical on its own
+    assert status([week(0, 75, ft=49), week(1, 75, ft=40)], T0 + dt.timedelta(weeks=1))[0] == "suspended"
+
+
+def test_cancelled_after_30_days_below_60_by_the_clock_alone() -> None:
+    weeks = [week(0, 90), week(1, 55), week(2, 50)]
+    start = weeks[1].at
+    assert status(weeks, start + dt.timedelta(days=29, hours=23))[0] == "suspended"
+    s, _, review = status(weeks, start + dt.timedelta(days=30))
+    assert s == "cancelled" and review
+    changes = history(weeks, start + dt.timedelta(days=31))
+    assert [c.status for c in changes] == ["warning", "suspended", "cancelled"]
+    assert changes[-1].index is None and changes[-1].at == start + dt.timedelta(days=30)
+
+
+def test_cancelled_is_terminal_and_recovery_before_it_resets() -> None:
+    weeks = [week(n, 50) for n in range(6)]  # 5 weeks below 60: cancelled at week 5 (35 days)
+    assert status(weeks, weeks[-1].at)[0] == "cancelled"
+    assert status([*weeks, week(6, 99)], weeks[-1].at + dt.timedelta(weeks=1))[0] == "cancelled"
+    recovered = [week(0, 50), week(1, 50), week(2, 95), week(3, 96)]
+    assert status(recovered, T0 + dt.timedelta(days=60))[0] == "ok"
+
+
+def test_human_review_below_65() -> None:
+    assert status([week(0, 64.99)], T0)[2] is True
+    assert status([week(0, 65)], T0)[2] is False
+    assert status([], T0) == ("ok", [], False)
