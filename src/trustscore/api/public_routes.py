@@ -22,8 +22,8 @@ from trustscore.ladder.rows import LadderRow
 from trustscore.ladder.stats import Distribution
 from trustscore.ledger import statements
 from trustscore.reverify.status import VerificationStatus
-from trustscore.scoring import publish
 from trustscore.scope.report import ScopeSummary
+from trustscore.scoring import publish
 from trustscore.services.ladder import LadderService
 from trustscore.services.log import LogService
 from trustscore.services.public import PublicService
