@@ -34,24 +34,32 @@ class AttestationStore:
         )
         return [r["idx"] for r in rows]
 
+    async def _per_report(self, reports: Iterable[tuple[int, str]], lateral: str, *args: object) -> list[int]:
+        """The distinct non-null ``idx`` that ``lateral`` (a constant query over ``t.before`` and
+        ``t.reporter``, parameters from $3) finds for each (report index, reporter), in index order."""
+        pairs = sorted(set(reports))
+        if not pairs:
+            return []
+        rows = await self.pool.fetch(
+            "SELECT DISTINCT s.idx FROM unnest($1::bigint[], $2::text[]) AS t(before, reporter) "  # noqa: S608
+            f"CROSS JOIN LATERAL ({lateral}) AS s WHERE s.idx IS NOT NULL ORDER BY s.idx",
+            [i for i, _ in pairs],
+            [r for _, r in pairs],
+            *args,
+        )
+        return [r["idx"] for r in rows]
+
     async def newest_snapshots_before(
         self, reports: Iterable[tuple[int, str]], model_version: str
     ) -> list[int]:
         """For each (report index, issuer): the newest snapshot of ``model_version`` logged before the
         report with a row for the issuer (what weights the report); none where there is none."""
-        pairs = sorted(set(reports))
-        if not pairs:
-            return []
-        rows = await self.pool.fetch(
-            "SELECT DISTINCT s.idx FROM unnest($1::bigint[], $2::text[]) AS t(before, reporter) "
-            "CROSS JOIN LATERAL (SELECT max(idx) AS idx FROM snapshots "
-            "  WHERE agent = t.reporter AND model_version = $3 AND idx < t.before) AS s "
-            "WHERE s.idx IS NOT NULL ORDER BY s.idx",
-            [i for i, _ in pairs],
-            [r for _, r in pairs],
+        return await self._per_report(
+            reports,
+            "SELECT max(idx) AS idx FROM snapshots WHERE agent = t.reporter AND model_version = $3 "
+            "AND idx < t.before",
             model_version,
         )
-        return [r["idx"] for r in rows]
 
     async def entry_signers(self, indexes: Iterable[int]) -> list[tuple[int, str]]:
         """(index, signer) of the entries at ``indexes``, in index order."""
@@ -66,20 +74,13 @@ class AttestationStore:
         """For each (report index, reporter): the first snapshot of ``model_version`` logged before the
         report that rates the reporter at least ``min_rating`` (adjusted, else total), which dates how long
         it has been well rated (standing)."""
-        pairs = sorted(set(reports))
-        if not pairs:
-            return []
-        rows = await self.pool.fetch(
-            "SELECT DISTINCT s.idx FROM unnest($1::bigint[], $2::text[]) AS t(before, reporter) "
-            "CROSS JOIN LATERAL (SELECT min(idx) AS idx FROM snapshots WHERE agent = t.reporter "
-            "  AND model_version = $3 AND idx < t.before AND COALESCE(adjusted, total) >= $4) AS s "
-            "WHERE s.idx IS NOT NULL ORDER BY s.idx",
-            [i for i, _ in pairs],
-            [r for _, r in pairs],
+        return await self._per_report(
+            reports,
+            "SELECT min(idx) AS idx FROM snapshots WHERE agent = t.reporter AND model_version = $3 "
+            "AND idx < t.before AND COALESCE(adjusted, total) >= $4",
             model_version,
             min_rating,
         )
-        return [r["idx"] for r in rows]
 
     async def first_vouches_before(
         self, reports: Iterable[tuple[int, str]], unvouching: Iterable[str]
@@ -87,19 +88,12 @@ class AttestationStore:
         """For each (report index, reporter): the first entry logged before the report that gave the
         reporter evidence with a real issuer (a report by a reporter with standing: a vouch), skipping
         issuers in ``unvouching`` (the pool, the re-verifier)."""
-        pairs = sorted(set(reports))
-        if not pairs:
-            return []
-        rows = await self.pool.fetch(
-            "SELECT DISTINCT v.idx FROM unnest($1::bigint[], $2::text[]) AS t(before, reporter) "
-            "CROSS JOIN LATERAL (SELECT min(idx) AS idx FROM evidence WHERE agent = t.reporter "
-            "  AND idx < t.before AND issuer IS NOT NULL AND NOT (issuer = ANY($3::text[]))) AS v "
-            "WHERE v.idx IS NOT NULL ORDER BY v.idx",
-            [i for i, _ in pairs],
-            [r for _, r in pairs],
+        return await self._per_report(
+            reports,
+            "SELECT min(idx) AS idx FROM evidence WHERE agent = t.reporter AND idx < t.before "
+            "AND issuer IS NOT NULL AND NOT (issuer = ANY($3::text[]))",
             sorted(set(unvouching)),
         )
-        return [r["idx"] for r in rows]
 
     async def approvals_of(self, marketplaces: Iterable[str], kind: str, size: int) -> list[int]:
         """The operator's approvals and retirements of ``marketplaces`` below ``size``."""
