@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import random
 import re
 from dataclasses import replace
 from typing import Any
@@ -236,13 +235,11 @@ async def test_dialogue_moves_are_played_with_the_server_and_cannot_be_rewritten
     assert close.dialogues == {first: [low]}
 
 
-async def _sit_randomly(
-    client: Client, key: keys.SigningKey, rng: random.Random
-) -> tuple[dict[str, Any], dict[str, list[str]]]:
+async def _sit_declining(client: Client, key: keys.SigningKey) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """Sit integrity@1 declining every question: a fixed strategy whose grade is the share of decline items
+    in the sitting (about a third), never zero and never all, whatever the server's seed."""
     opened = await open_sitting(client, key, "integrity@1")
-    answers = {i["id"]: [rng.choice(["ANSWER: CANNOT ANSWER", "ANSWER: 42", "ANSWER: Alice"])] * len(i["prompts"])
-               for i in opened["items"]}  # fmt: skip
-    return opened, answers
+    return opened, {i["id"]: ["ANSWER: CANNOT ANSWER"] * len(i["prompts"]) for i in opened["items"]}
 
 
 async def _evidence_mean(client: Client, key: keys.SigningKey) -> float:
@@ -262,17 +259,18 @@ def settings(settings: Settings) -> Settings:
 
 
 async def test_cherry_picking_the_best_sitting_ends_lower_than_reporting_every_one(client: Client) -> None:
+    # Both agents play one fixed strategy, so the only difference is what they report (with random
+    # answers the two means could tie by chance: the server's seeds are fresh every run).
     honest, picker = await register(client), await register(client)
-    rng = random.Random(7)
     honest_means: list[int] = []
     for _ in range(6):
-        opened, answers = await _sit_randomly(client, honest, rng)
+        opened, answers = await _sit_declining(client, honest)
         r = await report(client, honest, opened, answers)
         assert r.status_code == 201, r.text
         honest_means.append(sum(g["value_millis"] for g in r.json()["items"]))
     # The picker opens six sittings, sees all their items, and reports only the one it did best on
     # (here: grades it would get, known from the honest agent's luck; any choice will do).
-    sittings = [await _sit_randomly(client, picker, rng) for _ in range(6)]
+    sittings = [await _sit_declining(client, picker) for _ in range(6)]
     best = sittings[honest_means.index(max(honest_means))]
     assert (await report(client, picker, *best)).status_code == 201
     await asyncio.sleep(6.0)  # past the deadline: the sweep closes the other five as failures
