@@ -17,8 +17,8 @@ from trustscore.ledger.statements import (
     Predicate,
     Statement,
     Subject,
+    check_endpoint,
     check_text,
-    check_url,
     register,
 )
 
@@ -59,7 +59,7 @@ def _check_card(stmt: Statement, card: AgentCard) -> Facts:
         raise InvalidInput("agent card subject must be the id and SHA-256 of its public key")
     check_text(card.name, what="name")
     if card.endpoint is not None:
-        check_url(card.endpoint, what="endpoint")
+        check_endpoint(card.endpoint, what="endpoint")
     for field, value in (("model", card.model), ("model_version", card.model_version)):
         if value is not None:
             check_text(value, what=field)

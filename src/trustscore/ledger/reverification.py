@@ -164,7 +164,7 @@ def _check(stmt: Statement, r: Reverification) -> Facts:
         r.exam_digest,
         itself="re-verify itself",
     )
-    statements.check_url(r.endpoint, what="endpoint")
+    statements.check_endpoint(r.endpoint, what="endpoint")
     if r.checkpoint_size < sampling.seed_size(r.report_index):
         raise InvalidInput("checkpoint_size must cover the report and the entry after it (report_index + 2)")
     if r.trigger == "report" and r.checkpoint_size != sampling.seed_size(r.report_index):

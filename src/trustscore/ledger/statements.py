@@ -154,6 +154,12 @@ def check_url(url: str, *, what: str) -> None:
         raise InvalidInput(f"{what} must be an http(s) URL")
 
 
+def check_endpoint(url: str, *, what: str) -> None:
+    """An agent endpoint: an http(s) URL answering the plain HTTP agent API, or ``a2a:`` and the http(s)
+    base URL of an A2A agent (docs/integrations.md)."""
+    check_url(url.removeprefix("a2a:"), what=what)
+
+
 def check_text(text: str, *, what: str, max_len: int = 200) -> None:
     if not text.strip() or len(text) > max_len or not text.isprintable():
         raise InvalidInput(f"{what} must be 1..{max_len} printable characters")

@@ -32,12 +32,15 @@ from trustscore.ledger.reverification import (
 )
 from trustscore.reverify import compare, sampling, status
 from trustscore.reverify.fresh import FreshItem
-from trustscore.sdk.adapters import AgentFailure, AgentRequest
+from trustscore.sdk.a2a_agent import SCHEME as A2A_SCHEME
+from trustscore.sdk.a2a_agent import A2AAgent
+from trustscore.sdk.adapters import Agent, AgentFailure, AgentRequest
 from trustscore.sdk.outbound import (
     OutboundFailed,
     OutboundPolicy,
     OutboundRefused,
     SafeClient,
+    async_safe_client,
     post_json,
     safe_client,
 )
@@ -69,6 +72,17 @@ class GuardedHttpAgent:
         pass  # the client belongs to the caller
 
 
+def guarded_agent(endpoint: str, policy: OutboundPolicy, client: SafeClient) -> Agent:
+    """The agent at a declared endpoint, every call through the outbound guard: an ``a2a:`` endpoint is
+    asked over A2A (trustscore.sdk.a2a_agent) with the guarded async client, any other over plain HTTP."""
+    if endpoint.startswith(A2A_SCHEME):
+        try:
+            return A2AAgent(endpoint, client_factory=lambda: async_safe_client(policy))
+        except InvalidInput as exc:  # admission checked the URL; a bad one is an unreachable endpoint
+            raise AgentFailure(exc.message) from exc
+    return GuardedHttpAgent(endpoint, policy, client)
+
+
 @dataclass(frozen=True)
 class RunResult:
     items: list[ReverifiedItem]
@@ -87,7 +101,7 @@ def _error(text: str | None) -> str | None:
 class _Asker:
     """Asks items one by one and gives up on an endpoint that has answered nothing so far."""
 
-    def __init__(self, agent: GuardedHttpAgent, deadline: float | None) -> None:
+    def __init__(self, agent: Agent, deadline: float | None) -> None:
         self.agent, self.deadline = agent, deadline
         self.answered_any, self.silent_in_a_row = False, 0
 
@@ -152,9 +166,8 @@ def run_once(
     items: list[ReverifiedItem] = []
     private_items: list[PrivateItem] = []
     with safe_client(policy) as client:
-        asker = _Asker(
-            GuardedHttpAgent(endpoint, policy, client), None if deadline_s is None else start + deadline_s
-        )
+        agent = guarded_agent(endpoint, policy, client)
+        asker = _Asker(agent, None if deadline_s is None else start + deadline_s)
         # Private and fresh items first: an agent that knows the public items cannot stall on them until
         # the run's deadline leaves no time for the others (docs/reverification.md).
         for ref in private:
@@ -205,6 +218,7 @@ def run_once(
                     error=_error(response.error),
                 )
             )
+    agent.close()  # an A2A agent's event loop and client (the plain HTTP client belongs to this function)
     comparison = compare.compare([(i.item_id, i.reported_millis, i.observed_millis) for i in items])
     return RunResult(items, private_items, comparison, int((time.monotonic() - start) * 1000))
 

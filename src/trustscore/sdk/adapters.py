@@ -437,7 +437,7 @@ def agent_from_spec(spec: str) -> Agent:
     """An adapter from a command-line spec (see docs/sdk.md):
 
     ``python:MODULE:FUNCTION`` or ``python:FILE.py:FUNCTION``; ``cmd:COMMAND LINE``; ``http:URL`` (or a
-    bare ``http(s)://`` URL); ``openai:MODEL@BASE_URL``.
+    bare ``http(s)://`` URL); ``a2a:URL`` (an A2A agent, docs/integrations.md); ``openai:MODEL@BASE_URL``.
     """
     kind, _, rest = spec.partition(":")
     if kind == "python":
@@ -454,9 +454,13 @@ def agent_from_spec(spec: str) -> Agent:
         return HttpAgent(spec)
     if kind == "http" and rest.startswith(("http://", "https://")):
         return HttpAgent(rest)
+    if kind == "a2a":
+        from trustscore.sdk.a2a_agent import A2AAgent  # imports the A2A SDK only when asked for
+
+        return A2AAgent(spec)
     if kind == "openai":
         model, sep, base = rest.partition("@")
         if not sep or not model or not base.startswith(("http://", "https://")):
             raise InvalidInput(f"openai agent spec must be openai:MODEL@BASE_URL, got {spec!r}")
         return OpenAIAgent(base, model, api_key=os.environ.get("OPENAI_API_KEY"))
-    raise InvalidInput(f"unknown agent spec {spec!r}: use python:, cmd:, http: or openai:")
+    raise InvalidInput(f"unknown agent spec {spec!r}: use python:, cmd:, http:, a2a: or openai:")
