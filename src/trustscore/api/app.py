@@ -31,6 +31,7 @@ from trustscore.api.sitting_routes import SittingController
 from trustscore.errors import StorageError
 from trustscore.exams.loader import ExamDirs
 from trustscore.grading import sandbox
+from trustscore.integrations.wiring import Integrations
 from trustscore.ledger import keys
 from trustscore.sdk.outbound import OutboundPolicy
 from trustscore.services import logkey, service_keys, snapshots
@@ -88,6 +89,7 @@ def health() -> str:
 def create_app(settings: Settings, dsn: str) -> Litestar:
     """The app for ``settings`` on the PostgreSQL at ``dsn`` (migrated at start-up)."""
     runtime = Runtime()
+    integrations = Integrations(lambda: runtime.public, lambda: runtime.ladder)  # MCP, A2A card, search
     # Writes per client address: a token bucket of entries (burst ``address_burst``, refilled evenly at
     # the per-minute allowance), O(1) per request in bounded memory. Routes that write log entries charge
     # it per new entry through the services (a duplicate costs nothing); other POSTs cost one each.
@@ -283,6 +285,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             health,
             ready,
             metrics,
+            *integrations.handlers,
         ],
         dependencies={
             "log_service": provide("log_service"),
@@ -293,8 +296,9 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             "ladder": provide("ladder"),
             "scope_honesty": provide("scope"),
             "max_page": Provide(lambda: settings.max_page, sync_to_thread=False),
+            **integrations.dependencies,
         },
-        lifespan=[lifespan],
+        lifespan=[lifespan, integrations.lifespan],
         state=State({"runtime": runtime}),  # for handlers that take no dependency (the rating route)
         exception_handlers=EXCEPTION_HANDLERS,
         before_request=before_handler,

@@ -52,6 +52,7 @@ COMMAND_MODULES = (
     "trustscore.cli.ladder",
     "trustscore.cli.sessions",
     "trustscore.cli.scope",
+    "trustscore.cli.mcp",
     "trustscore.reverify.cli",
 )
 
