@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import base64
 import json
+import secrets
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +30,11 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from tests.integration.service.conftest import ServerProcess, free_port
+from trustscore import canonical
 from trustscore.cli.agent import card_envelope
+from trustscore.errors import InvalidInput
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, load_exam
-from trustscore.ledger import keys
+from trustscore.ledger import cards, dsse, keys, statements
 from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import sign_run
 
@@ -48,7 +52,15 @@ class A2AServer:
     def __init__(self, persona: str, *extra: str) -> None:
         self.port = free_port()
         self.proc = subprocess.Popen(
-            [sys.executable, str(AGENTS / "a2a_serve.py"), "--persona", persona, "--port", str(self.port), *extra],
+            [
+                sys.executable,
+                str(AGENTS / "a2a_serve.py"),
+                "--persona",
+                persona,
+                "--port",
+                str(self.port),
+                *extra,
+            ],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -142,7 +154,9 @@ def test_a2a_agent_sits_an_exam_and_is_reverified_over_a2a(
         run = run_exam(load_exam("integrity@1", ExamDirs()), agent)
     finally:
         agent.close()
-    assert run.items and all(i.error is None for i in run.items), [i.error for i in run.items if i.error]
+    errors = [r.response.error for r in run.records if r.response.error]
+    assert run.records and not errors, errors
+    assert run.adapter == f"a2a:{good.url}"
 
     honest = register_and_report(http, "a2a honest", f"a2a:{good.url}", f"a2a:{good.url}")
     tasked = register_and_report(http, "a2a task", f"a2a:{as_task.url}", f"a2a:{as_task.url}")
@@ -169,11 +183,20 @@ def test_card_with_a_bad_a2a_endpoint_is_refused(server: ServerProcess) -> None:
     http = httpx.Client(base_url=server.url, timeout=60)
     for endpoint in ("a2a:", "a2a:ftp://example.org/", "a2a:a2a:http://x/", "a2b:http://127.0.0.1/"):
         key = keys.SigningKey.generate()
-        r = http.post(
-            "/v1/log/entries", content=msgspec.json.encode(card_envelope(key, "bad", endpoint=endpoint))
+        card = cards.AgentCard(
+            nonce=secrets.token_hex(16),
+            issued_at=statements.format_time(datetime.now(UTC)),
+            public_key=canonical.b64encode(key.public_key),
+            name="bad",
+            endpoint=endpoint,
         )
+        payload = statements.make_statement(cards.AGENT_CARD, cards.card_subject(key.public_key), card)
+        with pytest.raises(InvalidInput, match="endpoint must be an http"):
+            statements.parse_statement(payload)  # the client refuses it before sending
+        r = http.post("/v1/log/entries", content=msgspec.json.encode(dsse.sign(payload, [key])))
         assert r.status_code == 400, (endpoint, r.text)
         assert r.headers["content-type"].startswith("application/problem+json")
+        assert "endpoint must be an http" in r.json()["detail"]
 
 
 # --- MCP -------------------------------------------------------------------------------------------
