@@ -47,9 +47,9 @@ from trustscore.errors import (
     VerificationError,
 )
 from trustscore.exams.loader import ExamDirs, list_exams
+from trustscore.kinds.parties import make_party_card, now
+from trustscore.kinds.settlements import Delivery, make_settlement
 from trustscore.ledger import attestation, checkpoint, dsse, keys, note
-from trustscore.ledger.parties import make_party_card, now
-from trustscore.ledger.settlements import Delivery, make_settlement
 from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import sign_run
 from trustscore.sdk.sitting import SittingClient, sit_on_server

@@ -12,8 +12,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from trustscore.evidence.derive import DerivedEvidence
-from trustscore.scoring.inputs import Snapshot
+from trustscore.scoring.inputs import DerivedEvidence, Snapshot
 from trustscore.scoring.jsonl import EvidenceLine, SnapshotLine
 from trustscore.scoring.times import format_time, to_micros
 

@@ -15,19 +15,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from trustscore.errors import TrustscoreError
-from trustscore.evidence.derive import Context, DerivedEvidence, derive, derive_snapshots
+from trustscore.evidence.derive import Context, derive, derive_snapshots
 from trustscore.evidence.reporters import REPORTER_MODEL as REPORTER_MODEL
 from trustscore.evidence.reporters import ReporterWeights
 from trustscore.evidence.standing import POOL_ISSUER, Standing
+from trustscore.kinds import catalog as kinds_all
+from trustscore.kinds.admission import Registration, admit, registration_of
+from trustscore.kinds.approvals import MarketplaceApproval
+from trustscore.kinds.snapshots import RatingSnapshot
 from trustscore.ladder.rows import LadderRow, ladder_rows
 from trustscore.ladder.rule import CURRENT_RULE
-from trustscore.ledger import audit, keys, kinds_all
-from trustscore.ledger.admission import Registration, admit, registration_of
-from trustscore.ledger.approvals import MarketplaceApproval
-from trustscore.ledger.snapshots import RatingSnapshot
+from trustscore.ledger import audit, keys
 from trustscore.ledger.submission import check
-from trustscore.reverify.mapping import ISSUER as REVERIFY_ISSUER
-from trustscore.scoring.inputs import EvidenceItem, Snapshot
+from trustscore.reverify.evidence import ISSUER as REVERIFY_ISSUER
+from trustscore.scoring.inputs import DerivedEvidence, EvidenceItem, Snapshot
 
 assert kinds_all.ALL_KINDS  # every kind registered before any entry is parsed
 

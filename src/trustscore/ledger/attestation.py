@@ -26,16 +26,18 @@ import msgspec
 
 from trustscore import canonical
 from trustscore.errors import InvalidInput, ProofError, SignatureError, TrustscoreError, VerificationError
-from trustscore.evidence.derive import Context, DerivedEvidence, derive, derive_snapshots, evidence_batch
+from trustscore.evidence.derive import Context, derive, derive_snapshots, evidence_batch
 from trustscore.evidence.reporters import ReporterWeights
-from trustscore.ledger import audit, dsse, keys, kinds_all, merkle, note, statements, vc
-from trustscore.ledger.admission import Registration, admit
+from trustscore.kinds import catalog as kinds_all
+from trustscore.kinds import vc
+from trustscore.kinds.admission import Registration, admit
+from trustscore.kinds.parties import check_key_id, check_sha256_hex, new_nonce, now
+from trustscore.kinds.snapshots import MAX_TOTAL
+from trustscore.ledger import audit, dsse, keys, merkle, note, statements
 from trustscore.ledger.checkpoint import Checkpoint, open_checkpoint
-from trustscore.ledger.parties import check_key_id, check_sha256_hex, new_nonce, now
-from trustscore.ledger.snapshots import MAX_TOTAL
 from trustscore.ledger.statements import Facts, Kind, ParsedStatement, Predicate, Statement, Subject, register
 from trustscore.ledger.submission import check
-from trustscore.scoring.inputs import Snapshot
+from trustscore.scoring.inputs import DerivedEvidence, Snapshot
 from trustscore.scoring.ratings import Rating, score_agents
 from trustscore.scoring.weights import Weights
 

@@ -5,7 +5,7 @@ It fetches the re-verification entry and the report it names, proves both are in
 checkpoint, verifies their signatures (the re-verifier's key from its service card, co-signed by the log
 key, with the ``reverify`` role), proves the recorded ``checkpoint_root`` is the log's root at
 ``checkpoint_size`` with a consistency proof to the latest checkpoint, then recomputes the seed and the
-sample (:func:`trustscore.reverify.sampling.recheck`). Register with ``register(subparsers)``.
+sample (:func:`trustscore.reverify.recheck.recheck`). Register with ``register(subparsers)``.
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ from trustscore import canonical
 from trustscore.cli import common
 from trustscore.client import LogClient
 from trustscore.errors import VerificationError
-from trustscore.exams.report import ExamReport
+from trustscore.kinds.exam_report import ExamReport
+from trustscore.kinds.reverification import Reverification
 from trustscore.ledger import checkpoint, note
-from trustscore.ledger.reverification import Reverification
-from trustscore.reverify import fresh, sampling
+from trustscore.reverify import fresh
+from trustscore.reverify.recheck import recheck
 from trustscore.verifying import VerifyingClient
 
 
@@ -79,7 +80,7 @@ def check(client: LogClient, log_key: note.Verifier, index: int) -> Checked:
     report, report_hash = _report(log, cp, r)
     root = canonical.b64decode(r.checkpoint_root, what="checkpoint_root")
     log.root_at(cp, r.checkpoint_size, root)
-    sample = sampling.recheck(
+    sample = recheck(
         report_index=r.report_index,
         report_sha256=report_hash,
         report_item_ids=[i.item_id for i in report.items],

@@ -18,19 +18,21 @@ import msgspec
 from trustscore.errors import InvalidInput, VerificationError
 from trustscore.exams.forms import sitting_exam
 from trustscore.exams.model import ExamSet
-from trustscore.exams.report import ExamReport
 from trustscore.grading import Item, Response, grade_item
-from trustscore.ledger.graded import GradedItem
-from trustscore.ledger.reverification import (
+from trustscore.kinds.exam_report import ExamReport
+from trustscore.kinds.graded import GradedItem
+from trustscore.kinds.reverification import (
     MAX_ERROR,
     PrivateItem,
     Reverification,
     ReverifiedItem,
     Trigger,
+    compare,
     make_reverification,
     run_nonce,
+    sampling,
 )
-from trustscore.reverify import compare, sampling, status
+from trustscore.reverify import status
 from trustscore.reverify.fresh import FreshItem
 from trustscore.sdk.adapters import AgentFailure, AgentRequest
 from trustscore.sdk.outbound import (

@@ -48,6 +48,34 @@ class EvidenceItem(msgspec.Struct, frozen=True, kw_only=True):
     extra_weight: float = 1.0
 
 
+class DerivedEvidence(msgspec.Struct, frozen=True, kw_only=True):
+    """One evidence item and the log index of the statement it came from (the engine's ``seq``)."""
+
+    index: int
+    agent: str
+    dimension: str
+    source: str
+    at: dt.datetime
+    value: float | None = None
+    result: Result | None = None
+    key: str | None = None
+    issuer: str | None = None
+    extra_weight: float = 1.0
+
+    def to_item(self) -> EvidenceItem:
+        return EvidenceItem(
+            agent=self.agent,
+            dimension=self.dimension,
+            source=self.source,
+            at=self.at,
+            value=self.value,
+            result=self.result,
+            key=self.key,
+            issuer=self.issuer,
+            extra_weight=self.extra_weight,
+        )
+
+
 class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
     """A rating the old system published at a time, used for snapshot consistency."""
 

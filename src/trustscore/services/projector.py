@@ -7,10 +7,10 @@ import contextlib
 import logging
 
 from trustscore.evidence.projection import Projected, ProjectionState, project
+from trustscore.kinds.approvals import MARKETPLACE_APPROVAL, MarketplaceApproval
+from trustscore.kinds.snapshots import RATING_SNAPSHOT, RatingSnapshot
 from trustscore.ladder.rule import CURRENT_RULE
 from trustscore.ledger import audit
-from trustscore.ledger.approvals import MARKETPLACE_APPROVAL, MarketplaceApproval
-from trustscore.ledger.snapshots import RATING_SNAPSHOT, RatingSnapshot
 from trustscore.services.ratings import RatingService
 from trustscore.store.ladder import LadderStore
 from trustscore.store.log import LogStore

@@ -10,8 +10,8 @@ from trustscore import resources
 from trustscore.errors import InvalidInput, NotFound
 from trustscore.exams.loader import ExamDirs, list_exams
 from trustscore.exams.model import ExamSet
+from trustscore.kinds.graded import DIMENSIONS
 from trustscore.ladder.stats import Distribution
-from trustscore.ledger.graded import DIMENSIONS
 from trustscore.names import NameIndex
 from trustscore.reverify.status import VerificationStatus, summarize
 from trustscore.scope.report import ScopeSummary

@@ -11,11 +11,11 @@ import asyncpg
 import msgspec
 
 from trustscore.evidence.projection import Projected
+from trustscore.kinds.admission import registration_of
+from trustscore.kinds.cards import AGENT_CARD, AGENT_CARD_V2, CARD_PREDICATE_TYPES, AgentCard
+from trustscore.kinds.parties import PARTY_CARD, PartyCard
+from trustscore.kinds.service_card import SERVICE_CARD, ServiceCard
 from trustscore.ledger import audit
-from trustscore.ledger.admission import registration_of
-from trustscore.ledger.cards import AGENT_CARD, AGENT_CARD_V2, CARD_PREDICATE_TYPES, AgentCard
-from trustscore.ledger.parties import PARTY_CARD, PartyCard
-from trustscore.ledger.service_card import SERVICE_CARD, ServiceCard
 from trustscore.scoring.inputs import EvidenceItem, Snapshot
 from trustscore.store import ladder
 

@@ -10,7 +10,7 @@ from tests.unit.evidence.signed import T1, Log, TrustAll, busy_log, graded, sett
 from trustscore.evidence import derive_log, evidence_batch
 from trustscore.evidence.jsonl import evidence_jsonl, snapshot_jsonl_line, snapshots_jsonl, to_jsonl_line
 from trustscore.evidence.standing import REPORTER_MODEL
-from trustscore.ledger.graded import GradedItem
+from trustscore.kinds.graded import GradedItem
 from trustscore.scoring import load_weights, score_agents
 from trustscore.scoring.inputs import SnapshotBatch
 from trustscore.scoring.jsonl import parse_evidence, parse_snapshots

@@ -16,16 +16,16 @@ from tests.helpers import new_card
 from trustscore import canonical
 from trustscore.errors import InvalidInput, ProofError, SignatureError, VerificationError
 from trustscore.evidence.projection import ProjectionState, project
+from trustscore.kinds.admission import admit
+from trustscore.kinds.approvals import make_approval
+from trustscore.kinds.events import EventName, make_event
+from trustscore.kinds.parties import make_party_card
+from trustscore.kinds.service_card import make_service_card
+from trustscore.kinds.settlements import make_settlement
+from trustscore.kinds.snapshots import SnapshotRow, make_rating_snapshot
 from trustscore.ledger import attestation as att
 from trustscore.ledger import dsse, keys, merkle, note, statements
-from trustscore.ledger.admission import admit
-from trustscore.ledger.approvals import make_approval
 from trustscore.ledger.checkpoint import Checkpoint, sign_checkpoint
-from trustscore.ledger.events import EventName, make_event
-from trustscore.ledger.parties import make_party_card
-from trustscore.ledger.service_card import make_service_card
-from trustscore.ledger.settlements import make_settlement
-from trustscore.ledger.snapshots import SnapshotRow, make_rating_snapshot
 from trustscore.ledger.submission import prepare
 from trustscore.scoring.ratings import Rating, score_agents
 from trustscore.services.ratings import load_models

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from trustscore.ledger.graded import DIMENSIONS
+from trustscore.kinds.graded import DIMENSIONS
 from trustscore.scoring.inputs import EvidenceItem
 from trustscore.services.metrics import Metrics
 from trustscore.services.ratings import RatingService, _AgentData, load_models
