@@ -32,7 +32,7 @@ from trustscore.errors import StorageError
 from trustscore.exams.loader import ExamDirs
 from trustscore.grading import sandbox
 from trustscore.ledger import keys
-from trustscore.sdk.outbound import OutboundPolicy
+from trustscore.outbound.guard import OutboundPolicy
 from trustscore.services import logkey, service_keys, snapshots
 from trustscore.services.attestations import AttestationService
 from trustscore.services.grading_queue import QueueLimits

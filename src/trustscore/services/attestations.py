@@ -13,11 +13,12 @@ import asyncio
 import time
 from typing import Any
 
+from trustscore.attestations import rating as attestation
 from trustscore.errors import ConfigError, NotFound, NotYetAvailable, TrustscoreError
 from trustscore.evidence.reporters import REPORTER_MODEL
 from trustscore.evidence.standing import MIN_RATING, POOL_ISSUER
 from trustscore.kinds.approvals import MARKETPLACE_APPROVAL
-from trustscore.ledger import attestation, dsse, merkle, note
+from trustscore.ledger import dsse, merkle, note
 from trustscore.ledger.checkpoint import Checkpoint
 from trustscore.ledger.keys import SigningKey
 from trustscore.reverify.evidence import ISSUER as REVERIFY_ISSUER

@@ -26,9 +26,9 @@ from trustscore.kinds.reverification import REVERIFICATION, Reverification, samp
 from trustscore.ledger import audit, dsse, merkle, statements
 from trustscore.ledger.keys import SigningKey
 from trustscore.ledger.submission import prepare
+from trustscore.outbound.guard import OutboundPolicy
+from trustscore.outbound.reverify_runner import build_statement, run_once
 from trustscore.reverify import fresh, status
-from trustscore.reverify.runner import build_statement, run_once
-from trustscore.sdk.outbound import OutboundPolicy
 from trustscore.services.log import LogService
 from trustscore.store.reverify import ReverifyStore, Run
 

@@ -23,6 +23,7 @@ from tests.helpers import new_card
 from trustscore import canonical
 from trustscore.api.attestation_routes import AttestationController
 from trustscore.api.problems import EXCEPTION_HANDLERS
+from trustscore.attestations import rating as attestation
 from trustscore.cli import rating as rating_cli
 from trustscore.errors import TrustscoreError
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, load_exam
@@ -30,7 +31,7 @@ from trustscore.kinds.approvals import make_approval
 from trustscore.kinds.events import EventName, make_event
 from trustscore.kinds.parties import make_party_card
 from trustscore.kinds.settlements import make_settlement
-from trustscore.ledger import attestation, dsse, keys, note
+from trustscore.ledger import dsse, keys, note
 from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import sign_run
 from trustscore.services import logkey, snapshots

@@ -12,6 +12,7 @@ import pytest
 from tests.helpers import new_card
 from tests.unit.reverify.kit import item
 from trustscore import canonical
+from trustscore.cli import reverify as cli
 from trustscore.cli.agent import card_envelope
 from trustscore.client import LogClient
 from trustscore.errors import VerificationError
@@ -22,7 +23,6 @@ from trustscore.kinds.reverification import make_reverification, sampling
 from trustscore.kinds.reverification.security import SecurityState
 from trustscore.kinds.service_card import make_service_card
 from trustscore.ledger import checkpoint, dsse, keys, merkle, note, statements
-from trustscore.reverify import cli
 from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import sign_run
 

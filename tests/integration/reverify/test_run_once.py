@@ -19,10 +19,10 @@ from trustscore.kinds.exam_report import ExamReport
 from trustscore.kinds.graded import GradedItem
 from trustscore.kinds.reverification import Reverification, sampling
 from trustscore.ledger import keys, statements
+from trustscore.outbound.guard import OutboundPolicy
+from trustscore.outbound.reverify_runner import RunResult, build_statement, run_once
 from trustscore.reverify.recheck import recheck
-from trustscore.reverify.runner import RunResult, build_statement, run_once
 from trustscore.sdk import agent_from_spec, run_exam
-from trustscore.sdk.outbound import OutboundPolicy
 from trustscore.sdk.runner import sign_run
 
 AGENTS = DEFAULT_PUBLIC_DIR.parent / "examples" / "agents"

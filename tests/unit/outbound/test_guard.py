@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from trustscore.errors import ConfigError, InvalidInput
-from trustscore.sdk.outbound import (
+from trustscore.outbound.guard import (
     OutboundFailed,
     OutboundPolicy,
     OutboundRefused,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
 import http.cookiejar
 import ipaddress
 import json
@@ -24,8 +23,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
-import anyio.to_thread
 import httpcore
 import httpx
 
@@ -268,21 +265,6 @@ def _resolve(host: str, port: int, timeout: float) -> list[IPAddress]:
     return _addresses(box["infos"])
 
 
-async def _aresolve(host: str, port: int, seconds: float) -> list[IPAddress]:
-    literal = _literal(host)
-    if literal is not None:
-        return [literal]
-    lookup = functools.partial(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
-    try:
-        with anyio.fail_after(seconds):
-            infos = await anyio.to_thread.run_sync(lookup, abandon_on_cancel=True)
-    except TimeoutError as exc:
-        raise OutboundFailed(f"cannot resolve {host} within {seconds:g} s") from exc
-    except (OSError, UnicodeError) as exc:
-        raise OutboundFailed(f"cannot resolve {host}: {_one_line(exc)}") from exc
-    return _addresses(infos)
-
-
 def check_url(url: str | httpx.URL, policy: OutboundPolicy) -> list[IPAddress]:
     """Validate ``url`` (scheme, credentials, port) and resolve its host; return the addresses it
     resolves to, or raise OutboundRefused (policy) / OutboundFailed (cannot resolve). Advisory: the
@@ -345,35 +327,6 @@ class _Stream(httpcore.NetworkStream):
         return self._inner.get_extra_info(info)
 
 
-class _AsyncStream(httpcore.AsyncNetworkStream):
-    def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
-        self._inner = inner
-
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # noqa: ASYNC109 - httpcore interface
-        return await self._inner.read(max_bytes, _budget(timeout, httpcore.ReadTimeout))
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:  # noqa: ASYNC109 - httpcore interface
-        await self._inner.write(buffer, _budget(timeout, httpcore.WriteTimeout))
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def start_tls(
-        self,
-        ssl_context: ssl.SSLContext,
-        server_hostname: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - httpcore interface
-    ) -> httpcore.AsyncNetworkStream:
-        budget = _budget(timeout, httpcore.ConnectTimeout)
-        return _AsyncStream(await self._inner.start_tls(ssl_context, server_hostname, budget))
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
-
-
-# ---- network backends: resolve, vet every address, connect to a vetted one ----------------------------
-
-
 def _connect_budget(timeout: float | None, policy: OutboundPolicy) -> float:
     budget = _budget(timeout, httpcore.ConnectTimeout)
     return policy.connect_timeout if budget is None else budget
@@ -418,49 +371,6 @@ class _Backend(httpcore.NetworkBackend):
 
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
-
-
-class _AsyncBackend(httpcore.AsyncNetworkBackend):
-    def __init__(self, policy: OutboundPolicy) -> None:
-        self._policy = policy
-        self._inner = httpcore.AnyIOBackend()
-
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,  # noqa: ASYNC109 - httpcore interface
-        local_address: str | None = None,
-        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        deadline = time.monotonic() + _connect_budget(timeout, self._policy)
-        resolved = await _aresolve(host, port, deadline - time.monotonic())
-        ips = vet_addresses(host, port, resolved, self._policy)
-        failure: Exception = httpcore.ConnectTimeout(f"cannot connect to {host} in time")
-        for ip in ips:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            try:
-                stream = await self._inner.connect_tcp(str(ip), port, left, local_address, socket_options)
-                return _AsyncStream(stream)
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
-                failure = exc
-        raise failure
-
-    async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,  # noqa: ASYNC109 - httpcore interface
-        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        raise OutboundRefused("refused: unix sockets are not allowed")
-
-    async def sleep(self, seconds: float) -> None:
-        await anyio.sleep(seconds)
-
-
-# ---- transports: the checks that need the request or the response -----------------------------------
 
 
 def _before(request: httpx.Request, policy: OutboundPolicy) -> None:
@@ -533,33 +443,6 @@ class GuardedTransport(httpx.HTTPTransport):
         return _buffered(response, body)
 
 
-class AsyncGuardedTransport(httpx.AsyncHTTPTransport):
-    """The asyncio (anyio) twin of :class:`GuardedTransport`."""
-
-    def __init__(self, policy: OutboundPolicy, *, verify: ssl.SSLContext | bool = True) -> None:
-        ssl_context = httpx.create_ssl_context(verify=verify, trust_env=False)
-        super().__init__(verify=ssl_context, trust_env=False)
-        self.policy = policy
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=ssl_context, http1=True, http2=False, network_backend=_AsyncBackend(policy)
-        )
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        _before(request, self.policy)
-        body = bytearray()
-        with _within(self.policy.total_timeout):
-            response = await super().handle_async_request(request)
-            stream = response.stream
-            assert isinstance(stream, httpx.AsyncByteStream)
-            try:
-                _after_headers(request, response, self.policy)
-                async for chunk in stream:
-                    _grow(body, chunk, request, self.policy)
-            finally:
-                await stream.aclose()
-        return _buffered(response, body)
-
-
 # ---- clients and the one call the server makes ---------------------------------------------------------
 
 
@@ -587,26 +470,13 @@ class SafeClient(httpx.Client):
         self.policy = policy
 
 
-class AsyncSafeClient(httpx.AsyncClient):
-    """The asynchronous twin of :class:`SafeClient`."""
-
-    def __init__(self, policy: OutboundPolicy, *, verify: ssl.SSLContext | bool = True) -> None:
-        super().__init__(transport=AsyncGuardedTransport(policy, verify=verify), **_client_options(policy))
-        self.policy = policy
-
-
 def safe_client(policy: OutboundPolicy, *, verify: ssl.SSLContext | bool = True) -> SafeClient:
     """A synchronous client enforcing ``policy`` (``verify``: an SSL context for private CAs)."""
     return SafeClient(policy, verify=verify)
 
 
-def async_safe_client(policy: OutboundPolicy, *, verify: ssl.SSLContext | bool = True) -> AsyncSafeClient:
-    """An asynchronous client enforcing ``policy``."""
-    return AsyncSafeClient(policy, verify=verify)
-
-
-def _require(client: SafeClient | AsyncSafeClient, expected: type[Any], policy: OutboundPolicy) -> None:
-    if not isinstance(client, expected):
+def _require(client: SafeClient, policy: OutboundPolicy) -> None:
+    if not isinstance(client, SafeClient):
         raise ConfigError(f"outbound calls need a client from safe_client(), not {type(client).__name__}")
     if client.policy != policy:
         raise ConfigError("the outbound policy differs from the one the client was made with")
@@ -649,30 +519,11 @@ def post_json(
     Raises OutboundRefused when the policy forbids the target or a redirect, OutboundFailed when the
     endpoint is down, slow, too big or answers a non-2xx status or something that is not JSON.
     """
-    _require(client, SafeClient, policy)
+    _require(client, policy)
     target = _parse(url)
     try:
         with _within(policy.total_timeout):
             response = client.post(target, json=payload, headers=headers)
-    except httpx.HTTPError as exc:
-        raise _failure(_where(target), exc, policy) from exc
-    return _json_body(_where(target), response)
-
-
-async def async_post_json(
-    client: AsyncSafeClient,
-    url: str,
-    payload: Any,
-    policy: OutboundPolicy,
-    *,
-    headers: dict[str, str] | None = None,
-) -> Any:
-    """The asynchronous twin of :func:`post_json`."""
-    _require(client, AsyncSafeClient, policy)
-    target = _parse(url)
-    try:
-        with _within(policy.total_timeout):
-            response = await client.post(target, json=payload, headers=headers)
     except httpx.HTTPError as exc:
         raise _failure(_where(target), exc, policy) from exc
     return _json_body(_where(target), response)

@@ -25,12 +25,10 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from trustscore.errors import ConfigError
-from trustscore.sdk.outbound import (
+from trustscore.outbound.guard import (
     OutboundFailed,
     OutboundPolicy,
     OutboundRefused,
-    async_post_json,
-    async_safe_client,
     post_json,
     safe_client,
 )
@@ -305,40 +303,6 @@ def test_post_json_needs_the_matching_safe_client(server: Server) -> None:
     with safe_client(LOOPBACK) as client, pytest.raises(ConfigError, match="differs"):
         post_json(client, server.url("/json"), {}, OutboundPolicy())
     assert server.hits == []
-
-
-# ---- asyncio -------------------------------------------------------------------------------------------
-
-
-async def _acall(policy: OutboundPolicy, url: str) -> Any:
-    async with async_safe_client(policy) as client:
-        return await async_post_json(client, url, {"q": "hi"}, policy)
-
-
-async def test_async_client_applies_the_same_guard(server: Server, other: Server) -> None:
-    with pytest.raises(OutboundRefused, match=r"localhost resolves to .*a loopback address"):
-        await _acall(OutboundPolicy(), server.url("/json", "localhost"))
-    assert (await _acall(LOOPBACK, server.url("/json", "localhost")))["output"] == "ok"
-    with pytest.raises(OutboundRefused, match="another host"):
-        await _acall(
-            OutboundPolicy(allow_loopback=True, max_redirects=3), server.url(f"/redirect?to={other.url('/')}")
-        )
-    with pytest.raises(OutboundFailed, match="sent more than 1048576 bytes"):
-        await _acall(LOOPBACK, server.url("/big"))
-    with pytest.raises(OutboundFailed, match="not JSON"):
-        await _acall(LOOPBACK, server.url("/garbage?body=nope"))
-    assert other.hits == []
-
-
-async def test_async_slow_and_dripping_servers_fail_in_time(server: Server) -> None:
-    started = time.monotonic()
-    with pytest.raises(OutboundFailed, match="no answer within"):
-        await _acall(OutboundPolicy(allow_loopback=True, read_timeout=0.5), server.url("/slow"))
-    with pytest.raises(OutboundFailed, match="no answer within"):
-        await _acall(
-            OutboundPolicy(allow_loopback=True, read_timeout=5, total_timeout=1), server.url("/drip")
-        )
-    assert time.monotonic() - started < 10
 
 
 # ---- TLS: the socket goes to the checked address, the certificate is checked against the name ------------

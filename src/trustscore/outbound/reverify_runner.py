@@ -2,7 +2,7 @@
 
 The endpoint is asked exactly as the SDK's HTTP adapter asks (docs/sdk.md: ``POST`` the request JSON,
 ``{"output": ...}`` back; dialogue items pass the whole conversation), but every call goes through
-:func:`trustscore.sdk.outbound.post_json`, so a hostile URL cannot reach the server's network and a slow
+:func:`trustscore.outbound.guard.post_json`, so a hostile URL cannot reach the server's network and a slow
 one cannot hang the worker. Refusals and failures are recorded on the item. The grades come from the
 same grader versions as the report's (the exam set is checked by digest). docs/reverification.md.
 """
@@ -32,10 +32,7 @@ from trustscore.kinds.reverification import (
     run_nonce,
     sampling,
 )
-from trustscore.reverify import status
-from trustscore.reverify.fresh import FreshItem
-from trustscore.sdk.adapters import AgentFailure, AgentRequest
-from trustscore.sdk.outbound import (
+from trustscore.outbound.guard import (
     OutboundFailed,
     OutboundPolicy,
     OutboundRefused,
@@ -43,6 +40,9 @@ from trustscore.sdk.outbound import (
     post_json,
     safe_client,
 )
+from trustscore.reverify import status
+from trustscore.reverify.fresh import FreshItem
+from trustscore.sdk.adapters import AgentFailure, AgentRequest
 from trustscore.sdk.runner import _sit_item  # the SDK's asking loop, multi-turn dialogues included
 
 #: Stop asking once this many items in a row got no answer at all and none has been answered yet.

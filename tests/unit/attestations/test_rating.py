@@ -11,9 +11,10 @@ from typing import Any
 
 import msgspec
 import pytest
-from tests.helpers import new_card
 
+from tests.helpers import new_card
 from trustscore import canonical
+from trustscore.attestations import rating as att
 from trustscore.errors import InvalidInput, ProofError, SignatureError, VerificationError
 from trustscore.evidence.projection import ProjectionState, project
 from trustscore.kinds.admission import admit
@@ -23,7 +24,6 @@ from trustscore.kinds.parties import make_party_card
 from trustscore.kinds.service_card import make_service_card
 from trustscore.kinds.settlements import make_settlement
 from trustscore.kinds.snapshots import SnapshotRow, make_rating_snapshot
-from trustscore.ledger import attestation as att
 from trustscore.ledger import dsse, keys, merkle, note, statements
 from trustscore.ledger.checkpoint import Checkpoint, sign_checkpoint
 from trustscore.ledger.submission import prepare
