@@ -52,7 +52,7 @@ from trustscore.store import db
 from trustscore.store.attestations import AttestationStore
 from trustscore.store.ladder import LadderStore
 from trustscore.store.log import LogStore
-from trustscore.store.projection import ProjectionStore
+from trustscore.store.projection_tables import ProjectionStore
 from trustscore.store.reverify import ReverifyStore
 from trustscore.store.scope import ScopeStore
 from trustscore.store.sittings import SittingStore

@@ -28,8 +28,7 @@ from trustscore import canonical
 from trustscore.errors import InvalidInput, ProofError, SignatureError, TrustscoreError, VerificationError
 from trustscore.evidence.derive import Context, derive, derive_snapshots, evidence_batch
 from trustscore.evidence.reporters import ReporterWeights
-from trustscore.kinds import catalog as kinds_all
-from trustscore.kinds import vc
+from trustscore.kinds import catalog, vc
 from trustscore.kinds.admission import Registration, admit
 from trustscore.kinds.parties import check_key_id, check_sha256_hex, new_nonce, now
 from trustscore.kinds.snapshots import MAX_TOTAL
@@ -41,7 +40,7 @@ from trustscore.scoring.inputs import DerivedEvidence, Snapshot
 from trustscore.scoring.ratings import Rating, score_agents
 from trustscore.scoring.weights import Weights
 
-assert kinds_all.ALL_KINDS  # every log kind registered before bundled leaves are parsed
+assert catalog.ALL_KINDS  # every log kind registered before bundled leaves are parsed
 
 MICROS = 1_000_000
 SIGNER_ROLE = "snapshot"  # the service role whose key signs attestations

@@ -17,7 +17,7 @@ import msgspec
 from trustscore.errors import UnsupportedKind
 from trustscore.evidence.reporters import ReporterWeights, no_snapshots
 from trustscore.evidence.standing import POOL_ISSUER, Standing
-from trustscore.exams import sitting_evidence as sitting_mapping
+from trustscore.exams import sitting_evidence
 from trustscore.kinds.approvals import MARKETPLACE_APPROVAL
 from trustscore.kinds.cards import AGENT_CARD, AGENT_CARD_V2
 from trustscore.kinds.events import Event, EventName
@@ -89,8 +89,8 @@ def derive(entry_index: int, statement: ParsedStatement, context: Context) -> li
         return _by_standing(p.reporter, entry_index, items, context)
     if isinstance(p, Reverification):
         return _standing(derive_reverification(entry_index, statement), context)
-    if statement.kind.name in sitting_mapping.SITTING_KINDS:  # the server's own grades of a sitting
-        return _standing(sitting_mapping.derive_sitting(entry_index, statement), context)
+    if statement.kind.name in sitting_evidence.SITTING_KINDS:  # the server's own grades of a sitting
+        return _standing(sitting_evidence.derive_sitting(entry_index, statement), context)
     if statement.kind.predicate_type in NO_EVIDENCE:
         return []
     raise UnsupportedKind(f"no evidence mapping for {statement.kind.predicate_type}")

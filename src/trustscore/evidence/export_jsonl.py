@@ -1,6 +1,6 @@
 """Evidence and snapshot lines in exactly the JSON Lines format ``trustscore score`` reads.
 
-Lines are encoded with the parser's own structs (:mod:`trustscore.scoring.jsonl`), so a log export
+Lines are encoded with the parser's own structs (:mod:`trustscore.scoring.parse_jsonl`), so a log export
 always parses. The parser uses a row's line number as its ``seq`` (a later row wins a tie between two
 rows of one agent, key and time), so write evidence in log order: :func:`evidence_jsonl` keeps the order
 it is given, and ``derive_log`` gives log order.
@@ -13,7 +13,7 @@ from collections.abc import Iterable
 import msgspec
 
 from trustscore.scoring.inputs import DerivedEvidence, Snapshot
-from trustscore.scoring.jsonl import EvidenceLine, SnapshotLine
+from trustscore.scoring.parse_jsonl import EvidenceLine, SnapshotLine
 from trustscore.scoring.times import format_time, to_micros
 
 _encoder = msgspec.json.Encoder()

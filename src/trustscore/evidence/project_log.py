@@ -19,7 +19,7 @@ from trustscore.evidence.derive import Context, derive, derive_snapshots
 from trustscore.evidence.reporters import REPORTER_MODEL as REPORTER_MODEL
 from trustscore.evidence.reporters import ReporterWeights
 from trustscore.evidence.standing import POOL_ISSUER, Standing
-from trustscore.kinds import catalog as kinds_all
+from trustscore.kinds import catalog
 from trustscore.kinds.admission import Registration, admit, registration_of
 from trustscore.kinds.approvals import MarketplaceApproval
 from trustscore.kinds.snapshots import RatingSnapshot
@@ -30,7 +30,7 @@ from trustscore.ledger.submission import check
 from trustscore.reverify.evidence import ISSUER as REVERIFY_ISSUER
 from trustscore.scoring.inputs import DerivedEvidence, EvidenceItem, Snapshot
 
-assert kinds_all.ALL_KINDS  # every kind registered before any entry is parsed
+assert catalog.ALL_KINDS  # every kind registered before any entry is parsed
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 
-from trustscore.evidence.projection import Projected, ProjectionState, project
+from trustscore.evidence.project_log import Projected, ProjectionState, project
 from trustscore.kinds.approvals import MARKETPLACE_APPROVAL, MarketplaceApproval
 from trustscore.kinds.snapshots import RATING_SNAPSHOT, RatingSnapshot
 from trustscore.ladder.rule import CURRENT_RULE
@@ -14,7 +14,7 @@ from trustscore.ledger import audit
 from trustscore.services.ratings import RatingService
 from trustscore.store.ladder import LadderStore
 from trustscore.store.log import LogStore
-from trustscore.store.projection import ProjectionStore
+from trustscore.store.projection_tables import ProjectionStore
 
 log = logging.getLogger(__name__)
 

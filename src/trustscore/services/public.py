@@ -17,7 +17,7 @@ from trustscore.reverify.status import VerificationStatus, summarize
 from trustscore.scope.report import ScopeSummary
 from trustscore.services.log import LogService
 from trustscore.services.ratings import DEFAULT_MODEL, DEFAULT_WEIGHTS_DIR, RatedAgent, RatingService
-from trustscore.store.projection import Card, EvidenceRow, ProjectionStore
+from trustscore.store.projection_tables import Card, EvidenceRow, ProjectionStore
 
 
 async def _no_ladder(_agent: str, _log_size: int) -> dict[str, Distribution]:

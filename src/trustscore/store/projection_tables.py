@@ -10,7 +10,7 @@ from typing import Any
 import asyncpg
 import msgspec
 
-from trustscore.evidence.projection import Projected
+from trustscore.evidence.project_log import Projected
 from trustscore.kinds.admission import registration_of
 from trustscore.kinds.cards import AGENT_CARD, AGENT_CARD_V2, CARD_PREDICATE_TYPES, AgentCard
 from trustscore.kinds.parties import PARTY_CARD, PartyCard

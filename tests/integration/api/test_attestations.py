@@ -44,7 +44,7 @@ from trustscore.settings import Settings
 from trustscore.store import db
 from trustscore.store.attestations import AttestationStore
 from trustscore.store.log import LogStore
-from trustscore.store.projection import ProjectionStore
+from trustscore.store.projection_tables import ProjectionStore
 
 Client = AsyncTestClient[Litestar]
 AGENTS = DEFAULT_PUBLIC_DIR.parent / "examples" / "agents" / "scripted.py"

@@ -17,7 +17,7 @@ from trustscore.cli.agent import card_envelope
 from trustscore.client import LogClient
 from trustscore.errors import VerificationError
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, load_exam
-from trustscore.kinds import catalog as kinds_all
+from trustscore.kinds import catalog
 from trustscore.kinds.exam_report import ExamReport
 from trustscore.kinds.reverification import make_reverification, sampling
 from trustscore.kinds.reverification.security import SecurityState
@@ -26,7 +26,7 @@ from trustscore.ledger import checkpoint, dsse, keys, merkle, note, statements
 from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import sign_run
 
-assert kinds_all.ALL_KINDS
+assert catalog.ALL_KINDS
 ORIGIN = "reverify.test/log"
 LOG_KEY = keys.SigningKey.from_seed(b"\x30" * 32)
 VERIFIER = keys.SigningKey.from_seed(b"\x31" * 32)

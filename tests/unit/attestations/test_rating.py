@@ -16,7 +16,7 @@ from tests.helpers import new_card
 from trustscore import canonical
 from trustscore.attestations import rating as att
 from trustscore.errors import InvalidInput, ProofError, SignatureError, VerificationError
-from trustscore.evidence.projection import ProjectionState, project
+from trustscore.evidence.project_log import ProjectionState, project
 from trustscore.kinds.admission import admit
 from trustscore.kinds.approvals import make_approval
 from trustscore.kinds.events import EventName, make_event

@@ -8,12 +8,17 @@ from pathlib import Path
 
 from tests.unit.evidence.signed import T1, Log, TrustAll, busy_log, graded, settlement
 from trustscore.evidence import derive_log, evidence_batch
-from trustscore.evidence.jsonl import evidence_jsonl, snapshot_jsonl_line, snapshots_jsonl, to_jsonl_line
+from trustscore.evidence.export_jsonl import (
+    evidence_jsonl,
+    snapshot_jsonl_line,
+    snapshots_jsonl,
+    to_jsonl_line,
+)
 from trustscore.evidence.standing import REPORTER_MODEL
 from trustscore.kinds.graded import GradedItem
 from trustscore.scoring import load_weights, score_agents
 from trustscore.scoring.inputs import SnapshotBatch
-from trustscore.scoring.jsonl import parse_evidence, parse_snapshots
+from trustscore.scoring.parse_jsonl import parse_evidence, parse_snapshots
 
 ROOT = Path(__file__).resolve().parents[3]
 BASELINE = load_weights(ROOT / "weights" / "baseline-v0.3.toml")

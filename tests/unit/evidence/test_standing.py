@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from tests.unit.evidence.signed import DIGEST, new_id
-from trustscore.evidence.projection import ProjectionState
+from trustscore.evidence.project_log import ProjectionState
 from trustscore.evidence.standing import (
     MIN_RATING,
     POOL_ISSUER,
