@@ -21,17 +21,8 @@ _encoder = msgspec.json.Encoder()
 
 def to_jsonl_line(d: DerivedEvidence) -> str:
     """One evidence line (no newline); ``extra_weight`` included, which the scoring parser accepts."""
-    line = EvidenceLine(
-        agent=d.agent,
-        dimension=d.dimension,
-        source=d.source,
-        at=format_time(to_micros(d.at)),
-        value=d.value,
-        result=d.result,
-        key=d.key,
-        issuer=d.issuer,
-        extra_weight=d.extra_weight,
-    )
+    fields = {f: getattr(d, f) for f in EvidenceLine.__struct_fields__}
+    line = EvidenceLine(**(fields | {"at": format_time(to_micros(d.at))}))
     return _encoder.encode(line).decode("utf-8")
 
 

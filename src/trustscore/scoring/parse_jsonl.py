@@ -14,22 +14,20 @@ from typing import TypeVar
 import msgspec
 
 from trustscore.errors import InvalidInput
-from trustscore.scoring.inputs import EvidenceBatch, EvidenceBuilder, Result, SnapshotBatch, SnapshotBuilder
+from trustscore.scoring.inputs import (
+    EvidenceBatch,
+    EvidenceBuilder,
+    EvidenceFields,
+    SnapshotBatch,
+    SnapshotBuilder,
+)
 from trustscore.scoring.times import parse_time
 
 T = TypeVar("T")
 
 
-class EvidenceLine(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
-    agent: str
-    dimension: str
-    source: str
-    at: str
-    value: float | None = None
-    result: Result | None = None
-    key: str | None = None
-    issuer: str | None = None
-    extra_weight: float = 1.0
+class EvidenceLine(EvidenceFields[str], forbid_unknown_fields=True, frozen=True, kw_only=True):
+    """One evidence row: the evidence fields with ``at`` as the RFC 3339 text written on the line."""
 
 
 class SnapshotLine(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -67,18 +65,7 @@ def parse_evidence(data: bytes, *, dimensions: Collection[str]) -> tuple[Evidenc
                 raise InvalidInput("agent must not be empty")
             if item.dimension not in dimensions:
                 raise InvalidInput(f"unknown dimension {item.dimension!r}")
-            builder.add(
-                agent=item.agent,
-                dimension=item.dimension,
-                source=item.source,
-                at=parse_time(item.at),
-                value=item.value,
-                result=item.result,
-                key=item.key,
-                issuer=item.issuer,
-                extra_weight=item.extra_weight,
-                seq=number,
-            )
+            builder.add(item, at=parse_time(item.at), seq=number)
         except (msgspec.DecodeError, InvalidInput) as exc:
             errors.append(LineError(number, _message(exc)))
     return builder.build(), errors
