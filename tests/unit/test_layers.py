@@ -47,3 +47,27 @@ def test_the_contract_catches_an_upward_import(tmp_path: Path) -> None:
     )
     assert done.returncode != 0
     assert "BROKEN" in done.stdout
+
+
+def test_the_log_format_reaches_no_statement_kind_exam_score_or_evidence() -> None:
+    """Issue #18: ledger/ imported scoring, evidence, exams and reverify; it must reach none of them,
+    not even through another package."""
+    import grimp
+
+    graph = grimp.build_graph("trustscore", cache_dir=None)
+    for higher in ("kinds", "exams", "scoring", "evidence", "reverify", "attestations", "grading"):
+        chain = graph.find_shortest_chain(importer="trustscore.ledger", imported=f"trustscore.{higher}")
+        assert chain is None, f"ledger reaches {higher}: {' -> '.join(chain or ())}"
+
+
+def test_graders_do_not_import_their_registry() -> None:
+    """Issue #18: the registry imported every grader and every grader imported the registry back."""
+    import grimp
+
+    graph = grimp.build_graph("trustscore", cache_dir=None)
+    graders = graph.find_modules_directly_imported_by("trustscore.grading.registry")
+    assert "trustscore.grading.exact" in graders
+    back = {
+        g for g in graders if graph.find_shortest_chain(importer=g, imported="trustscore.grading.registry")
+    }
+    assert back == set()

@@ -1,9 +1,7 @@
-"""Admission and evidence rules of the sitting kinds, called from ``kinds/admission.py`` and
-``evidence/derive.py`` (kept here so the sitting feature is one folder; docs/evidence-mapping.md).
+"""The evidence of the sitting kinds, called from ``evidence/derive.py`` (docs/evidence-mapping.md).
 
-- ``sitting-request`` and ``sitting-report``: the signer is a registered agent.
-- ``sitting-open`` and ``sitting-close``: the signer is a service key with the ``grader`` role and the
-  subject a registered agent.
+Who may make each sitting statement is an admission rule in ``kinds/admission.py``.
+
 - A ``sitting-close`` yields one evidence item per graded item: source ``verified`` (the items were
   hidden until the sitting closed), key ``sitting:<open index>:<item id>``, at ``closed_at``. An expired
   sitting's items are all failures. The other three kinds carry no evidence.

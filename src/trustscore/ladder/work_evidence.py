@@ -1,10 +1,7 @@
-"""Admission and evidence of ``work-record/v1``, called from ``kinds/admission.py`` and
-``evidence/derive.py`` (kept here so the ladder is one folder; docs/evidence-ladder.md).
+"""The scoring evidence of ``work-record/v1``, called from ``evidence/derive.py`` (docs/evidence-ladder.md).
 
-Admission: the subject is a registered agent. ``attestation: self`` is signed by the agent itself or by
-a registered key of the same interest (the same controller, or controlled by the agent): a harness or
-the agent's own CI acting for it. ``attestation: confirmed`` is signed by a registered counterparty,
-marketplace or CI party (party card role ``ci``) of another interest.
+Who may report a work record (the agent's own interest, or another's confirming party) is an admission
+rule in ``kinds/admission.py``.
 
 Evidence: one ``delivery`` item per record at rung ≥ 1 under :data:`~trustscore.ladder.rule.SCORING_RULE`:
 result ``success`` for a ``done`` claim, ``partial`` for ``partial`` or ``unknown``; source ``real``

@@ -1,5 +1,5 @@
-"""The admission rule and the evidence of ``reverification/v1``, for ``kinds/admission.py`` and
-``evidence/derive.py`` to call (docs/reverification.md, "Evidence").
+"""The evidence of ``reverification/v1``, for ``evidence/derive.py`` to call (docs/reverification.md,
+"Evidence"). Who may sign one is an admission rule in ``kinds/admission.py``.
 
 Evidence (source ``verified``, issuer ``server-reverify``, at ``ran_at``):
 
