@@ -21,6 +21,7 @@ from trustscore.api import openapi
 from trustscore.api.addresses import ENTRY_ROUTES, client_address
 from trustscore.api.attestation_routes import AttestationController
 from trustscore.api.evidence_routes import EvidenceController
+from trustscore.api.integrations import Integrations
 from trustscore.api.ladder_routes import LadderController
 from trustscore.api.log_routes import LogController
 from trustscore.api.problems import EXCEPTION_HANDLERS
@@ -31,9 +32,8 @@ from trustscore.api.sitting_routes import SittingController
 from trustscore.errors import StorageError
 from trustscore.exams.loader import ExamDirs
 from trustscore.grading import sandbox
-from trustscore.integrations.wiring import Integrations
 from trustscore.ledger import keys
-from trustscore.sdk.outbound import OutboundPolicy
+from trustscore.outbound.guard import OutboundPolicy
 from trustscore.services import logkey, service_keys, snapshots
 from trustscore.services.attestations import AttestationService
 from trustscore.services.grading_queue import QueueLimits
@@ -53,7 +53,7 @@ from trustscore.store import db
 from trustscore.store.attestations import AttestationStore
 from trustscore.store.ladder import LadderStore
 from trustscore.store.log import LogStore
-from trustscore.store.projection import ProjectionStore
+from trustscore.store.projection_tables import ProjectionStore
 from trustscore.store.reverify import ReverifyStore
 from trustscore.store.scope import ScopeStore
 from trustscore.store.sittings import SittingStore

@@ -53,7 +53,7 @@ COMMAND_MODULES = (
     "trustscore.cli.sessions",
     "trustscore.cli.scope",
     "trustscore.cli.mcp",
-    "trustscore.reverify.cli",
+    "trustscore.cli.reverify",
 )
 
 

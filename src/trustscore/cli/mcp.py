@@ -28,7 +28,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trustscore.integrations.mcp_server import HttpBureau, build_server  # the SDK loads only here
+    from trustscore.services.mcp_tools import HttpBureau, build_server  # the SDK loads only here
 
     if not str(args.server).startswith(("http://", "https://")):
         raise InvalidInput(f"--server must be an http(s) URL, got {str(args.server)[:80]!r}")

@@ -29,9 +29,10 @@ from a2a.helpers import get_artifact_text, get_message_text, new_data_part, new_
 from a2a.types.a2a_pb2 import Message, Role, SendMessageRequest, Task, TaskState
 
 from trustscore.errors import InvalidInput, TrustscoreError
-from trustscore.sdk.adapters import MAX_BODY, AgentFailure, AgentRequest, AgentUnreachable
+from trustscore.sdk.agent_api import AgentFailure, AgentRequest, AgentUnreachable
 
 SCHEME = "a2a:"
+MAX_BODY = 4 * 1024 * 1024  # bytes of an answer's text, as for the plain HTTP adapter
 MAX_URL = 2048
 #: Task states that end a task without an answer (the SDK returns a blocking task in a terminal state).
 FAILED_STATES = {

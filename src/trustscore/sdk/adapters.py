@@ -21,12 +21,13 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, Literal, Protocol
+from typing import IO, Any
 
 import httpx
 import msgspec
 
-from trustscore.errors import InvalidInput, TrustscoreError
+from trustscore.errors import InvalidInput
+from trustscore.sdk.agent_api import Agent, AgentFailure, AgentRequest, AgentUnreachable, Message
 
 MAX_LINE = 4 * 1024 * 1024
 MAX_BODY = MAX_LINE  # bytes of an HTTP agent's answer read before the item fails
@@ -34,42 +35,7 @@ MAX_SKIPPED_LINES = 1000  # lines per ask that are not the reply before the item
 QUEUED_LINES = 16  # lines read ahead from a subprocess agent (at most MAX_LINE each)
 HANDSHAKE_S = 60.0  # time a python: agent has to import its module
 
-
-class AgentFailure(TrustscoreError):
-    """The agent did not produce a usable answer (recorded on the item, not raised to the user)."""
-
-    code = "agent-failure"
-    status = 502
-    title = "Agent failed"
-
-
-class AgentUnreachable(AgentFailure):
-    """The agent could not be reached at all (connection refused, command cannot start)."""
-
-    code = "agent-unreachable"
-    title = "Agent unreachable"
-
-
-class Message(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
-    role: Literal["system", "user", "assistant"]
-    content: str
-
-
-class AgentRequest(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
-    """One question to the agent: which exam and item, which turn, and the conversation so far."""
-
-    exam: str
-    item_id: str
-    turn: int
-    messages: list[Message]
-
-
-class Agent(Protocol):
-    label: str
-
-    def ask(self, request: AgentRequest, timeout_s: float) -> str: ...
-
-    def close(self) -> None: ...
+__all__ = ["Agent", "AgentFailure", "AgentRequest", "AgentUnreachable", "Message"]  # from agent_api
 
 
 class CallableAgent:

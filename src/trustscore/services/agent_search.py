@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from trustscore.errors import InvalidInput
 from trustscore.names import skeleton
-from trustscore.store.projection import ProjectionStore
+from trustscore.store.projection_tables import ProjectionStore
 
 MAX_QUERY = 100
 MAX_RESULTS = 50

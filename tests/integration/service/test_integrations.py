@@ -34,7 +34,8 @@ from trustscore import canonical
 from trustscore.cli.agent import card_envelope
 from trustscore.errors import InvalidInput
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, load_exam
-from trustscore.ledger import cards, dsse, keys, statements
+from trustscore.kinds import cards
+from trustscore.ledger import dsse, keys, statements
 from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import sign_run
 

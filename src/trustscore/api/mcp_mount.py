@@ -1,0 +1,124 @@
+"""The MCP server mounted on the service at ``/mcp`` (streamable HTTP, stateless, JSON answers).
+
+Its tools call the running service's own objects (no HTTP hop): the public read service, the ladder
+service, the agent search and the log's verifier key, all taken from the app's runtime when a call
+arrives, so a call during start-up is a tool error ("the service is starting"), not a crash. The SDK's
+session manager runs inside the app's lifespan. DNS-rebinding protection is off: every tool is a public
+read of data the REST API serves to anyone, and no credential is involved.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import msgspec
+from litestar import Litestar
+from litestar.handlers import asgi
+from litestar.types import Receive, Scope, Send
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
+
+from trustscore.api.public_routes import AgentOut, LeaderboardOut, RankedOut, UnrankedOut, encode_rating
+from trustscore.scoring import publish
+from trustscore.services.agent_search import AgentSearch
+from trustscore.services.ladder import LadderService
+from trustscore.services.mcp_tools import build_server
+from trustscore.services.public import PublicService
+
+MOUNT_PATH = "/mcp"
+
+
+class ServicesBureau:
+    """The bureau read in-process: the same services and encodings as the REST routes."""
+
+    def __init__(
+        self,
+        public: Callable[[], PublicService | None],
+        ladder: Callable[[], LadderService | None],
+        search: Callable[[], AgentSearch | None],
+    ) -> None:
+        self._public, self._ladder, self._search = public, ladder, search
+
+    @staticmethod
+    def _ready(value: Any) -> Any:
+        if value is None:
+            raise ToolError("the service is starting; try again in a moment")
+        return value
+
+    async def agent(self, agent_id: str) -> dict[str, Any]:
+        public: PublicService = self._ready(self._public())
+        c = await public.card(agent_id)
+        status = await public.verification(agent_id)
+        lookalikes = await public.lookalikes(c) if c.kind == "agent" else []
+        out = AgentOut(c.id, c.kind, c.name, c.endpoint, c.controller, c.index, c.card, status, lookalikes)
+        return _builtins(out)
+
+    async def search(self, query: str, limit: int) -> dict[str, Any]:
+        search: AgentSearch = self._ready(self._search())
+        found = await search.search(query, limit)
+        return {"query": query, "agents": [{"id": f.id, "name": f.name, "exact": f.exact} for f in found]}
+
+    async def rating(self, agent_id: str, model: str | None) -> dict[str, Any]:
+        public: PublicService = self._ready(self._public())
+        body: dict[str, Any] = msgspec.json.decode(await public.rating_body(agent_id, model, encode_rating))
+        return body
+
+    async def leaderboard(self, model: str | None, dimension: str | None, limit: int) -> dict[str, Any]:
+        public: PublicService = self._ready(self._public())
+        board = await public.leaderboard(model, dimension, limit)
+        out = LeaderboardOut(
+            board.model,
+            board.dimension,
+            [
+                RankedOut(
+                    r.rank,
+                    r.rated.rating.agent,
+                    publish.optional(r.score),
+                    r.rated.rating.total,
+                    r.rated.rating.grade,
+                )
+                for r in board.ranked
+            ],
+            [UnrankedOut(r.rating.agent, reason) for r, reason in board.unranked],
+        )
+        return _builtins(out)
+
+    async def outcome_stats(self, group_by: str, floor: int | None) -> dict[str, Any]:
+        ladder: LadderService = self._ready(self._ladder())
+        return _builtins(await ladder.outcomes(group_by, floor))
+
+    async def log_key(self) -> str:
+        public: PublicService = self._ready(self._public())
+        return public.log.verifier_key
+
+
+def _builtins(value: Any) -> dict[str, Any]:
+    out: dict[str, Any] = msgspec.to_builtins(value)
+    return out
+
+
+class McpMount:
+    """The MCP server, its ASGI handler for Litestar and the lifespan that runs its session manager."""
+
+    def __init__(self, bureau: ServicesBureau) -> None:
+        self.server: MCPServer = build_server(bureau)
+        self.app = self.server.streamable_http_app(
+            streamable_http_path="/",
+            stateless_http=True,
+            json_response=True,
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        )
+
+        @asgi(MOUNT_PATH, is_mount=True, copy_scope=True, include_in_schema=False)
+        async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
+            await self.app(scope, receive, send)  # type: ignore[arg-type]
+
+        self.handler = mcp_endpoint
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, _app: Litestar) -> AsyncIterator[None]:
+        async with self.server.session_manager.run():
+            yield

@@ -1,0 +1,278 @@
+"""The bureau as an MCP server (the official Python SDK, ``mcp``): an agent checks a counterparty before
+hiring it without leaving its model's tool loop.
+
+Tools: ``lookup_agent``, ``search_agents``, ``get_rating`` (with its intervals, n, coverage, null reasons
+and a plain-text explanation), ``leaderboard``, ``outcome_stats`` and ``verify_attestation`` (offline:
+the bundle's proofs and signatures are checked and the rating recomputed here, trusting only the log's
+verifier key). Resources: the methodology document and every published weights file.
+
+The tools read through a :class:`Bureau`: :class:`HttpBureau` asks a trustscore server over its REST API
+(``trustscore mcp`` over stdio); the service's own mount at ``/mcp`` (streamable HTTP) passes one that
+calls the services directly (trustscore.api.mcp_mount). Every input is bounded by the tool's
+schema; every failure the caller can cause or meet is a tool error with one line, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Annotated, Any, Literal, Protocol
+from urllib.parse import quote
+
+import httpx
+import msgspec
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from trustscore import __version__, resources
+from trustscore.attestations import rating as attestation
+from trustscore.errors import TrustscoreError
+from trustscore.ledger import note
+from trustscore.scoring.weights import load_weights
+from trustscore.services.rating_explain import explain
+
+WEIGHTS_DIR = resources.path("weights")
+METHODOLOGY = resources.path("docs", "methodology.md")
+MAX_BUNDLE = 8 * 1024 * 1024  # bytes of an attestation bundle the verifier reads
+MAX_ANSWER = 16 * 1024 * 1024  # bytes of a server answer the stdio server reads
+_MODEL = re.compile(r"[a-z][a-z0-9._-]{0,63}", re.ASCII)
+
+AgentId = Annotated[
+    str, Field(min_length=1, max_length=200, description="the agent's id (from search_agents)")
+]
+Model = Annotated[
+    str | None, Field(default=None, max_length=64, description="model version; default the server's")
+]
+Dimension = Annotated[str | None, Field(default=None, max_length=64, description="rank by one dimension")]
+GroupBy = Literal["model", "adapter", "exam", "marketplace"]
+
+
+class Bureau(Protocol):
+    """Where the tools read: each method returns the JSON the REST API returns for the same question."""
+
+    async def agent(self, agent_id: str) -> dict[str, Any]: ...
+
+    async def search(self, query: str, limit: int) -> dict[str, Any]: ...
+
+    async def rating(self, agent_id: str, model: str | None) -> dict[str, Any]: ...
+
+    async def leaderboard(self, model: str | None, dimension: str | None, limit: int) -> dict[str, Any]: ...
+
+    async def outcome_stats(self, group_by: str, floor: int | None) -> dict[str, Any]: ...
+
+    async def log_key(self) -> str: ...
+
+
+class HttpBureau:
+    """A trustscore server's REST API; its problem details become tool errors."""
+
+    def __init__(self, server: str, *, timeout: float = 30.0) -> None:
+        if not server.startswith(("http://", "https://")):
+            raise TrustscoreError(f"server must be an http(s) URL, got {server[:80]!r}")
+        self.server = server.rstrip("/")
+        self._http = httpx.AsyncClient(base_url=self.server, timeout=timeout)
+
+    async def _get(self, path: str, params: dict[str, Any] | None = None) -> httpx.Response:
+        query = {k: v for k, v in (params or {}).items() if v is not None}
+        try:
+            r = await self._http.get(path, params=query)
+        except httpx.HTTPError as exc:
+            raise ToolError(f"cannot reach the trustscore server at {self.server}: {_one_line(exc)}") from exc
+        if r.status_code != 200:
+            raise ToolError(_problem(r))
+        if len(r.content) > MAX_ANSWER:
+            raise ToolError("the server's answer is too large")
+        return r
+
+    async def _json(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        r = await self._get(path, params)
+        try:
+            body = r.json()
+        except ValueError as exc:
+            raise ToolError(f"{self.server}{path} did not answer JSON") from exc
+        if not isinstance(body, dict):
+            raise ToolError(f"{self.server}{path} did not answer a JSON object")
+        return body
+
+    async def agent(self, agent_id: str) -> dict[str, Any]:
+        return await self._json(f"/v1/agents/{quote(agent_id, safe='')}")
+
+    async def search(self, query: str, limit: int) -> dict[str, Any]:
+        return await self._json("/v1/search/agents", {"q": query, "limit": limit})
+
+    async def rating(self, agent_id: str, model: str | None) -> dict[str, Any]:
+        return await self._json(f"/v1/agents/{quote(agent_id, safe='')}/rating", {"model": model})
+
+    async def leaderboard(self, model: str | None, dimension: str | None, limit: int) -> dict[str, Any]:
+        return await self._json("/v1/leaderboard", {"model": model, "dimension": dimension, "limit": limit})
+
+    async def outcome_stats(self, group_by: str, floor: int | None) -> dict[str, Any]:
+        return await self._json("/v1/stats/outcomes", {"group_by": group_by, "floor": floor})
+
+    async def log_key(self) -> str:
+        return (await self._get("/v1/log/key")).text.strip()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+
+def _problem(r: httpx.Response) -> str:
+    """One line from an RFC 9457 problem answer (its title and detail), else the status."""
+    try:
+        body = r.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("detail") or body.get("title"), str):
+        text = str(body.get("detail") or body.get("title"))
+        return f"{text} (HTTP {r.status_code})"[:500]
+    return f"the trustscore server answered HTTP {r.status_code}"
+
+
+def _one_line(exc: BaseException) -> str:
+    return (" ".join(str(exc).split()) or type(exc).__name__)[:300]
+
+
+async def _call(coro: Any) -> dict[str, Any]:
+    """Await a bureau call; the bureau's own errors (not found, bad input) become tool errors."""
+    try:
+        result: dict[str, Any] = await coro
+    except TrustscoreError as exc:
+        raise ToolError(exc.message) from exc
+    return result
+
+
+def verify_bundle_json(bundle: dict[str, Any] | str, trusted_key: str | None) -> dict[str, Any]:
+    """Verify an attestation bundle offline and recompute its rating: the summary, or ToolError saying
+    the first thing that failed. Pure (reads only the published weights file the bundle names)."""
+    raw = bundle.encode() if isinstance(bundle, str) else json.dumps(bundle).encode()
+    if len(raw) > MAX_BUNDLE:
+        raise ToolError(f"the bundle is larger than {MAX_BUNDLE} bytes")
+    try:
+        decoded = attestation.decode_bundle(raw)
+        if not _MODEL.fullmatch(decoded.weights_model):
+            raise ToolError(f"weights_model {decoded.weights_model[:80]!r} is not a model version")
+        path = WEIGHTS_DIR / f"{decoded.weights_model}.toml"
+        if not path.is_file():
+            raise ToolError(f"no published weights file for model {decoded.weights_model!r}")
+        trusted = None if trusted_key is None else note.parse_verifier_key(trusted_key.strip())
+        verified = attestation.verify_bundle(decoded, load_weights(path), trusted)
+    except TrustscoreError as exc:
+        raise ToolError(f"not verified: {exc.message}") from exc
+    a = verified.attestation
+    return {
+        "verified": True,
+        "agent": a.agent,
+        "model_version": a.model_version,
+        "computed_at": a.computed_at,
+        "signer": verified.signer,
+        "checkpoint_size": verified.checkpoint.size,
+        "entries_proven": len(a.evidence_entries),
+        "total": a.total,
+        "grade": a.grade,
+        "n": a.n,
+        "trusted_log_key": trusted_key or decoded.log_verifier_key,
+    }
+
+
+def build_server(bureau: Bureau) -> MCPServer:
+    """The MCP server whose tools read ``bureau``."""
+    server: MCPServer = MCPServer(
+        "trustscore",
+        title="trustscore credit bureau for AI agents",
+        version=__version__,
+        instructions=(
+            "Check an AI agent before relying on it: search_agents by name, then get_rating for its "
+            "scores with uncertainty. A null score means unknown (no evidence), never a low score. "
+            "Names are not identities: compare agent ids."
+        ),
+    )
+
+    @server.tool(title="Look up an agent")
+    async def lookup_agent(agent_id: AgentId) -> dict[str, Any]:
+        """An agent's current card (name, endpoint, declared model, capabilities, controller), its
+        verification status and any earlier agents whose names look like its name."""
+        return await _call(bureau.agent(agent_id))
+
+    @server.tool(title="Search agents")
+    async def search_agents(
+        query: Annotated[str, Field(min_length=1, max_length=100, description="a name, or an id prefix")],
+        limit: Annotated[int, Field(ge=1, le=50)] = 10,
+    ) -> dict[str, Any]:
+        """Agents whose display name looks like it contains ``query`` (look-alike names match too, so
+        compare ids) or whose id starts with it; exact matches first."""
+        return await _call(bureau.search(query, limit))
+
+    @server.tool(title="Get an agent's rating")
+    async def get_rating(agent_id: AgentId, model: Model = None) -> dict[str, Any]:
+        """The agent's rating: total and grade with a 95% interval, coverage, n, each dimension's score,
+        interval, n and null reason, verification status, and an explanation in plain sentences."""
+        rating = await _call(bureau.rating(agent_id, model))
+        return {"rating": rating, "explanation": explain(rating)}
+
+    @server.tool(title="Leaderboard")
+    async def leaderboard(
+        model: Model = None, dimension: Dimension = None, limit: Annotated[int, Field(ge=1, le=100)] = 20
+    ) -> dict[str, Any]:
+        """Agents ranked by total (or by one dimension); agents without a score are listed apart with
+        the reason, never ranked."""
+        return await _call(bureau.leaderboard(model, dimension, limit))
+
+    @server.tool(title="Outcome statistics")
+    async def outcome_stats(
+        group_by: GroupBy,
+        floor: Annotated[int | None, Field(default=None, ge=1, le=1000)] = None,
+    ) -> dict[str, Any]:
+        """The verified share of work records (rung >= 3) per model, adapter, exam or marketplace, with
+        n beside every row; small groups are suppressed with the reason."""
+        return await _call(bureau.outcome_stats(group_by, floor))
+
+    @server.tool(title="Verify a rating attestation offline")
+    async def verify_attestation(
+        bundle: Annotated[
+            dict[str, Any] | str,
+            Field(description="the JSON of GET /v1/agents/{id}/rating/attestation (object or text)"),
+        ],
+        verifier_key: Annotated[
+            str | None,
+            Field(default=None, max_length=500, description="the log's verifier key; default this bureau's"),
+        ] = None,
+    ) -> dict[str, Any]:
+        """Check a rating attestation bundle: the checkpoint signature against the log key, every
+        entry's inclusion proof and signatures, the attestation's signature, and that recomputing the
+        rating from the bundled evidence with the published weights gives every attested number."""
+        key = verifier_key if verifier_key is not None else await bureau.log_key()
+        return verify_bundle_json(bundle, key)
+
+    @server.resource(
+        "trustscore://methodology",
+        name="methodology",
+        title="How ratings are computed",
+        mime_type="text/markdown",
+    )
+    def methodology() -> str:
+        """docs/methodology.md: every formula, the uncertainty and the null rules."""
+        return METHODOLOGY.read_text(encoding="utf-8")
+
+    for path in sorted(WEIGHTS_DIR.glob("*.toml")):
+        _add_weights_resource(server, path.stem)
+    return server
+
+
+def _add_weights_resource(server: MCPServer, model: str) -> None:
+    """One published weights file (weights/<model>.toml) as a resource; published files never change."""
+
+    @server.resource(
+        f"trustscore://weights/{model}",
+        name=f"weights {model}",
+        title=f"Weights file {model}",
+        mime_type="application/toml",
+    )
+    def read() -> str:
+        return (WEIGHTS_DIR / f"{model}.toml").read_text(encoding="utf-8")
+
+
+def to_builtins(value: Any) -> dict[str, Any]:
+    """A msgspec struct as the JSON object the REST API would answer."""
+    out: dict[str, Any] = msgspec.to_builtins(value)
+    return out
