@@ -10,6 +10,7 @@ from typing import Any
 from litestar import Litestar
 from litestar.di import Provide
 
+from trustscore.api.a2a_bureau import A2ABureau
 from trustscore.api.mcp_mount import McpMount, ServicesBureau
 from trustscore.api.search_routes import SearchController
 from trustscore.errors import StorageError
@@ -27,6 +28,7 @@ class Integrations:
         self._public = public
         self._search: AgentSearch | None = None
         self.mcp = McpMount(ServicesBureau(public, ladder, self.search))
+        self.a2a = A2ABureau(self.mcp.server)
 
     def search(self) -> AgentSearch | None:
         """The agent search over the public service's projections, made once the service is up."""
@@ -44,7 +46,7 @@ class Integrations:
 
     @property
     def handlers(self) -> list[Any]:
-        return [SearchController, self.mcp.handler]
+        return [SearchController, self.mcp.handler, *self.a2a.handlers]
 
     @property
     def dependencies(self) -> dict[str, Provide]:
