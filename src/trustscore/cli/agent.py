@@ -12,7 +12,7 @@ import msgspec
 
 from trustscore.canonical import b64encode
 from trustscore.cli import common
-from trustscore.cli.table import render
+from trustscore.cli.table import cell, render
 from trustscore.client import LogClient
 from trustscore.errors import InvalidInput
 from trustscore.ledger import cards, dsse, keys, statements
@@ -134,9 +134,9 @@ def agent_lines(a: dict[str, Any]) -> list[str]:
     status = "verified" if v["verified"] else f"not verified ({v.get('lapsed') or 'never run'})"
     lines = [
         f"agent: {a['id']} ({a['kind']})",
-        f"name: {a['name']}",
-        f"endpoint: {a['endpoint'] or '-'}",
-        f"controller: {a['controller'] or '-'}",
+        f"name: {cell(a['name'])}",  # text from the server: no control characters reach the terminal
+        f"endpoint: {cell(a['endpoint'])}",
+        f"controller: {cell(a['controller'])}",
         f"card: entry {a['card_index']}",
         f"re-verification: {status}, {len(v['history'])} run(s)",
     ]

@@ -101,7 +101,7 @@ def _table(grades: list[ItemGrade], out: TextIO) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     progress = None if args.quiet or not sys.stderr.isatty() else _bar(sys.stderr)
-    if args.server or args.out is None:
+    if args.out is None:  # --out asks for a report file, even where TRUSTSCORE_SERVER is set
         if args.server and args.key is None:
             raise InvalidInput("--server needs the agent's --key to sign the sitting")
         sit = sitting.run_on_server if args.server else sitting.run_practice

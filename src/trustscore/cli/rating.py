@@ -115,7 +115,7 @@ def run_verify_vc(args: argparse.Namespace) -> int:
 
 
 def _interval(pair: list[float] | None) -> str | None:
-    return None if pair is None else f"{pair[0]:g}..{pair[1]:g}"
+    return None if pair is None else f"{pair[0]:.1f}..{pair[1]:.1f}"
 
 
 def rating_lines(r: dict[str, Any]) -> list[str]:

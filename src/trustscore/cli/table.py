@@ -8,6 +8,7 @@ its spec says so (numbers), and a column wider than its limit is cut with an ell
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,12 +23,13 @@ class Column:
 
 
 def cell(value: object) -> str:
-    """A cell's text: None is ``-`` (unknown), a float keeps at most 6 decimals."""
+    """A cell's text: None is ``-`` (unknown), a float keeps at most 6 decimals, and control characters
+    (text from a server, e.g. an agent's name) print as U+FFFD so they cannot move the cursor or fake lines."""
     if value is None:
         return "-"
     if isinstance(value, float):
         return f"{value:.6f}".rstrip("0").rstrip(".") if value == value else "nan"
-    return str(value)
+    return "".join("\ufffd" if unicodedata.category(c) == "Cc" else c for c in str(value))
 
 
 def render(columns: Sequence[Column | str], rows: Sequence[Sequence[object]]) -> list[str]:
