@@ -30,7 +30,7 @@ import numpy as np
 from trustscore.errors import ConfigError, UnsupportedKind
 from trustscore.scoring.engine import _newest_per_key
 from trustscore.scoring.inputs import I64, RESULT_CODES, EvidenceBatch
-from trustscore.scoring.publish import number, optional
+from trustscore.scoring.publish import SCALE, number, optional
 from trustscore.scoring.ratings import Rating
 from trustscore.scoring.times import MICROS_PER_DAY
 from trustscore.scoring.weights import Weights
@@ -49,6 +49,7 @@ MEDALS: tuple[Medal, ...] = ("gold", "silver", "bronze")
 
 #: Why a dimension has no medal, in the order the conditions are checked.
 NO_SCORE, TOO_FEW, STALE, BELOW = "no_score", "too_few_real_items", "stale", "below_bronze"
+REASONS = (NO_SCORE, TOO_FEW, STALE, BELOW)
 
 
 class Thresholds(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -164,7 +165,8 @@ def _problems(spec: MedalsFile, weights: Weights) -> list[str]:
 def award(
     score: float | None, real_n: int, freshness: float | None, t: Thresholds, rules: MedalsFile
 ) -> DimensionMedal:
-    """One dimension's medal from its published score, its real item count and its freshness factor."""
+    """One dimension's medal from its score (rounded as published), its real item count and its freshness factor."""
+    score = optional(score)  # as published: 87.9999999999 is 88.0, and earns what 88 earns
     fresh = None if freshness is None else number(freshness)
     reason = None
     if score is None:
@@ -183,23 +185,47 @@ def award(
 
 def medals_of(evidence: EvidenceBatch, ratings: Sequence[Rating], rules: MedalRules, at: int) -> list[Medals]:
     """The medals of each rating (same order), from the evidence it was computed from at ``at``
-    (microseconds since the epoch); rows of agents without a rating are ignored."""
+    (microseconds since the epoch); rows of agents without a rating are ignored.
+
+    Column-wise, with the same rules and rounding as :func:`award` (a test checks they agree cell by cell).
+    """
     spec = rules.spec
     names = [r.agent for r in ratings]
     dims = tuple(spec.thresholds)
     real_n, newest = _real_items(evidence, names, dims, rules, at)
-    days = (at - newest) / MICROS_PER_DAY
-    with np.errstate(over="ignore"):
-        freshness = np.where(real_n > 0, np.power(0.5, days / spec.half_life_days), np.nan)
+    with np.errstate(over="ignore", invalid="ignore"):
+        decay = np.power(0.5, (at - newest) / MICROS_PER_DAY / spec.half_life_days)
+        freshness = np.where(real_n > 0, np.round(decay * SCALE) / SCALE, np.nan)  # as publish.number
+        raw = np.array([[r.dimensions.get(d) for d in dims] for r in ratings], dtype=np.float64).reshape(
+            real_n.shape
+        )
+        score = np.round(raw * SCALE) / SCALE
+        table = np.array([[getattr(spec.thresholds[d], m) for m in reversed(MEDALS)] for d in dims])
+        rank = (score[:, :, None] >= table[None, :, :]).sum(axis=2)  # 0 none, 1 bronze, 2 silver, 3 gold
+    reason = np.full(real_n.shape, -1, dtype=np.int8)
+    checks = (np.isnan(score), real_n < spec.min_real_items, ~(freshness >= spec.min_freshness), rank == 0)
+    for code, failed in reversed(list(enumerate(checks))):  # the first failed check names the reason
+        reason[failed] = code
+    awarded = np.where(reason < 0, rank, 0)
+    medal_names: tuple[Medal | None, ...] = (None, *reversed(MEDALS))
     out = []
-    for i, rating in enumerate(ratings):
-        row_n, row_f = real_n[i].tolist(), freshness[i].tolist()
-        medals = {}
-        for d, name in enumerate(dims):
-            score = optional(rating.dimensions.get(name))
-            f = None if math.isnan(row_f[d]) else row_f[d]
-            medals[name] = award(score, row_n[d], f, spec.thresholds[name], spec)
-        out.append(Medals(rules_digest=rules.digest, dimensions=medals))
+    for n_row, f_row, m_row, r_row in zip(
+        real_n.tolist(), freshness.tolist(), awarded.tolist(), reason.tolist(), strict=True
+    ):
+        out.append(
+            Medals(
+                rules_digest=rules.digest,
+                dimensions={
+                    name: DimensionMedal(
+                        medal=medal_names[m],
+                        real_n=n,
+                        freshness=None if f != f else f + 0.0,
+                        reason=None if r < 0 else REASONS[r],
+                    )
+                    for name, n, f, m, r in zip(dims, n_row, f_row, m_row, r_row, strict=True)
+                },
+            )
+        )
     return out
 
 

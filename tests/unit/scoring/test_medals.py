@@ -243,3 +243,22 @@ def test_unreal_and_failed_reverification_items_never_count(
 def test_order_of_the_evidence_does_not_matter() -> None:
     items = perfect(3) + perfect(4, dimension="delivery", days=10) + [item(key="x", value=0.0)]
     assert medals(items) == medals(list(reversed(items)))
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(real=st.lists(reals, max_size=20))
+def test_the_column_function_agrees_with_award_cell_by_cell(real: list[EvidenceItem]) -> None:
+    """medals_of works on columns; award is the rule for one cell. They must never disagree."""
+    [rating] = score_agents(real, None, V2, AT, agents=["a"])
+    for name, m in medals(real).items():
+        expected = award(
+            rating.dimensions[name], m.real_n, m.freshness, RULES.spec.thresholds[name], RULES.spec
+        )
+        assert m == expected, name
+
+
+def test_a_threshold_is_read_against_the_published_score() -> None:
+    """87.99999999999997 is published as 88.0: it earns gold, as a reader of the rating would expect."""
+    t = RULES.spec.thresholds["capability"]
+    assert award(87.99999999999997, 3, 1.0, t, RULES.spec).medal == "gold"
+    assert award(87.9999, 3, 1.0, t, RULES.spec).medal == "silver"
