@@ -26,6 +26,7 @@ from typing import Literal
 
 import msgspec
 import numpy as np
+from numpy.typing import NDArray
 
 from trustscore.errors import ConfigError, UnsupportedKind
 from trustscore.scoring.engine import _newest_per_key
@@ -202,16 +203,18 @@ def medals_of(evidence: EvidenceBatch, ratings: Sequence[Rating], rules: MedalRu
         score = np.round(raw * SCALE) / SCALE
         table = np.array([[getattr(spec.thresholds[d], m) for m in reversed(MEDALS)] for d in dims])
         rank = (score[:, :, None] >= table[None, :, :]).sum(axis=2)  # 0 none, 1 bronze, 2 silver, 3 gold
-    reason = np.full(real_n.shape, -1, dtype=np.int8)
+    reason: NDArray[np.int8] = np.full(real_n.shape, -1, dtype=np.int8)
     checks = (np.isnan(score), real_n < spec.min_real_items, ~(freshness >= spec.min_freshness), rank == 0)
     for code, failed in reversed(list(enumerate(checks))):  # the first failed check names the reason
         reason[failed] = code
-    awarded = np.where(reason < 0, rank, 0)
     medal_names: tuple[Medal | None, ...] = (None, *reversed(MEDALS))
+    n_rows: list[list[int]] = real_n.tolist()
+    f_rows: list[list[float]] = freshness.tolist()
+    held: I64 = np.where(reason < 0, rank, 0).astype(np.int64)
+    m_rows: list[list[int]] = held.tolist()
+    r_rows: list[list[int]] = reason.tolist()
     out = []
-    for n_row, f_row, m_row, r_row in zip(
-        real_n.tolist(), freshness.tolist(), awarded.tolist(), reason.tolist(), strict=True
-    ):
+    for n_row, f_row, m_row, r_row in zip(n_rows, f_rows, m_rows, r_rows, strict=True):
         out.append(
             Medals(
                 rules_digest=rules.digest,
