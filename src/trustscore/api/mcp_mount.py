@@ -21,8 +21,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 
-from trustscore.api.public_routes import AgentOut, LeaderboardOut, RankedOut, UnrankedOut, encode_rating
-from trustscore.scoring import publish
+from trustscore.api.public_routes import agent_out, encode_rating, leaderboard_out
 from trustscore.services.agent_search import AgentSearch
 from trustscore.services.ladder import LadderService
 from trustscore.services.mcp_tools import build_server
@@ -49,12 +48,7 @@ class ServicesBureau:
         return value
 
     async def agent(self, agent_id: str) -> dict[str, Any]:
-        public: PublicService = self._ready(self._public())
-        c = await public.card(agent_id)
-        status = await public.verification(agent_id)
-        lookalikes = await public.lookalikes(c) if c.kind == "agent" else []
-        out = AgentOut(c.id, c.kind, c.name, c.endpoint, c.controller, c.index, c.card, status, lookalikes)
-        return _builtins(out)
+        return _builtins(await agent_out(self._ready(self._public()), agent_id))
 
     async def search(self, query: str, limit: int) -> dict[str, Any]:
         search: AgentSearch = self._ready(self._search())
@@ -67,24 +61,7 @@ class ServicesBureau:
         return body
 
     async def leaderboard(self, model: str | None, dimension: str | None, limit: int) -> dict[str, Any]:
-        public: PublicService = self._ready(self._public())
-        board = await public.leaderboard(model, dimension, limit)
-        out = LeaderboardOut(
-            board.model,
-            board.dimension,
-            [
-                RankedOut(
-                    r.rank,
-                    r.rated.rating.agent,
-                    publish.optional(r.score),
-                    r.rated.rating.total,
-                    r.rated.rating.grade,
-                )
-                for r in board.ranked
-            ],
-            [UnrankedOut(r.rating.agent, reason) for r, reason in board.unranked],
-        )
-        return _builtins(out)
+        return _builtins(await leaderboard_out(self._ready(self._public()), model, dimension, limit))
 
     async def outcome_stats(self, group_by: str, floor: int | None) -> dict[str, Any]:
         ladder: LadderService = self._ready(self._ladder())

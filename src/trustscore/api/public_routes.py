@@ -264,6 +264,37 @@ def public_service(request: Request[Any, Any, Any]) -> PublicService:
     return public
 
 
+async def agent_out(public: PublicService, agent_id: str) -> AgentOut:
+    """The agent route's answer (also the MCP and A2A ``lookup_agent``)."""
+    c = await public.card(agent_id)
+    status = await public.verification(agent_id)
+    lookalikes = await public.lookalikes(c) if c.kind == "agent" else []
+    return AgentOut(c.id, c.kind, c.name, c.endpoint, c.controller, c.index, c.card, status, lookalikes)
+
+
+async def leaderboard_out(
+    public: PublicService, model: str | None, dimension: str | None, limit: int
+) -> LeaderboardOut:
+    """The leaderboard route's answer (also the MCP and A2A ``leaderboard``)."""
+    board = await public.leaderboard(model, dimension, limit)
+    return LeaderboardOut(
+        board.model,
+        board.dimension,
+        [
+            RankedOut(
+                r.rank,
+                r.rated.rating.agent,
+                publish.optional(r.score),
+                r.rated.rating.total,
+                r.rated.rating.grade,
+                awarded(r.rated.medals),
+            )
+            for r in board.ranked
+        ],
+        [UnrankedOut(r.rating.agent, reason) for r, reason in board.unranked],
+    )
+
+
 class PublicController(Controller):
     path = "/v1"
     tags = ["public"]  # noqa: RUF012 - Litestar class attribute
@@ -286,10 +317,7 @@ class PublicController(Controller):
     @get("/agents/{agent_id:str}", operation_id="getAgent", responses=READ_PROBLEMS)
     async def agent(self, public: Public, agent_id: FromPath[str]) -> AgentOut:
         """An agent's (or party's) current card and status."""
-        c = await public.card(agent_id)
-        status = await public.verification(agent_id)
-        lookalikes = await public.lookalikes(c) if c.kind == "agent" else []
-        return AgentOut(c.id, c.kind, c.name, c.endpoint, c.controller, c.index, c.card, status, lookalikes)
+        return await agent_out(public, agent_id)
 
     @get(
         "/agents/{agent_id:str}/rating",
@@ -350,23 +378,7 @@ class PublicController(Controller):
     ) -> LeaderboardOut:
         """Agents ranked by total (or one dimension); registered agents without a score are listed apart
         with the reason (at most ``limit`` of each)."""
-        board = await public.leaderboard(model, dimension, limit)
-        return LeaderboardOut(
-            board.model,
-            board.dimension,
-            [
-                RankedOut(
-                    r.rank,
-                    r.rated.rating.agent,
-                    publish.optional(r.score),
-                    r.rated.rating.total,
-                    r.rated.rating.grade,
-                    awarded(r.rated.medals),
-                )
-                for r in board.ranked
-            ],
-            [UnrankedOut(r.rating.agent, reason) for r, reason in board.unranked],
-        )
+        return await leaderboard_out(public, model, dimension, limit)
 
     @get("/methodology", operation_id="getMethodology", responses=STARTING)
     async def methodology(self, public: Public) -> MethodologyOut:
