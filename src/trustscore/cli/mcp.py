@@ -1,7 +1,8 @@
 """``trustscore mcp``: the bureau's MCP server over stdio, reading a trustscore server's REST API.
 
 For an MCP client such as Claude Desktop (docs/integrations.md): the client starts this command and
-talks MCP on its standard input and output; the tools ask ``--server`` (default ``$TRUSTSCORE_SERVER``).
+talks MCP on its standard input and output; the tools ask ``--server`` (or ``$TRUSTSCORE_SERVER``,
+trustscore.cli.settings).
 Nothing but protocol messages is written to standard output.
 """
 
@@ -9,21 +10,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 from typing import Any
 
 from trustscore.errors import InvalidInput
 
-DEFAULT_SERVER = "http://127.0.0.1:8080"
-
 
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser("mcp", help="serve the bureau's MCP tools over stdio")
-    p.add_argument(
-        "--server",
-        default=os.environ.get("TRUSTSCORE_SERVER", DEFAULT_SERVER),
-        help="the trustscore server the tools read (env TRUSTSCORE_SERVER)",
-    )
+    p.add_argument("--server", required=True, help="the trustscore server the tools read")
     p.set_defaults(func=run)
 
 

@@ -366,3 +366,15 @@ def test_mcp_stdio_with_the_server_down_answers_tool_errors() -> None:
             assert "cannot reach the trustscore server" in getattr(r.content[0], "text", "")
 
     anyio.run(go)
+
+
+def test_mcp_command_refuses_a_bad_server_in_one_line() -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "trustscore.cli.main", "mcp", "--server", "ftp://example.org"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr.strip() == "trustscore: error: --server must be an http(s) URL, got 'ftp://example.org'"
