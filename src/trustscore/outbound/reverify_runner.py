@@ -9,6 +9,7 @@ same grader versions as the report's (the exam set is checked by digest). docs/r
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -167,8 +168,8 @@ def run_once(
     private = sampling.sample(list(pool), k_private, sampling.private_seed(seed))
     items: list[ReverifiedItem] = []
     private_items: list[PrivateItem] = []
-    with safe_client(policy) as client:
-        agent = guarded_agent(endpoint, policy, client)
+    # The agent is closed however the run ends (an A2A agent holds an event loop and a client).
+    with safe_client(policy) as client, contextlib.closing(guarded_agent(endpoint, policy, client)) as agent:
         asker = _Asker(agent, None if deadline_s is None else start + deadline_s)
         # Private and fresh items first: an agent that knows the public items cannot stall on them until
         # the run's deadline leaves no time for the others (docs/reverification.md).
@@ -220,7 +221,6 @@ def run_once(
                     error=_error(response.error),
                 )
             )
-    agent.close()  # an A2A agent's event loop and client (the plain HTTP client belongs to this function)
     comparison = compare.compare([(i.item_id, i.reported_millis, i.observed_millis) for i in items])
     return RunResult(items, private_items, comparison, int((time.monotonic() - start) * 1000))
 

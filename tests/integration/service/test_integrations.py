@@ -252,6 +252,11 @@ async def _exercise(client: Client, agent: str, name: str, bundle: dict[str, Any
     found = await ok("search_agents", {"query": name.upper()})
     assert found["agents"][0]["id"] == agent and found["agents"][0]["exact"]
     assert (await ok("search_agents", {"query": agent[:12]}))["agents"][0]["id"] == agent
+    # A look-alike spelling finds the agent it imitates, exactly; a part of the name finds it too.
+    lookalike = await ok("search_agents", {"query": "C0UNTERPARTY  chec-ker"})
+    assert lookalike["agents"][0] == {"id": agent, "name": name, "exact": True}
+    assert agent in [a["id"] for a in (await ok("search_agents", {"query": "party"}))["agents"]]
+    assert (await ok("search_agents", {"query": "no such agent anywhere"}))["agents"] == []
     rating = await ok("get_rating", {"agent_id": agent})
     assert rating["rating"]["agent"] == agent and rating["rating"]["n"] > 0
     assert "integrity" in rating["rating"]["dimensions"]
