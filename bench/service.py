@@ -30,7 +30,6 @@ import httpx
 import msgspec
 
 from _common import (  # run as a script: bench/ is on sys.path
-    Server,
     drop_database,
     embedded_dsn,
     fresh_database,
@@ -39,6 +38,7 @@ from _common import (  # run as a script: bench/ is on sys.path
 )
 from ingest import cpu_seconds, machine_busy_seconds
 from trustscore.cli.agent import card_envelope
+from trustscore.devserver import ServeProcess
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, list_exams
 from trustscore.ledger import keys
 from trustscore.sdk import agent_from_spec, run_exam
@@ -199,7 +199,7 @@ async def wait_ratings(client: httpx.AsyncClient, agents: list[str], size: int, 
     return waited
 
 
-async def ingest(server: Server, prep: Prepared, in_flight: int) -> tuple[list[Ingest], float]:
+async def ingest(server: ServeProcess, prep: Prepared, in_flight: int) -> tuple[list[Ingest], float]:
     assert server.proc is not None
     pid = server.proc.pid
     limits = httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight)
@@ -324,7 +324,13 @@ async def _httpx_load(url: str, paths: list[str], connections: int, seconds: int
 
 
 def load(
-    tool: str, server: Server, route: str, paths: list[str], connections: int, seconds: int, workdir: Path
+    tool: str,
+    server: ServeProcess,
+    route: str,
+    paths: list[str],
+    connections: int,
+    seconds: int,
+    workdir: Path,
 ) -> Load:
     """Load ``paths`` for ``seconds``; the server's and the load generator's CPU time are measured too."""
     assert server.proc is not None
@@ -345,7 +351,9 @@ def load(
     return result
 
 
-def profile(server: Server, paths: list[str], args: argparse.Namespace, tool: str, workdir: Path) -> None:
+def profile(
+    server: ServeProcess, paths: list[str], args: argparse.Namespace, tool: str, workdir: Path
+) -> None:
     """py-spy the server (collapsed stacks, idle excluded) while the rating route is under load."""
     assert server.proc is not None
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
@@ -358,7 +366,7 @@ def profile(server: Server, paths: list[str], args: argparse.Namespace, tool: st
     print(f"profiled rating run: {result.rate:,.0f} req/s; collapsed stacks in {args.profile}", flush=True)
 
 
-def read_load(server: Server, agents: list[str], args: argparse.Namespace, workdir: Path) -> list[Load]:
+def read_load(server: ServeProcess, agents: list[str], args: argparse.Namespace, workdir: Path) -> list[Load]:
     tool = args.load if args.load != "auto" else ("wrk" if shutil.which("wrk") else "httpx")
     routes = {
         "GET /healthz": ["/healthz"],
@@ -457,7 +465,7 @@ def main(argv: list[str] | None = None) -> int:
             dsn = embedded_dsn(data_dir)
             where = f"embedded PostgreSQL in {data_dir / 'pg'}"
         print(f"database: {where}")
-        server = Server(data_dir, dsn, env=SERVER_ENV)
+        server = ServeProcess(data_dir, dsn, env=SERVER_ENV, log_path=data_dir / "serve.log")
         env = " ".join(f"{k}={v}" for k, v in SERVER_ENV.items())
         print(f"server:   {env} {' '.join(server.argv)}  (one uvicorn worker)", flush=True)
         try:
