@@ -13,10 +13,10 @@ from typing import Annotated, Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from litestar import Controller, Request, Response, get
-from litestar.contrib.jinja import JinjaTemplateEngine
 from litestar.datastructures import CacheControlHeader
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, QueryParameter
+from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.response import Redirect, Template
 from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
