@@ -63,8 +63,14 @@ def _num(x: float) -> str:
     return f"{x:.1f}".removesuffix(".0")
 
 
+def _printable(s: str) -> str:
+    """``s`` without the characters XML cannot carry (controls) or a badge should not show."""
+    return "".join(ch for ch in s if ch.isprintable())
+
+
 def render(text: BadgeText) -> str:
     """The badge SVG (20 px high, flat with a faint gradient), with a title for screen readers."""
+    text = BadgeText(_printable(text.label), _printable(text.message), text.colour)
     lw = text_width(text.label) + 2 * PADDING
     mw = text_width(text.message) + 2 * PADDING
     w = lw + mw
