@@ -62,6 +62,13 @@ def page(name: str, status_code: int = 200, **context: Any) -> Template:
     return Template(template_name=name, context=context, status_code=status_code, media_type=HTML)
 
 
+def render(request: Request[Any, Any, Any], name: str, **context: Any) -> bytes:
+    """``name`` rendered with ``context`` to bytes (for a page that is kept and served again)."""
+    engine = request.app.template_engine
+    assert engine is not None
+    return str(engine.get_template(name).render(**context)).encode()
+
+
 def _error_page(request: Request[Any, Any, Any], exc: TrustscoreError) -> Response[Any]:
     """A failed page is an HTML page saying what went wrong, with the error's status (404, 400, 503)."""
     return page("error.html", exc.status, status=exc.status, title=exc.title, detail=exc.message)
@@ -139,8 +146,15 @@ class PagesController(Controller):
         agent_id: FromPath[str],
         model: Model = None,
         after: Annotated[str | None, QueryParameter(description="evidence cursor INDEX.SEQ")] = None,
-    ) -> Template:
-        """One agent: rating with intervals, dimensions, history chart, verification, evidence, badge."""
+    ) -> Response[bytes]:
+        """One agent: rating with intervals, dimensions, history chart, verification, evidence, badge.
+        The rendered page is reused until anything it shows can have changed (PageService.stamp)."""
+        base_url = str(request.base_url).rstrip("/")
+        key = (agent_id, model or "", after or "", base_url)
+        stamp = pages.stamp(agent_id, model)
+        cached = None if stamp is None else pages.cached_page(key, stamp)
+        if cached is not None:
+            return Response(cached, media_type=HTML)
         card = await public.card(agent_id)
         rated = await public.rating(agent_id, model)
         checkpoint = await pages.checkpoint()
@@ -155,9 +169,10 @@ class PagesController(Controller):
         points = [charts.Point(p.index, p.at, p.total) for p in history.points]
         evidence = await public.evidence(agent_id, parse_cursor(after), EVIDENCE_PAGE)
         last = evidence[-1] if len(evidence) == EVIDENCE_PAGE else None
-        return page(
+        body = render(
+            request,
             "agent.html",
-            base_url=str(request.base_url).rstrip("/"),
+            base_url=base_url,
             card=card,
             rating=out,
             lookalikes=await public.lookalikes(card) if card.kind == "agent" else [],
@@ -168,6 +183,9 @@ class PagesController(Controller):
             models=sorted(public.ratings.models),
             scale=int(public.ratings.model(out.model_version).spec.total.scale * 100),
         )
+        if stamp is not None:
+            pages.keep_page(key, stamp, body)
+        return Response(body, media_type=HTML)
 
     @get("/log", name="log")
     async def log(self, pages: Pages) -> Template:

@@ -25,6 +25,7 @@ from trustscore.store.log import StoredCheckpoint
 MAX_HISTORY = 1000  # snapshots per history page (API) and in the chart (the newest ones)
 MAX_SEARCH = 50  # agents a search lists
 RECENT_ENTRIES = 25  # entries on /log
+MAX_CACHED_PAGES = 4096  # rendered profile pages kept (the oldest is dropped first)
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,29 @@ class PageService:
         self._names_next = 0  # the log index the name map has read up to
         # (model, agent, dimension) -> (the rating object it was drawn from, the badge)
         self._badges: dict[tuple[str, str, str | None], tuple[object, Badge]] = {}
+        self._pages: dict[tuple[str, ...], tuple[tuple[object, int, int | None], bytes]] = {}
+
+    # --- rendered pages ---------------------------------------------------------------------------
+
+    def stamp(self, agent: str, model: str | None) -> tuple[object, int, int | None] | None:
+        """What a profile page of ``agent`` depends on: its rating object (new with every piece of
+        evidence, snapshot, re-verification or refresh), the projected log size and the checkpoint size
+        (new with any entry, a card update included). None for an agent without a rating yet."""
+        stored = self.public.ratings.stored(agent, model)
+        if stored is None:
+            return None
+        return (stored.rating, self.public.ratings.size, self.log.checkpoint_size)
+
+    def cached_page(self, key: tuple[str, ...], stamp: tuple[object, int, int | None]) -> bytes | None:
+        hit = self._pages.get(key)
+        if hit is None or hit[0][0] is not stamp[0] or hit[0][1:] != stamp[1:]:
+            return None
+        return hit[1]
+
+    def keep_page(self, key: tuple[str, ...], stamp: tuple[object, int, int | None], body: bytes) -> None:
+        if len(self._pages) >= MAX_CACHED_PAGES and key not in self._pages:
+            del self._pages[next(iter(self._pages))]
+        self._pages[key] = (stamp, body)
 
     # --- names ------------------------------------------------------------------------------------
 

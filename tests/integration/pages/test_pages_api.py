@@ -200,3 +200,17 @@ async def test_the_api_document_describes_badge_and_history_but_not_pages(client
     assert {p["name"] for p in history["parameters"]} >= {"agent_id", "model", "from", "to", "limit"}
     assert not {"/", "/leaderboard", "/log", "/methodology"} & paths.keys()
     assert not [p for p in paths if p.startswith(("/agents", "/static", "/log/"))]
+
+
+async def test_a_kept_profile_page_is_not_served_once_the_rating_moved(
+    client: Client, world: dict[str, Any]
+) -> None:
+    agent = world["key"].id
+    first = (await client.get(f"/agents/{agent}")).text
+    assert (await client.get(f"/agents/{agent}")).text == first  # kept and served again
+    assert 'aria-label="security unknown"' in first
+    await report(client, world["key"], "security@1")
+    after = (await client.get(f"/agents/{agent}")).text
+    assert 'aria-label="security unknown"' not in after
+    rating = (await client.get(f"/v1/agents/{agent}/rating")).json()
+    assert f'{rating["total"]}<span class="of">' in after
