@@ -68,7 +68,7 @@ def shoot(url: str, out: Path) -> None:
             if name == "entry":
                 page.click("#verify-button")
                 page.wait_for_selector("#verify-result[data-outcome=verified]")
-            full = name not in ("methodology", "agent")  # the long pages: the first screen and a bit
+            full = name not in ("methodology", "agent", "entry")  # the long pages: the first screen and a bit
             clip = None if full else {"x": 0, "y": 0, "width": 1200, "height": 1800}
             page.screenshot(path=str(out / f"{name}.png"), full_page=True, clip=clip)
             print(f"{name}: {out / f'{name}.png'}")
