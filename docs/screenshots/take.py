@@ -82,11 +82,12 @@ def main() -> int:
     args = p.parse_args()
     data = args.data_dir or Path(tempfile.mkdtemp(prefix="trustscore-shots-"))
     if not (data / "log.key").exists():
-        subprocess.run([*TRUSTSCORE, "demo", "--data-dir", str(data)], check=True, stdout=subprocess.DEVNULL)
+        demo = [*TRUSTSCORE, "demo", "--data-dir", str(data)]
+        subprocess.run(demo, check=True, stdout=subprocess.DEVNULL)  # noqa: S603 - our own CLI
     port = free_port()
     env = {**os.environ, "TRUSTSCORE_SNAPSHOT_INTERVAL": "2"}
     argv = [*TRUSTSCORE, "serve", "--data-dir", str(data), "--port", str(port)]
-    with subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as server:
+    with subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as server:  # noqa: S603
         try:
             url = f"http://127.0.0.1:{port}"
             wait(url + "/readyz", lambda r: r.status_code == 200)
