@@ -68,9 +68,13 @@ def shoot(url: str, out: Path) -> None:
             if name == "entry":
                 page.click("#verify-button")
                 page.wait_for_selector("#verify-result[data-outcome=verified]")
-            full = name not in ("methodology", "agent", "entry")  # the long pages: the first screen and a bit
-            clip = None if full else {"x": 0, "y": 0, "width": 1200, "height": 1800}
-            page.screenshot(path=str(out / f"{name}.png"), full_page=True, clip=clip)
+            shot = str(out / f"{name}.png")
+            if name in ("methodology", "agent", "entry"):  # the long pages: the first 1800 pixels
+                page.screenshot(
+                    path=shot, full_page=True, clip={"x": 0, "y": 0, "width": 1200, "height": 1800}
+                )
+            else:
+                page.screenshot(path=shot, full_page=True)
             print(f"{name}: {out / f'{name}.png'}")
         browser.close()
 
