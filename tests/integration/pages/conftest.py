@@ -53,13 +53,23 @@ def browser_or_skip() -> str:
     pytest.skip(reason)
 
 
-async def _create(admin: str, name: str, drop: bool = False) -> None:
-    conn = await asyncpg.connect(admin)
+def _create(admin: str, name: str, drop: bool = False) -> None:
+    """Create (or drop) database ``name`` on its own short-lived event loop (not the session's, which
+    ``asyncio.run`` would unset as the current loop)."""
+
+    async def run() -> None:
+        conn = await asyncpg.connect(admin)
+        try:
+            sql = f"DROP DATABASE IF EXISTS {name} WITH (FORCE)" if drop else f"CREATE DATABASE {name}"
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    loop = asyncio.new_event_loop()
     try:
-        sql = f"DROP DATABASE IF EXISTS {name} WITH (FORCE)" if drop else f"CREATE DATABASE {name}"
-        await conn.execute(sql)
+        loop.run_until_complete(run())
     finally:
-        await conn.close()
+        loop.close()
 
 
 def _post(url: str, path: str, body: Any) -> int:
@@ -89,8 +99,9 @@ def seed(url: str) -> Site:
 
 @pytest.fixture(scope="module")
 def site(admin_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    browser_or_skip()  # only the browser tests use the site: without a browser, start nothing
     name = "ts_pages_" + secrets.token_hex(6)
-    asyncio.run(_create(admin_dsn, name))
+    _create(admin_dsn, name)
     dsn = _with_database(admin_dsn, name)
     server = ServerProcess(
         tmp_path_factory.mktemp("pages") / "data", dsn, env={"TRUSTSCORE_SNAPSHOT_INTERVAL": "1"}
@@ -100,7 +111,7 @@ def site(admin_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S
         yield seed(server.url)
     finally:
         server.stop()
-        asyncio.run(_create(admin_dsn, name, drop=True))
+        _create(admin_dsn, name, drop=True)
         log = server.output()
         assert "Traceback" not in log, log[-3000:]
 
