@@ -152,6 +152,7 @@ async def test_pages_escape_what_an_agent_writes_in_its_card(client: Client, wor
         r = await client.get(path)
         assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
         assert "<script>alert" not in r.text and "<b>" not in r.text, path
+        assert "script-src 'self'" in r.headers["content-security-policy"]  # and no inline script runs
     profile = (await client.get(f"/agents/{agent}")).text
     assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&amp;&lt;b&gt;" in profile
     entry = (await client.get(f"/log/entries/{world['report'] - 2}")).text  # the card itself
