@@ -17,7 +17,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from trustscore.ledger.graded import DIMENSIONS
+from trustscore.kinds.graded import DIMENSIONS
 from trustscore.scoring import EvidenceBatch, SnapshotBatch, load_weights
 from trustscore.scoring.engine import score_columns
 from trustscore.scoring.ratings import Rating, to_ratings

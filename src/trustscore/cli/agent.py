@@ -14,7 +14,8 @@ from trustscore.canonical import b64encode
 from trustscore.cli import common
 from trustscore.client import LogClient
 from trustscore.errors import InvalidInput
-from trustscore.ledger import cards, dsse, keys, statements
+from trustscore.kinds import cards
+from trustscore.ledger import dsse, keys, statements
 
 
 def register(sub: Any) -> None:

@@ -11,8 +11,9 @@ from typing import TextIO
 from trustscore.cli import sitting
 from trustscore.errors import InvalidInput, TrustscoreError
 from trustscore.exams.loader import ExamDirs, list_exams, load_exam
-from trustscore.exams.report import exam_for, grade_report, read_report, write_report
+from trustscore.exams.reporting import exam_for, grade_report
 from trustscore.grading import ItemGrade
+from trustscore.kinds.exam_report import read_report, write_report
 from trustscore.ledger import keys
 from trustscore.sdk.adapters import agent_from_spec
 from trustscore.sdk.runner import run_exam, sign_run

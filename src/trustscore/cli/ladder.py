@@ -19,9 +19,9 @@ from trustscore.cli import common
 from trustscore.cli.evidence import verified_log
 from trustscore.client import LogClient
 from trustscore.errors import InvalidInput
-from trustscore.evidence.projection import ProjectionState, project
-from trustscore.ladder.jsonl import parse_ladder_jsonl
+from trustscore.evidence.project_log import ProjectionState, project
 from trustscore.ladder.rescan import Rescan, rescan
+from trustscore.ladder.rows_jsonl import parse_ladder_jsonl
 from trustscore.ladder.rule import CURRENT_RULE, RULES, check_rule
 from trustscore.ladder.stats import DEFAULT_FLOOR, GROUP_BY, OutcomeStats, outcome_stats
 from trustscore.ledger import note

@@ -52,7 +52,7 @@ COMMAND_MODULES = (
     "trustscore.cli.ladder",
     "trustscore.cli.sessions",
     "trustscore.cli.scope",
-    "trustscore.reverify.cli",
+    "trustscore.cli.reverify",
 )
 
 

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from trustscore import resources
+from trustscore.attestations import rating as attestation
 from trustscore.cli import common
 from trustscore.cli.common import verifier
 from trustscore.errors import InvalidInput
-from trustscore.ledger import attestation
 from trustscore.scoring.weights import Weights, load_weights
 
 WEIGHTS_DIR = resources.path("weights")

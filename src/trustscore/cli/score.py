@@ -19,7 +19,7 @@ from trustscore.cli import common
 from trustscore.errors import InvalidInput
 from trustscore.scoring import SnapshotBatch, load_weights
 from trustscore.scoring.engine import score_columns
-from trustscore.scoring.jsonl import LineError, parse_evidence, parse_snapshots
+from trustscore.scoring.parse_jsonl import LineError, parse_evidence, parse_snapshots
 from trustscore.scoring.publish import published
 from trustscore.scoring.ratings import to_ratings
 from trustscore.scoring.times import parse_time

@@ -18,10 +18,10 @@ import msgspec
 from trustscore.cli import common
 from trustscore.client import LogClient
 from trustscore.errors import InvalidInput
+from trustscore.kinds.work_records import make_work_record
 from trustscore.ladder.rule import CURRENT_RULE, RUNG_NAMES, VERIFIED_RUNG, check_rule
 from trustscore.ladder.sessions import ADAPTERS, MAX_TRANSCRIPT_BYTES, Session
 from trustscore.ledger import dsse, keys
-from trustscore.ledger.work_records import make_work_record
 
 DEFAULT_INDEX = Path(os.environ.get("TRUSTSCORE_SESSIONS_INDEX", ".trustscore/sessions.jsonl"))
 MAX_FILES = 100_000

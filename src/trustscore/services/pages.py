@@ -14,7 +14,7 @@ import msgspec
 
 from trustscore.errors import InvalidInput, NotFound, TrustscoreError
 from trustscore.ledger import audit, keys
-from trustscore.ledger.graded import DIMENSIONS
+from trustscore.kinds.graded import DIMENSIONS
 from trustscore.pages import badge as badges
 from trustscore.services.log import LogService
 from trustscore.services.public import PublicService

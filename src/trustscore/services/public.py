@@ -10,14 +10,14 @@ from trustscore import resources
 from trustscore.errors import InvalidInput, NotFound
 from trustscore.exams.loader import ExamDirs, list_exams
 from trustscore.exams.model import ExamSet
+from trustscore.kinds.graded import DIMENSIONS
 from trustscore.ladder.stats import Distribution
-from trustscore.ledger.graded import DIMENSIONS
 from trustscore.names import NameIndex
 from trustscore.reverify.status import VerificationStatus, summarize
 from trustscore.scope.report import ScopeSummary
 from trustscore.services.log import LogService
 from trustscore.services.ratings import DEFAULT_MODEL, DEFAULT_WEIGHTS_DIR, RatedAgent, RatingService
-from trustscore.store.projection import Card, EvidenceRow, ProjectionStore
+from trustscore.store.projection_tables import Card, EvidenceRow, ProjectionStore
 
 
 async def _no_ladder(_agent: str, _log_size: int) -> dict[str, Distribution]:

@@ -22,7 +22,7 @@ from trustscore.scoring.inputs import EvidenceBatch, EvidenceItem, Snapshot
 from trustscore.scoring.ratings import Rating, score_agents
 from trustscore.scoring.weights import Weights, load_weights
 from trustscore.services.metrics import Metrics
-from trustscore.store.projection import ProjectionStore
+from trustscore.store.projection_tables import ProjectionStore
 
 DEFAULT_WEIGHTS_DIR = resources.path("weights")
 RELEASED_MODELS = ("trustscore-v2", "baseline-v0.3")  # trustscore-v1: offline only (docs/methodology.md)
