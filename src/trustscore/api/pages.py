@@ -28,8 +28,8 @@ from trustscore.api.openapi import MAX_INDEX
 from trustscore.api.pages_api import PagesApiController, page_service
 from trustscore.api.public_routes import RatingOut, parse_cursor, rating_out
 from trustscore.errors import InvalidInput, TrustscoreError
-from trustscore.ledger import keys
 from trustscore.kinds.graded import DIMENSIONS
+from trustscore.ledger import keys
 from trustscore.pages import charts
 from trustscore.services.pages import MAX_HISTORY, PageService, b64
 from trustscore.services.public import PublicService

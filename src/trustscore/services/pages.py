@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import msgspec
 
 from trustscore.errors import InvalidInput, NotFound, TrustscoreError
-from trustscore.ledger import audit, keys
 from trustscore.kinds.graded import DIMENSIONS
+from trustscore.ledger import audit, keys
 from trustscore.pages import badge as badges
 from trustscore.services.log import LogService
 from trustscore.services.public import PublicService
