@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from trustscore.cli import common
+from trustscore.cli.table import Column, render
 from trustscore.client import LogClient
 from trustscore.errors import InvalidInput
 from trustscore.kinds.work_records import make_work_record
@@ -135,8 +136,15 @@ def run_matrix(args: argparse.Namespace) -> int:
     common.emit(
         args,
         {"rule": args.rule, "adapters": out},
-        [f"{'adapter':<16} {'n':>7} {'outcome evidence':>17} {'verified':>9}"]
-        + [f"{a['adapter']:<16} {a['n']:>7} {a['outcome_detected']:>17} {a['verified']:>9}" for a in out],
+        render(
+            [
+                "adapter",
+                Column("n", right=True),
+                Column("outcome evidence", right=True),
+                Column("verified", right=True),
+            ],
+            [[a["adapter"], a["n"], a["outcome_detected"], a["verified"]] for a in out],
+        ),
     )
     return 0
 

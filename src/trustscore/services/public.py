@@ -80,6 +80,14 @@ class PublicService:
             raise NotFound(f"no card for {agent} (yet: cards appear once projected)")
         return card
 
+    async def agents(self, after: str | None, limit: int) -> list[Card]:
+        """The cards of registered agents after ``after`` in id order, at most ``limit``."""
+        if not 1 <= limit <= 1000:
+            raise InvalidInput("limit must be 1..1000")
+        ids = [a for a in await self.store.agent_ids() if after is None or a > after][:limit]
+        cards = [await self.store.card(a) for a in ids]
+        return [c for c in cards if c is not None]
+
     async def rating(self, agent: str, model: str | None) -> RatedAgent:
         rated = self.ratings.rating(agent, model)
         if rated is not None:

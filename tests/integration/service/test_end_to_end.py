@@ -263,5 +263,6 @@ def test_agents_ranked_by_behaviour_and_ratings_reproduce_offline(
         for field in ("total", "adjusted", "grade", "coverage", "confidence", "n", "model_version"):
             assert offline[field] == served[field], (model, persona, field)
         assert offline["dimensions"] == {k: v["score"] for k, v in served["dimensions"].items()}
+        assert offline.get("medals") == served["medals"], (model, persona)  # one function, both sides
         if persona == "careless":  # the ring's reports are in the export, pooled
             assert '"issuer":"pool:standing-v1"' in ev.read_text()
