@@ -3,9 +3,10 @@
 Starts ``trustscore serve`` (one uvicorn worker) on a fresh database, registers agents with signed cards,
 POSTs pre-signed exam reports that the server re-grades (reports/s and items/s; exams with sandboxed
 python-tests items are timed apart), waits until every rating covers the log, then loads
-GET /v1/agents/{id}/rating for random agents and GET /healthz with 32 connections for a fixed time each
-(wrk with a Lua script when installed, else one async httpx client) and prints req/s, p50/p90/p99 and
-the ratio rating/healthz. See bench/README.md.
+GET /v1/agents/{id}/rating, the badge GET /v1/agents/{id}/badge.svg and the profile page GET /agents/{id}
+for random agents, and GET /healthz, with 32 connections for a fixed time each (wrk with a Lua script
+when installed, else one async httpx client) and prints req/s, p50/p90/p99 and each route's ratio to
+/healthz. See bench/README.md.
 
     python bench/service.py                          # embedded PostgreSQL in a temporary directory
     python bench/service.py --database-url postgresql://postgres@127.0.0.1:5432/test
@@ -45,6 +46,7 @@ from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import RunResult, sign_run
 from trustscore.store import embedded
 
+BADGE, PROFILE = "GET /v1/agents/{id}/badge.svg", "GET /agents/{id} (page)"
 AGENTS_FILE = DEFAULT_PUBLIC_DIR.parent / "examples" / "agents" / "scripted.py"
 PERSONAS = ("good", "careless", "gullible", "bluffer")
 SANDBOXED = "capability@1"  # python-tests items: the grader spawns a sandbox process per item
@@ -371,6 +373,8 @@ def read_load(server: ServeProcess, agents: list[str], args: argparse.Namespace,
     routes = {
         "GET /healthz": ["/healthz"],
         "GET /v1/agents/{id}/rating": [f"/v1/agents/{a}/rating" for a in agents],
+        BADGE: [f"/v1/agents/{a}/badge.svg" for a in agents],
+        PROFILE: [f"/agents/{a}" for a in agents],
     }
     print(f"read load: {tool}, {args.connections} connections, {args.duration} s per run", flush=True)
     if args.warmup > 0:
@@ -426,10 +430,20 @@ def report_reads(results: list[Load]) -> None:
     ratio = rating.rate / health.rate
     print()
     print(
-        f"best of {len(results) // 2} runs each: rating {rating.rate:,.0f} req/s, healthz {health.rate:,.0f} req/s"
+        f"best of {len(results) // len(best)} runs each: rating {rating.rate:,.0f} req/s, healthz {health.rate:,.0f} req/s"
     )
     print(f"rating / healthz = {ratio:.2f}  (target >= 0.80: {'met' if ratio >= 0.8 else 'MISSED'})")
     print(f"rating p99 = {rating.p99:.2f} ms  (target < 20 ms: {'met' if rating.p99 < 20 else 'MISSED'})")
+    badge, page = best[BADGE], best[PROFILE]
+    b_ratio = badge.rate / health.rate
+    print(
+        f"badge {badge.rate:,.0f} req/s, badge / healthz = {b_ratio:.2f}  "
+        f"(target >= 0.80: {'met' if b_ratio >= 0.8 else 'MISSED'}); p99 {badge.p99:.2f} ms"
+    )
+    print(
+        f"profile page {page.rate:,.0f} req/s, profile / healthz = {page.rate / health.rate:.2f}; "
+        f"p99 = {page.p99:.2f} ms  (target < 20 ms: {'met' if page.p99 < 20 else 'MISSED'})"
+    )
     cpu = {r.route: min(x.server_cpu / x.requests for x in results if x.route == r.route) for r in results}
     print(
         f"server CPU per request (least of the runs): rating {cpu[rating.route] * 1e6:.0f} µs, "
