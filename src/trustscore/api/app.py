@@ -24,6 +24,7 @@ from trustscore.api.evidence_routes import EvidenceController
 from trustscore.api.integrations import Integrations
 from trustscore.api.ladder_routes import LadderController
 from trustscore.api.log_routes import LogController
+from trustscore.api.pages import PAGE_HANDLERS, templates
 from trustscore.api.problems import EXCEPTION_HANDLERS
 from trustscore.api.public_routes import PublicController
 from trustscore.api.query import check_query
@@ -285,6 +286,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             health,
             ready,
             metrics,
+            *PAGE_HANDLERS,
             *integrations.handlers,
         ],
         dependencies={
@@ -301,6 +303,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         lifespan=[lifespan, integrations.lifespan],
         state=State({"runtime": runtime}),  # for handlers that take no dependency (the rating route)
         exception_handlers=EXCEPTION_HANDLERS,
+        template_config=templates(),
         before_request=before_handler,
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(title="trustscore", version=__version__, path="/schema"),
