@@ -19,6 +19,7 @@ from trustscore.errors import UnsupportedKind
 from trustscore.evidence.reporters import ReporterWeights, no_snapshots
 from trustscore.evidence.standing import POOL_ISSUER, Standing
 from trustscore.exams import sitting_mapping
+from trustscore.exams.scope_run import SCOPE_RUN
 from trustscore.ladder import work
 from trustscore.ledger.approvals import MARKETPLACE_APPROVAL
 from trustscore.ledger.cards import AGENT_CARD, AGENT_CARD_V2
@@ -44,6 +45,7 @@ NO_EVIDENCE = frozenset(
         SERVICE_CARD.predicate_type,
         RATING_SNAPSHOT.predicate_type,
         MARKETPLACE_APPROVAL.predicate_type,
+        SCOPE_RUN.predicate_type,  # feeds the scope-honesty score, not the dimensions
         f"{PREDICATE_PREFIX}exam-report/v1",
     }
 )

@@ -15,7 +15,7 @@ Rules (docs/evidence-mapping.md):
   (the same key, the same controller, or one controlling the other);
 - an event must be signed by a registered marketplace, about a registered agent of another interest;
 - a re-verification must be signed by a service key with the ``reverify`` role, about a registered agent;
-- sitting statements: see ``exams/sitting_mapping.py``;
+- sitting statements: see ``exams/sitting_mapping.py``; a scope run: ``exams/scope_run.py``;
 - a work record: see ``ladder/work.py`` (self-attested by the agent's interest, or confirmed by another).
 - a marketplace approval or retirement must be signed by the log key (the operator), about a registered
   marketplace.
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from trustscore.canonical import b64decode
 from trustscore.errors import InvalidInput, SignatureError, UnknownSigner
-from trustscore.exams import sitting_mapping
+from trustscore.exams import scope_run, sitting_mapping
 from trustscore.ladder import work
 from trustscore.ledger import keys
 from trustscore.ledger.cards import AgentCard
@@ -133,6 +133,8 @@ def admit(
         mapping.admit_rule(stmt, lookup)
     elif name == "work-record":
         work.admit_rule(stmt, lookup)
+    elif name == "scope-run":
+        scope_run.admit_rule(stmt, lookup)
     elif name in sitting_mapping.SITTING_KINDS:
         sitting_mapping.admit_rule(stmt, lookup)
     elif name == "marketplace-approval":

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from trustscore.exams.report import EXAM_REPORT
+from trustscore.exams.scope_run import SCOPE_RUN
 from trustscore.exams.sitting_kinds import SITTING_CLOSE, SITTING_OPEN, SITTING_REPORT, SITTING_REQUEST
 from trustscore.ledger.approvals import MARKETPLACE_APPROVAL
 from trustscore.ledger.cards import AGENT_CARD, AGENT_CARD_V2
@@ -41,6 +42,7 @@ ALL_KINDS: tuple[Kind[Any], ...] = (
     SITTING_CLOSE,
     MARKETPLACE_APPROVAL,
     WORK_RECORD,
+    SCOPE_RUN,
 )
 
 __all__ = ["ALL_KINDS"]

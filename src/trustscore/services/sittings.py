@@ -12,7 +12,6 @@ the sitting, so the log itself refuses a second open of one request or a second 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import hashlib
 import hmac
@@ -366,15 +365,6 @@ class SittingService:
         for index in await self.store.due(_now()):
             expired += (await self.expire(index)) is not None
         return expired
-
-    async def run(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            try:
-                await self.sweep()
-            except Exception:
-                log.exception("sitting sweep failed; will retry")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.config.sweep_interval)
 
     def _not_in_future(self, text: str) -> None:
         at = statements.parse_time(text, what="issued_at")
