@@ -52,6 +52,9 @@ from trustscore.store.scope import ScopeStore
 log = logging.getLogger(__name__)
 
 
+FIRST_MONDAY = dt.datetime(1970, 1, 5, tzinfo=dt.UTC)
+
+
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
@@ -125,8 +128,9 @@ class ScopeRunner:
         self._period: int | None = None  # the last period the weekly runs were scheduled for
 
     def period(self) -> int:
-        """The number of scope intervals since the epoch at the clock's time (the weekly run key)."""
-        return int(self.clock().timestamp() // self.config.interval)
+        """The number of scope intervals since Monday 1970-01-05 UTC at the clock's time (the weekly run
+        key; with the default interval, the weeks TC and the escalation chain read)."""
+        return int((self.clock() - FIRST_MONDAY).total_seconds() // self.config.interval)
 
     async def sweep_cards(self) -> int:
         """A run soon after every newest card whose declarations or declared model version differ from
