@@ -91,6 +91,16 @@ def health() -> str:
     return "ok\n"
 
 
+def outbound_policy(settings: Settings, deadline: float) -> OutboundPolicy:
+    """The guard for calls to agents' endpoints: the operator's address settings, ``deadline`` per call."""
+    return OutboundPolicy(
+        read_timeout=min(30.0, deadline),
+        total_timeout=deadline,
+        allow_loopback=settings.outbound_allow_loopback,
+        allow_private=settings.outbound_allow_private,
+    )
+
+
 async def build_services(
     settings: Settings, pool: asyncpg.Pool, metrics: Metrics, per_address: KeyRateLimiter, stop: asyncio.Event
 ) -> tuple[Services, list[Periodic]]:
@@ -136,12 +146,6 @@ async def build_services(
     isolation = await asyncio.to_thread(sandbox.isolation)
     if isolation.mode != "kernel":
         log.warning("code sandbox: %s (%s)", isolation.mode, isolation.reason)
-    policy = OutboundPolicy(
-        read_timeout=min(30.0, settings.reverify_deadline),
-        total_timeout=settings.reverify_deadline,
-        allow_loopback=settings.outbound_allow_loopback,
-        allow_private=settings.outbound_allow_private,
-    )
     reverifier = Reverifier(
         log_service,
         ReverifyStore(pool),
@@ -153,7 +157,7 @@ async def build_services(
             k_fresh=settings.reverify_k_fresh,
             deadline_s=settings.reverify_deadline,
             interval=settings.reverify_interval,
-            policy=policy,
+            policy=outbound_policy(settings, settings.reverify_deadline),
         ),
     )
     scope = ScopeService(ScopeStore(pool))
@@ -165,12 +169,8 @@ async def build_services(
         ScopeRunConfig(
             interval=settings.scope_interval,
             deadline_s=settings.scope_deadline,
-            policy=OutboundPolicy(
-                read_timeout=min(30.0, settings.scope_deadline),
-                total_timeout=settings.scope_deadline,
-                allow_loopback=settings.outbound_allow_loopback,
-                allow_private=settings.outbound_allow_private,
-            ),
+            # one call at most 2 minutes, so one slow item cannot take the whole run's budget
+            policy=outbound_policy(settings, min(120.0, settings.scope_deadline)),
         ),
     )
     public = PublicService(
