@@ -111,5 +111,5 @@ def test_only_a_reverify_service_key_may_log_a_run_about_a_registered_agent() ->
         admit(parsed, [VERIFIER.id], registry(v=("grader",)).get, "log")  # the grader key cannot
     with pytest.raises(UnknownSigner):
         admit(parsed, [VERIFIER.id], {AGENT.id: registry()[AGENT.id]}.get, "log")  # an unknown signer
-    with pytest.raises(UnknownSigner, match="agent .* is not registered"):  # the re-verification rule
+    with pytest.raises(UnknownSigner, match=r"agent .* is not registered"):  # the re-verification rule
         admit(parsed, [VERIFIER.id], {VERIFIER.id: registry()[VERIFIER.id]}.get, "log")
