@@ -1,10 +1,11 @@
 """What the integrations add to the app: the agent search route's service, the MCP mount and the
-bureau's A2A agent card, built from the app's runtime (one hook in trustscore.api.app)."""
+bureau's A2A agent card and skills (one hook in trustscore.api.app). The services are read from the app's
+state (trustscore.api.wiring) when a call arrives, so a call during start-up is "the service is starting"."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from litestar import Litestar
@@ -13,6 +14,7 @@ from litestar.di import Provide
 from trustscore.api.a2a_bureau import A2ABureau
 from trustscore.api.mcp_mount import McpMount, ServicesBureau
 from trustscore.api.search_routes import SearchController
+from trustscore.api.wiring import STATE_KEY, Services
 from trustscore.errors import StorageError
 from trustscore.services.agent_search import AgentSearch
 from trustscore.services.ladder import LadderService
@@ -22,13 +24,23 @@ from trustscore.services.public import PublicService
 class Integrations:
     """Route handlers, dependencies and a lifespan for the app; services are read when first needed."""
 
-    def __init__(
-        self, public: Callable[[], PublicService | None], ladder: Callable[[], LadderService | None]
-    ) -> None:
-        self._public = public
+    def __init__(self) -> None:
+        self._app: Litestar | None = None
         self._search: AgentSearch | None = None
-        self.mcp = McpMount(ServicesBureau(public, ladder, self.search))
+        self.mcp = McpMount(ServicesBureau(self._public, self._ladder, self.search))
         self.a2a = A2ABureau(self.mcp.server)
+
+    def _services(self) -> Services | None:
+        found = None if self._app is None else self._app.state.get(STATE_KEY)
+        return found if isinstance(found, Services) else None
+
+    def _public(self) -> PublicService | None:
+        services = self._services()
+        return None if services is None else services.public
+
+    def _ladder(self) -> LadderService | None:
+        services = self._services()
+        return None if services is None else services.ladder
 
     def search(self) -> AgentSearch | None:
         """The agent search over the public service's projections, made once the service is up."""
@@ -54,5 +66,9 @@ class Integrations:
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Litestar) -> AsyncIterator[None]:
-        async with self.mcp.lifespan(app):
-            yield
+        self._app = app
+        try:
+            async with self.mcp.lifespan(app):
+                yield
+        finally:
+            self._app, self._search = None, None

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from litestar import Controller, Request, Response, get
 from litestar.datastructures import CacheControlHeader, ResponseHeader
-from litestar.di import NamedDependency, Provide
+from litestar.di import NamedDependency
 from litestar.params import FromPath, QueryParameter
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.response import Redirect, Template
@@ -25,13 +25,13 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from trustscore.api.openapi import MAX_INDEX
-from trustscore.api.pages_api import PagesApiController, page_service
+from trustscore.api.pages_api import Pages, PagesApiController
 from trustscore.api.public_routes import RatingOut, parse_cursor, rating_out
 from trustscore.errors import InvalidInput, TrustscoreError
 from trustscore.kinds.graded import DIMENSIONS
 from trustscore.ledger import keys
 from trustscore.pages import charts
-from trustscore.services.pages import MAX_HISTORY, PageService, b64
+from trustscore.services.pages import MAX_HISTORY, b64
 from trustscore.services.public import PublicService
 from trustscore.services.ratings import RatedAgent
 
@@ -51,7 +51,6 @@ BOARD = 100  # agents per leaderboard table
 EVIDENCE_PAGE = 100  # evidence items per profile page
 
 Public = NamedDependency[PublicService]
-Pages = NamedDependency[PageService]
 Model = Annotated[str | None, QueryParameter(description="model version (default trustscore-v2)")]
 _markdown = MarkdownIt("commonmark", {"html": False}).enable("table")
 
@@ -100,7 +99,6 @@ class PagesController(Controller):
         ResponseHeader(name="Content-Security-Policy", value=CSP),
         ResponseHeader(name="X-Content-Type-Options", value="nosniff"),
     ]
-    dependencies = {"pages": Provide(page_service, sync_to_thread=False)}  # noqa: RUF012 - Litestar class attribute
     exception_handlers = {TrustscoreError: _error_page}  # noqa: RUF012 - Litestar class attribute
 
     @get("/", name="home")

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import msgspec
 from litestar import Controller, Request, get
+from litestar.di import NamedDependency
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.openapi.spec import OpenAPIHeader, OpenAPIType, Parameter, Schema
 from litestar.params import FromPath, QueryParameter
@@ -13,9 +14,10 @@ from litestar.response.base import ASGIResponse
 
 from trustscore.api.openapi import MAX_INDEX, READ_PROBLEMS, operation_class
 from trustscore.api.public_routes import MODEL_PARAMETER, PUBLIC, Model
-from trustscore.errors import StorageError
 from trustscore.ledger import statements
 from trustscore.services.pages import MAX_HISTORY, PageService
+
+Pages = NamedDependency[PageService]
 
 SVG = "image/svg+xml"
 BADGE_CACHE = "public, max-age=60"  # a README badge follows a rating within a minute
@@ -30,17 +32,6 @@ BADGE_HEADERS = {
     "ETag": OpenAPIHeader(schema=Schema(type=OpenAPIType.STRING), description="the badge's digest"),
     "Cache-Control": OpenAPIHeader(schema=Schema(type=OpenAPIType.STRING)),
 }
-
-
-def page_service(request: Request[Any, Any, Any]) -> PageService:
-    """The app's page service, made on first use from the running services (kept in the app's state)."""
-    runtime = request.app.state.runtime
-    if runtime.public is None or runtime.log_service is None:
-        raise StorageError("the service is starting")
-    pages: PageService | None = request.app.state.get("pages")
-    if pages is None or pages.public is not runtime.public:
-        pages = request.app.state["pages"] = PageService(runtime.public, runtime.log_service)
-    return pages
 
 
 class HistoryPoint(msgspec.Struct):
@@ -76,11 +67,11 @@ class PagesApiController(Controller):
             **READ_PROBLEMS,
         },
     )
-    async def badge(self, request: Request[Any, Any, Any]) -> ASGIResponse:
+    async def badge(self, request: Request[Any, Any, Any], pages: Pages) -> ASGIResponse:
         """An embeddable badge: total and grade (or one dimension's score) with the verified mark. A
         well-formed id the bureau does not know gets the grey ``unknown`` badge (200); a malformed id,
         model or dimension is a 400 problem, as anywhere in the API."""
-        made = await page_service(request).badge(
+        made = await pages.badge(
             request.path_params["agent_id"],
             request.query_params.get("model"),
             request.query_params.get("dimension"),
@@ -98,7 +89,7 @@ class PagesApiController(Controller):
     )
     async def history(
         self,
-        request: Request[Any, Any, Any],
+        pages: Pages,
         agent_id: FromPath[str],
         model: Model = None,
         from_index: Annotated[
@@ -111,6 +102,6 @@ class PagesApiController(Controller):
     ) -> HistoryOut:
         """The agent's logged rating snapshots under a model, oldest first, each with the log index that
         proves it; at most ``limit`` (1..1000) a page, paged on with ``next``."""
-        h = await page_service(request).history(agent_id, model, from_index, to_index, limit)
+        h = await pages.history(agent_id, model, from_index, to_index, limit)
         points = [HistoryPoint(p.index, statements.format_time(p.at), p.total, p.adjusted) for p in h.points]
         return HistoryOut(h.agent, h.model_version, points, h.next)
