@@ -205,7 +205,7 @@ def build_server(bureau: Bureau) -> MCPServer:
 
     @server.tool(title="Get an agent's rating")
     async def get_rating(agent_id: AgentId, model: Model = None) -> dict[str, Any]:
-        """The agent's rating: total and grade with a 95% interval, coverage, n, each dimension's score,
+        """The agent's rating: total and grade with its interval (the level is in the weights file), coverage, n, each dimension's score,
         interval, n and null reason, verification status, and an explanation in plain sentences."""
         rating = await _call(bureau.rating(agent_id, model))
         return {"rating": rating, "explanation": explain(rating)}

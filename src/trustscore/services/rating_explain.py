@@ -12,7 +12,7 @@ from typing import Any
 
 def _interval(value: Any) -> str:
     if isinstance(value, list | tuple) and len(value) == 2:
-        return f" (95% interval {value[0]}–{value[1]})"
+        return f" (interval {value[0]}–{value[1]})"
     return ""
 
 

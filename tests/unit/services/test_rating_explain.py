@@ -36,6 +36,6 @@ def test_scores_come_with_intervals_n_and_verification() -> None:
             "verification": {"verified": True},
         }
     )
-    assert "Total 812/1000, grade A (95% interval 760–850)" in text
-    assert "integrity: 0.91 (95% interval 0.85–0.95), n=24" in text
+    assert "Total 812/1000, grade A (interval 760–850)" in text
+    assert "integrity: 0.91 (interval 0.85–0.95), n=24" in text
     assert "Based on 40 evidence item(s)" in text and text.rstrip().endswith("matched.")
