@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import secrets
 import subprocess
 import sys
@@ -383,3 +384,64 @@ def test_mcp_command_refuses_a_bad_server_in_one_line() -> None:
     )
     assert r.returncode == 1 and r.stdout == ""
     assert r.stderr.strip() == "trustscore: error: --server must be an http(s) URL, got 'ftp://example.org'"
+
+
+def test_a2a_agent_sits_a_fresh_server_sitting(
+    server: ServerProcess, a2a_agents: Callable[..., A2AServer], tmp_path: Path
+) -> None:
+    """``trustscore exam run --server --agent a2a:URL``: fresh instances asked over A2A, graded by the
+    server, and the sitting checks out from the log."""
+    good = a2a_agents("good")
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "trustscore.cli.main", *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+
+    key = str(tmp_path / "agent.key")
+    assert cli("keygen", "--out", key).returncode == 0
+    r = cli(
+        "agent",
+        "register",
+        "--key",
+        key,
+        "--name",
+        "a2a sitter",
+        "--endpoint",
+        f"a2a:{good.url}",
+        "--server",
+        server.url,
+    )
+    assert r.returncode == 0, r.stderr
+    r = cli(
+        "exam",
+        "run",
+        "--exam",
+        "integrity@1",
+        "--agent",
+        f"a2a:{good.url}",
+        "--key",
+        key,
+        "--server",
+        server.url,
+    )
+    assert r.returncode == 0, r.stderr
+    found = re.search(r"sitting (\d+) reported", r.stdout)
+    assert found is not None, r.stdout
+    verifier = httpx.get(server.url + "/v1/log/key").text.strip()
+    r = cli(
+        "exam",
+        "check-sitting",
+        "--server",
+        server.url,
+        "--verifier-key",
+        verifier,
+        "--sitting",
+        found.group(1),
+    )
+    assert r.returncode == 0, r.stderr
+    assert "grades equal the server's" in r.stdout
