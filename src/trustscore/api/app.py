@@ -28,6 +28,7 @@ from trustscore.api.public_routes import PublicController
 from trustscore.api.query import check_query
 from trustscore.api.scope_routes import ScopeController
 from trustscore.api.sitting_routes import SittingController
+from trustscore.api.webhook_routes import WebhookController
 from trustscore.errors import StorageError
 from trustscore.exams.loader import ExamDirs
 from trustscore.grading import sandbox
@@ -47,6 +48,7 @@ from trustscore.services.ratings import RatingService, load_models
 from trustscore.services.reverify import Reverifier, ReverifyConfig
 from trustscore.services.scope import ScopeService
 from trustscore.services.sittings import SittingConfig, SittingService
+from trustscore.services.webhooks import WebhookService, after_step, webhook_config
 from trustscore.settings import Settings
 from trustscore.store import db
 from trustscore.store.attestations import AttestationStore
@@ -56,6 +58,7 @@ from trustscore.store.projection import ProjectionStore
 from trustscore.store.reverify import ReverifyStore
 from trustscore.store.scope import ScopeStore
 from trustscore.store.sittings import SittingStore
+from trustscore.store.webhooks import WebhookStore
 
 log = logging.getLogger("trustscore")
 TEXT = "text/plain; charset=utf-8"
@@ -75,6 +78,7 @@ class Runtime:
     sittings: SittingService | None = None
     ladder: LadderService | None = None
     scope: ScopeService | None = None
+    webhooks: WebhookService | None = None
     sandbox: sandbox.Isolation | None = None
     ready: bool = False
 
@@ -134,6 +138,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
                 ratings,
                 ladder_rule=settings.ladder_rule,
                 ladder=LadderStore(pool),
+                after_step=after_step(ratings.models),
             )
             await projector.load()
             await projector.catch_up()
@@ -189,6 +194,9 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
                 ),
             )
             runtime.scope = ScopeService(ScopeStore(pool))
+            runtime.webhooks = WebhookService(
+                service, WebhookStore(pool), service_key, webhook_config(settings)
+            )
             runtime.public.scope_summary = runtime.scope.summary
             tasks = [
                 asyncio.create_task(
@@ -201,6 +209,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
                 ),
                 asyncio.create_task(reverifier.run(stop)),
                 asyncio.create_task(runtime.sittings.run(stop)),
+                asyncio.create_task(runtime.webhooks.run(stop, pool)),
             ]
             runtime.ready = True
             log.info(
@@ -280,6 +289,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             SittingController,
             LadderController,
             ScopeController,
+            WebhookController,
             health,
             ready,
             metrics,
@@ -292,6 +302,8 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             "sittings": provide("sittings"),
             "ladder": provide("ladder"),
             "scope_honesty": provide("scope"),
+            "webhooks": provide("webhooks"),
+            "feed_length": Provide(lambda: settings.feed_length, sync_to_thread=False),
             "max_page": Provide(lambda: settings.max_page, sync_to_thread=False),
         },
         lifespan=[lifespan],

@@ -17,6 +17,9 @@ Rules (docs/evidence-mapping.md):
 - a re-verification must be signed by a service key with the ``reverify`` role, about a registered agent;
 - sitting statements: see ``exams/sitting_mapping.py``;
 - a work record: see ``ladder/work.py`` (self-attested by the agent's interest, or confirmed by another).
+- a webhook subscription or its revocation must be signed by its subscriber, a registered non-service
+  key (ledger/subscriptions.py; that a revocation's signer owns the subscription is checked where it is
+  applied, store/webhooks.py);
 - a marketplace approval or retirement must be signed by the log key (the operator), about a registered
   marketplace.
 """
@@ -36,6 +39,7 @@ from trustscore.ledger.parties import PartyCard
 from trustscore.ledger.service_card import ServiceCard
 from trustscore.ledger.settlements import Settlement
 from trustscore.ledger.statements import ParsedStatement
+from trustscore.ledger.subscriptions import SUBSCRIPTION_KINDS
 from trustscore.reverify import mapping
 
 
@@ -135,6 +139,8 @@ def admit(
         work.admit_rule(stmt, lookup)
     elif name in sitting_mapping.SITTING_KINDS:
         sitting_mapping.admit_rule(stmt, lookup)
+    elif name in SUBSCRIPTION_KINDS:
+        _registered(lookup, stmt.facts.signer, "subscriber", ["agent", "counterparty", "marketplace", "ci"])
     elif name == "marketplace-approval":
         if stmt.facts.signer != log_key_id or log_key_id not in signer_ids:
             raise SignatureError("a marketplace approval must be signed by the log key (the operator)")

@@ -3,7 +3,7 @@
 Kinds register themselves when their module is imported; this module imports them all in one place:
 agent cards, exam reports, party and service cards, settlements, marketplace events, graded evidence,
 rating snapshots, re-verifications, exam sittings
-the operator's marketplace approvals and work records.
+the operator's marketplace approvals and work records, webhook subscriptions and their revocations.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from trustscore.ledger.service_card import SERVICE_CARD
 from trustscore.ledger.settlements import SETTLEMENT
 from trustscore.ledger.snapshots import RATING_SNAPSHOT
 from trustscore.ledger.statements import Kind
+from trustscore.ledger.subscriptions import SUBSCRIPTION, SUBSCRIPTION_REVOCATION
 from trustscore.ledger.work_records import WORK_RECORD
 
 ALL_KINDS: tuple[Kind[Any], ...] = (
@@ -41,6 +42,8 @@ ALL_KINDS: tuple[Kind[Any], ...] = (
     SITTING_CLOSE,
     MARKETPLACE_APPROVAL,
     WORK_RECORD,
+    SUBSCRIPTION,
+    SUBSCRIPTION_REVOCATION,
 )
 
 __all__ = ["ALL_KINDS"]
