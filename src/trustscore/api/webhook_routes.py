@@ -22,6 +22,7 @@ from trustscore.services.webhooks import WebhookService
 from trustscore.webhooks import feeds, schedule
 
 Webhooks = NamedDependency[WebhookService]
+FeedLength = NamedDependency[int]  # Settings.feed_length
 FEED = ResponseSpec(str, description="an Atom 1.0 feed", media_type=feeds.MEDIA_TYPE)
 
 
@@ -130,7 +131,7 @@ class WebhookController(Controller):
 
     @get("/feed.atom", operation_id="getFeed", media_type=feeds.MEDIA_TYPE, responses={200: FEED})
     async def feed(
-        self, request: Request[Any, Any, Any], webhooks: Webhooks, feed_length: int
+        self, request: Request[Any, Any, Any], webhooks: Webhooks, feed_length: FeedLength
     ) -> Response[bytes]:
         """An Atom feed of the newest events about every agent."""
         events = await webhooks.events(None, feed_length)
@@ -143,7 +144,11 @@ class WebhookController(Controller):
         responses={200: FEED, **READ_PROBLEMS},
     )
     async def agent_feed(
-        self, request: Request[Any, Any, Any], webhooks: Webhooks, agent_id: FromPath[str], feed_length: int
+        self,
+        request: Request[Any, Any, Any],
+        webhooks: Webhooks,
+        agent_id: FromPath[str],
+        feed_length: FeedLength,
     ) -> Response[bytes]:
         """An Atom feed of the newest events about one agent."""
         check_key_id(agent_id, what="agent id")

@@ -45,6 +45,8 @@ NO_EVIDENCE = frozenset(
         RATING_SNAPSHOT.predicate_type,
         MARKETPLACE_APPROVAL.predicate_type,
         f"{PREDICATE_PREFIX}exam-report/v1",
+        f"{PREDICATE_PREFIX}subscription/v1",  # webhooks (docs/webhooks.md): no evidence about anyone
+        f"{PREDICATE_PREFIX}subscription-revocation/v1",
     }
 )
 

@@ -19,6 +19,7 @@ import asyncpg
 import httpx
 
 from trustscore.errors import InvalidInput, NotFound, RateLimited, TrustscoreError
+from trustscore.ledger import audit
 from trustscore.ledger.keys import SigningKey
 from trustscore.ledger.subscriptions import SUBSCRIPTION_KINDS, Subscription, SubscriptionRevocation
 from trustscore.scoring.weights import Weights
@@ -102,17 +103,22 @@ class WebhookService:
             except OutboundFailed as exc:
                 raise OutboundRefused(f"subscription url: {exc}") from exc
         elif isinstance(p, SubscriptionRevocation):
-            found = await self.store.subscription(p.subscription)
-            if found is None:
-                raise NotFound(f"no subscription at log index {p.subscription}")
-            if found[0] != p.subscriber:
-                raise InvalidInput(f"subscription {p.subscription} belongs to {found[0]}, not {p.subscriber}")
+            owner = (await self.subscription_at(p.subscription)).subscriber
+            if owner != p.subscriber:
+                raise InvalidInput(f"subscription {p.subscription} belongs to {owner}, not {p.subscriber}")
         [appended] = await self.log.append([prepared], batch=False, address=address)
         return appended
 
+    async def subscription_at(self, index: int) -> Subscription:
+        """The subscription logged at ``index`` (read from the log: it may not be projected yet)."""
+        found = await self.log.store.entries(index, index + 1)
+        p = audit.parse_leaf(found[0].leaf).statement.predicate if found else None
+        if not isinstance(p, Subscription):
+            raise NotFound(f"no subscription at log index {index}")
+        return p
+
     async def attempts(self, sid: int, before: tuple[int, int] | None, limit: int) -> list[Attempt]:
-        if await self.store.subscription(sid) is None:
-            raise NotFound(f"no subscription at log index {sid}")
+        await self.subscription_at(sid)
         return await self.store.attempts(sid, before, limit)
 
     async def events(self, agent: str | None, limit: int) -> list[StoredEvent]:

@@ -180,14 +180,6 @@ class WebhookStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
 
-    async def subscription(self, sid: int) -> tuple[str, bool] | None:
-        """(subscriber, revoked) of subscription ``sid``, None when there is none."""
-        r = await self.pool.fetchrow(
-            "SELECT subscriber, revoked_at IS NOT NULL AS revoked FROM webhook_subscriptions WHERE id = $1",
-            sid,
-        )
-        return None if r is None else (r["subscriber"], r["revoked"])
-
     async def due(self, limit: int) -> list[Due]:
         """The head of each (subscription, agent) queue whose next attempt is due: deliveries of one agent
         go out one at a time and in order, a retrying head holding back those behind it."""
