@@ -25,7 +25,8 @@ import httpx
 import msgspec
 
 from trustscore.canonical import b64encode
-from trustscore.ledger import cards, dsse, keys, statements
+from trustscore.kinds import cards
+from trustscore.ledger import dsse, keys, statements
 from trustscore.store import embedded
 
 

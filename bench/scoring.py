@@ -1,6 +1,7 @@
 """Bench the scoring engine: a full recompute of 1,000,000 evidence rows across 10,000 agents.
 
-Runs each released model over the same synthetic columns, then the plain-Python baseline-v0.3
+Runs each released model over the same synthetic columns, the medals of trustscore-v2 after its recompute
+(their cost as a ratio to that recompute, measured in the same run), then the plain-Python baseline-v0.3
 (:mod:`trustscore.scoring.reference`) on a sample of agents in the same run, checks that the engine's
 ratings of the sample are identical to it, and prints both rates and their ratio.
 
@@ -17,9 +18,10 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from trustscore.ledger.graded import DIMENSIONS
+from trustscore.kinds.graded import DIMENSIONS
 from trustscore.scoring import EvidenceBatch, SnapshotBatch, load_weights
 from trustscore.scoring.engine import score_columns
+from trustscore.scoring.medals import find_medal_rules, medals_of
 from trustscore.scoring.ratings import Rating, to_ratings
 from trustscore.scoring.reference import RefEvidence, RefSnapshot, score_baseline
 from trustscore.scoring.times import MICROS_PER_DAY, parse_time
@@ -148,19 +150,35 @@ def main() -> int:
     print(f"{args.rows:,} evidence rows, {len(snapshots):,} snapshots, {args.agents:,} agents")
     results: dict[str, list[Rating]] = {}
     engine_rate = 0.0
-    for name in ("baseline-v0.3", "trustscore-v1"):
+    best_of: dict[str, float] = {}
+    for name in ("baseline-v0.3", "trustscore-v1", "trustscore-v2"):
         weights = load_weights(ROOT / "weights" / f"{name}.toml")
         timings = []
         for _ in range(args.repeat):
             results[name], seconds = recompute(evidence, snapshots, weights)
             timings.append(seconds)
         best, median = min(timings), statistics.median(timings)
+        best_of[name] = best
         rate = args.rows / best
         if name == "baseline-v0.3":
             engine_rate = rate
         print(
             f"{name:>14}: full recompute {median:.3f} s median, {best:.3f} s best of {args.repeat}; {rate:,.0f} rows/s"
         )
+
+    v2 = load_weights(ROOT / "weights" / "trustscore-v2.toml")
+    rules = find_medal_rules(ROOT / "weights", v2)
+    assert rules is not None
+    medal_timings = []
+    for _ in range(args.repeat):
+        start = time.perf_counter()
+        awarded = medals_of(evidence, results["trustscore-v2"], rules, AT)
+        medal_timings.append(time.perf_counter() - start)
+    held = sum(m.medal is not None for a in awarded for m in a.dimensions.values())
+    print(
+        f"medals (trustscore-v2) of {len(awarded):,} agents: {min(medal_timings):.3f} s best of {args.repeat} "
+        f"({held:,} medals held); {min(medal_timings) / best_of['trustscore-v2']:.2f}x the v2 recompute"
+    )
 
     baseline = load_weights(ROOT / "weights" / "baseline-v0.3.toml")
     sample = np.random.default_rng(11).choice(args.agents, size=min(args.sample, args.agents), replace=False)

@@ -134,3 +134,13 @@ class LogClient:
         """The index of the entry that registered ``key_id`` (to be fetched and verified by the caller)."""
         data = self._json("GET", f"/v1/log/keys/{key_id}")
         return int(data["index"])
+
+    def get_json(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        """GET a JSON document of the public API (absent parameters left out); errors as in every call."""
+        return self._json("GET", path, params=params or {})
+
+    def post_json(self, path: str, body: Any) -> Any:
+        """POST a struct or dict as JSON and return the JSON answer."""
+        return self._json(
+            "POST", path, content=msgspec.json.encode(body), headers={"content-type": "application/json"}
+        )

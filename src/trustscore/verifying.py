@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 from trustscore.client import LogClient
 from trustscore.errors import VerificationError
+from trustscore.kinds.service_card import ServiceCard
 from trustscore.ledger import audit, keys, merkle, note
 from trustscore.ledger.checkpoint import Checkpoint, open_checkpoint, verify_consistent
-from trustscore.ledger.service_card import ServiceCard
 from trustscore.ledger.submission import CheckedEntry
 
 

@@ -33,7 +33,7 @@ from trustscore.errors import StorageError
 from trustscore.exams.loader import ExamDirs
 from trustscore.grading import sandbox
 from trustscore.ledger import keys
-from trustscore.sdk.outbound import OutboundPolicy
+from trustscore.outbound.guard import OutboundPolicy
 from trustscore.services import logkey, service_keys, snapshots
 from trustscore.services.attestations import AttestationService
 from trustscore.services.grading_queue import QueueLimits
@@ -54,7 +54,7 @@ from trustscore.store import db
 from trustscore.store.attestations import AttestationStore
 from trustscore.store.ladder import LadderStore
 from trustscore.store.log import LogStore
-from trustscore.store.projection import ProjectionStore
+from trustscore.store.projection_tables import ProjectionStore
 from trustscore.store.reverify import ReverifyStore
 from trustscore.store.scope import ScopeStore
 from trustscore.store.sittings import SittingStore

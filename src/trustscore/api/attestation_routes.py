@@ -10,7 +10,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, QueryParameter
 
 from trustscore.api.openapi import READ_PROBLEMS
-from trustscore.ledger.attestation import Bundle
+from trustscore.attestations.rating import Bundle
 from trustscore.services.attestations import AttestationService
 
 

@@ -12,7 +12,7 @@ from litestar.openapi.datastructures import ResponseSpec
 from trustscore.api.addresses import client_address
 from trustscore.api.openapi import WRITE_PROBLEMS, envelope_body
 from trustscore.canonical import b64encode
-from trustscore.exams.report import MAX_REPORT_BYTES
+from trustscore.kinds.exam_report import MAX_REPORT_BYTES
 from trustscore.services.intake import Intake
 from trustscore.store.log import Appended
 

@@ -25,8 +25,8 @@ from litestar.openapi.spec import (
 )
 
 from trustscore.api.problems import MEDIA_TYPE
+from trustscore.kinds.graded import DIMENSIONS
 from trustscore.ledger.dsse import IN_TOTO_PAYLOAD_TYPE, MAX_SIGNATURES
-from trustscore.ledger.graded import DIMENSIONS
 from trustscore.services.ratings import DEFAULT_MODEL, RELEASED_MODELS
 
 

@@ -24,6 +24,7 @@ from trustscore.ledger import statements
 from trustscore.reverify.status import VerificationStatus
 from trustscore.scope.report import ScopeSummary
 from trustscore.scoring import publish
+from trustscore.scoring.medals import Medal, Medals
 from trustscore.services.ladder import LadderService
 from trustscore.services.log import LogService
 from trustscore.services.public import PublicService
@@ -44,6 +45,17 @@ class AgentOut(msgspec.Struct):
     # Ids of agents registered earlier whose display names look like this one's (NFKC, case, homoglyphs):
     # show names with their ids; a non-empty list is a warning (trustscore.names).
     name_confusable_with: list[str] = []
+
+
+class AgentRowOut(msgspec.Struct):
+    id: str
+    kind: str
+    name: str
+
+
+class AgentListOut(msgspec.Struct):
+    agents: list[AgentRowOut]
+    next: str | None  # the ``after`` of the next page; None on the last page
 
 
 class DimensionOut(msgspec.Struct):
@@ -77,6 +89,8 @@ class RatingOut(msgspec.Struct):
     standing_policy: str = STANDING_POLICY  # the reporter-standing policy the evidence was derived with
     # SHS, tier, status and RTS (docs/scope-honesty.md): its own score beside the dimensions, not in them
     scope_honesty: ScopeSummary | None = None
+    # Per dimension the medal or why none (docs/methodology.md, "Medals"); null for a model without medals
+    medals: Medals | None = None
 
 
 class EvidenceOut(msgspec.Struct):
@@ -106,6 +120,7 @@ class RankedOut(msgspec.Struct):
     score: float | None
     total: int | None
     grade: str | None
+    medals: dict[str, Medal] = {}  # the dimensions that earned a medal, with it
 
 
 class UnrankedOut(msgspec.Struct):
@@ -169,6 +184,13 @@ def parse_cursor(text: str | None) -> tuple[int, int]:
     return (int(index), int(seq))
 
 
+def awarded(medals: Medals | None) -> dict[str, Medal]:
+    """The medals earned, by dimension (none for a model without medals)."""
+    if medals is None:
+        return {}
+    return {name: m.medal for name, m in medals.dimensions.items() if m.medal is not None}
+
+
 def encode_rating(
     rated: RatedAgent,
     checkpoint_size: int | None,
@@ -217,6 +239,7 @@ def rating_out(
         null_reasons=rating.null_reasons,
         verification=verification,
         scope_honesty=scope,
+        medals=r.medals,
     )
 
 
@@ -245,6 +268,20 @@ class PublicController(Controller):
     path = "/v1"
     tags = ["public"]  # noqa: RUF012 - Litestar class attribute
     cache_control = PUBLIC
+
+    @get("/agents", operation_id="listAgents", responses=READ_PROBLEMS)
+    async def agents(
+        self,
+        public: Public,
+        after: Annotated[
+            str | None, QueryParameter(description="the previous page's `next` (an agent id)", max_length=64)
+        ] = None,
+        limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
+    ) -> AgentListOut:
+        """Registered agents in id order with their display names, a page at a time."""
+        cards = await public.agents(after, limit)
+        rows = [AgentRowOut(c.id, c.kind, c.name) for c in cards]
+        return AgentListOut(rows, rows[-1].id if len(rows) == limit else None)
 
     @get("/agents/{agent_id:str}", operation_id="getAgent", responses=READ_PROBLEMS)
     async def agent(self, public: Public, agent_id: FromPath[str]) -> AgentOut:
@@ -324,6 +361,7 @@ class PublicController(Controller):
                     publish.optional(r.score),
                     r.rated.rating.total,
                     r.rated.rating.grade,
+                    awarded(r.rated.medals),
                 )
                 for r in board.ranked
             ],

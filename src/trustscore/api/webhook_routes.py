@@ -16,8 +16,8 @@ from trustscore.api.evidence_routes import AppendedOut, write_route
 from trustscore.api.openapi import MAX_INDEX, READ_PROBLEMS
 from trustscore.canonical import b64encode
 from trustscore.errors import InvalidInput
+from trustscore.kinds.parties import check_key_id
 from trustscore.ledger import statements
-from trustscore.ledger.parties import check_key_id
 from trustscore.services.webhooks import WebhookService
 from trustscore.webhooks import feeds, schedule
 

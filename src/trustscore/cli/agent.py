@@ -1,4 +1,4 @@
-"""``trustscore agent register``: sign and submit an agent card."""
+"""``trustscore agent register``: sign and submit an agent card; ``agent show`` and ``agent list``: read them."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ import msgspec
 
 from trustscore.canonical import b64encode
 from trustscore.cli import common
+from trustscore.cli.table import cell, render
 from trustscore.client import LogClient
 from trustscore.errors import InvalidInput
-from trustscore.ledger import cards, dsse, keys, statements
+from trustscore.kinds import cards
+from trustscore.ledger import dsse, keys, statements
 
 
 def register(sub: Any) -> None:
@@ -39,6 +41,17 @@ def register(sub: Any) -> None:
     r.add_argument("--server", required=True, help="trustscore server URL")
     common.add_json(r)
     r.set_defaults(func=run_register)
+    s = asub.add_parser("show", help="an agent's current card and verification status")
+    s.add_argument("agent", help="the agent's id (ts1_...)")
+    s.add_argument("--server", required=True, help="trustscore server URL")
+    common.add_json(s)
+    s.set_defaults(func=run_show)
+    ls = asub.add_parser("list", help="registered agents in id order, a page at a time")
+    ls.add_argument("--server", required=True, help="trustscore server URL")
+    ls.add_argument("--limit", type=common.bounded(1, 1000), default=100, help="agents per page, 1..1000")
+    ls.add_argument("--after", help="list agents after this id (the previous page's last, printed as next)")
+    common.add_json(ls)
+    ls.set_defaults(func=run_list)
 
 
 def card_envelope(
@@ -113,4 +126,41 @@ def run_register(args: argparse.Namespace) -> int:
         {"agent": key.id, "index": entry["index"]},
         [f"agent: {key.id}", f"index: {entry['index']}"],
     )
+    return 0
+
+
+def agent_lines(a: dict[str, Any]) -> list[str]:
+    """An agent (GET /v1/agents/{id}) as text lines."""
+    v = a["verification"]
+    status = "verified" if v["verified"] else f"not verified ({v.get('lapsed') or 'never run'})"
+    lines = [
+        f"agent: {a['id']} ({a['kind']})",
+        f"name: {cell(a['name'])}",  # text from the server: no control characters reach the terminal
+        f"endpoint: {cell(a['endpoint'])}",
+        f"controller: {cell(a['controller'])}",
+        f"card: entry {a['card_index']}",
+        f"re-verification: {status}, {len(v['history'])} run(s)",
+    ]
+    if a.get("name_confusable_with"):
+        lines.append(f"warning: the name looks like that of {', '.join(a['name_confusable_with'])}")
+    return lines
+
+
+def run_show(args: argparse.Namespace) -> int:
+    agent = common.agent_id(args.agent)
+    with LogClient(args.server) as client:
+        data = client.get_json(f"/v1/agents/{agent}")
+    common.emit(args, data, agent_lines(data))
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    after = None if args.after is None else common.agent_id(args.after)
+    with LogClient(args.server) as client:
+        page = client.get_json("/v1/agents", {"limit": args.limit, "after": after})
+    rows = [[a["id"], a["kind"], a["name"]] for a in page["agents"]]
+    lines = render(["AGENT", "KIND", "NAME"], rows) if rows else ["(no agents)"]
+    if page.get("next"):
+        lines.append(f"next: --after {page['next']}")
+    common.emit(args, page, lines)
     return 0

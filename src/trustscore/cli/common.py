@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from trustscore.errors import InvalidInput
-from trustscore.ledger import note
+from trustscore.ledger import keys, note
 
 #: The file name that means standard input (where a file is read) or standard output (where written).
 STDIO = "-"
@@ -60,3 +60,25 @@ def emit(args: argparse.Namespace, data: dict[str, Any], lines: Sequence[str]) -
         return
     for line in lines:
         print(line, file=stream)
+
+
+def bounded(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: an integer in ``[low, high]`` (a usage error otherwise, exit 2)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is not in {low}..{high}")
+        return value
+
+    return parse
+
+
+def agent_id(text: str) -> str:
+    """An agent id given on the command line (``ts1_`` + hex), checked before it goes into a URL."""
+    if not keys.is_key_id(text):
+        raise InvalidInput(f"{text!r} is not an agent id (ts1_ followed by 40 hex digits)")
+    return text

@@ -33,6 +33,7 @@ import httpx
 import msgspec
 
 from trustscore import canonical, resources
+from trustscore.attestations import rating as attestation
 from trustscore.canonical import b64decode, b64encode
 from trustscore.cli.agent import card_envelope
 from trustscore.cli.rating import weights_for
@@ -47,9 +48,9 @@ from trustscore.errors import (
     VerificationError,
 )
 from trustscore.exams.loader import ExamDirs, list_exams
-from trustscore.ledger import attestation, checkpoint, dsse, keys, note
-from trustscore.ledger.parties import make_party_card, now
-from trustscore.ledger.settlements import Delivery, make_settlement
+from trustscore.kinds.parties import make_party_card, now
+from trustscore.kinds.settlements import Delivery, make_settlement
+from trustscore.ledger import checkpoint, dsse, keys, note
 from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import sign_run
 from trustscore.sdk.sitting import SittingClient, sit_on_server

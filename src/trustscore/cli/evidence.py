@@ -15,10 +15,10 @@ from typing import Any
 from trustscore.cli import common
 from trustscore.client import LogClient
 from trustscore.errors import InvalidInput, VerificationError
-from trustscore.evidence.jsonl import evidence_jsonl, snapshots_jsonl
-from trustscore.evidence.projection import ProjectionState, project
+from trustscore.evidence.export_jsonl import evidence_jsonl, snapshots_jsonl
+from trustscore.evidence.project_log import ProjectionState, project
 from trustscore.evidence.standing import POLICY_VERSION as STANDING_POLICY
-from trustscore.ladder.jsonl import ladder_jsonl
+from trustscore.ladder.rows_jsonl import ladder_jsonl
 from trustscore.ladder.rule import CURRENT_RULE, check_rule
 from trustscore.ledger import checkpoint, merkle
 

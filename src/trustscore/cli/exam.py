@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import TextIO
 
 from trustscore.cli import sitting
+from trustscore.cli.table import Column, render
 from trustscore.errors import InvalidInput, TrustscoreError
 from trustscore.exams.loader import ExamDirs, list_exams, load_exam
-from trustscore.exams.report import exam_for, grade_report, read_report, write_report
+from trustscore.exams.reporting import exam_for, grade_report
 from trustscore.grading import ItemGrade
+from trustscore.kinds.exam_report import read_report, write_report
 from trustscore.ledger import keys
 from trustscore.sdk.adapters import agent_from_spec
 from trustscore.sdk.runner import run_exam, sign_run
@@ -56,9 +58,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    print(f"{'EXAM':<18} {'TIER':<8} {'DIMENSION':<12} {'ITEMS':>5}  DIGEST")
-    for e in list_exams(ExamDirs.from_env()):
-        print(f"{e.id:<18} {e.file.tier:<8} {e.file.dimension:<12} {len(e.items):>5}  {e.digest[:23]}…")
+    rows = [
+        [e.id, e.file.tier, e.file.dimension, len(e.items), e.digest] for e in list_exams(ExamDirs.from_env())
+    ]
+    for line in render(
+        ["EXAM", "TIER", "DIMENSION", Column("ITEMS", right=True), Column("DIGEST", limit=24)], rows
+    ):
+        print(line)
     return 0
 
 
@@ -75,13 +81,18 @@ def _bar(out: TextIO) -> object:
 
 
 def _table(grades: list[ItemGrade], out: TextIO) -> None:
-    print(f"{'ITEM':<18} {'GRADER':<20} {'RESULT':<8} {'VALUE':>6}  DETAIL", file=out)
-    for g in grades:
-        detail = g.grade.detail if len(g.grade.detail) <= 70 else g.grade.detail[:69] + "…"
-        print(
-            f"{g.item_id:<18} {g.grader:<20} {g.grade.result:<8} {g.grade.value / 1000:>6.3f}  {detail}",
-            file=out,
-        )
+    rows = [
+        [g.item_id, g.grader, g.grade.result, f"{g.grade.value / 1000:.3f}", g.grade.detail] for g in grades
+    ]
+    columns: list[Column | str] = [
+        "ITEM",
+        "GRADER",
+        "RESULT",
+        Column("VALUE", right=True),
+        Column("DETAIL", limit=70),
+    ]
+    for line in render(columns, rows):
+        print(line, file=out)
     if grades:
         counts = {r: sum(1 for g in grades if g.grade.result == r) for r in ("success", "partial", "failure")}
         mean = sum(g.grade.value for g in grades) / len(grades) / 1000
@@ -91,7 +102,7 @@ def _table(grades: list[ItemGrade], out: TextIO) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     progress = None if args.quiet or not sys.stderr.isatty() else _bar(sys.stderr)
-    if args.server or args.out is None:
+    if args.out is None:  # --out asks for a report file, even where TRUSTSCORE_SERVER is set
         if args.server and args.key is None:
             raise InvalidInput("--server needs the agent's --key to sign the sitting")
         sit = sitting.run_on_server if args.server else sitting.run_practice

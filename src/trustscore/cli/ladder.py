@@ -17,11 +17,12 @@ import msgspec
 
 from trustscore.cli import common
 from trustscore.cli.evidence import verified_log
+from trustscore.cli.table import Column, render
 from trustscore.client import LogClient
 from trustscore.errors import InvalidInput
-from trustscore.evidence.projection import ProjectionState, project
-from trustscore.ladder.jsonl import parse_ladder_jsonl
+from trustscore.evidence.project_log import ProjectionState, project
 from trustscore.ladder.rescan import Rescan, rescan
+from trustscore.ladder.rows_jsonl import parse_ladder_jsonl
 from trustscore.ladder.rule import CURRENT_RULE, RULES, check_rule
 from trustscore.ladder.stats import DEFAULT_FLOOR, GROUP_BY, OutcomeStats, outcome_stats
 from trustscore.ledger import note
@@ -60,8 +61,8 @@ def stats_lines(st: OutcomeStats) -> list[str]:
     lines = [
         f"verified share (rung >= {st.verified_rung}) by {st.group_by}; floor {st.floor}; "
         f"rules {', '.join(st.rules) or '-'}; log size {st.log_size}",
-        f"{'group':<32} {'n':>7} {'verified':>9} {'rate':>7}  note",
     ]
+    rows = []
     for g in st.groups:
         d = g.stats
         if d.reason == "below_floor":
@@ -71,7 +72,12 @@ def stats_lines(st: OutcomeStats) -> list[str]:
         else:
             note_ = f"confirmed by others: {d.confirmed}"
         verified = "-" if d.verified is None else str(d.verified)
-        lines.append(f"{g.group[:32]:<32} {d.n:>7} {verified:>9} {_rate(d.rate):>7}  {note_}")
+        rows.append([g.group, d.n, verified, _rate(d.rate), note_])
+    lines += render(
+        [Column("group", limit=32), Column("n", right=True), Column("verified", right=True),
+         Column("rate", right=True), "note"],
+        rows,
+    )  # fmt: skip
     if not st.groups:
         lines.append("(no rows carry this field)")
     return lines
@@ -96,9 +102,11 @@ def rescan_lines(r: Rescan) -> list[str]:
         f"re-derived {r.rows} rows under {r.rule} (recorded under {', '.join(r.from_rules) or '-'}); "
         f"{r.moved} moved",
         f"verified (rung >= 3) before: {r.verified_before}, after: {r.verified_after}",
-        f"{'':<7} {'rows':>7} {'share':>7}  why",
     ]
-    lines += [f"{m.outcome:<7} {m.rows:>7} {_rate(m.share):>7}  {m.reason}" for m in r.table]
+    lines += render(
+        ["", Column("rows", right=True), Column("share", right=True), "why"],
+        [[m.outcome, m.rows, _rate(m.share), m.reason] for m in r.table],
+    )
     return lines
 
 

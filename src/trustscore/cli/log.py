@@ -93,7 +93,7 @@ def _trusted(verifier: note.Verifier) -> dict[str, bytes]:
 
 
 def run_fsck(args: argparse.Namespace) -> int:
-    if args.server:
+    if args.server and args.data_dir is None and args.database_url is None:  # explicit database wins
         if not args.verifier_key:
             raise InvalidInput("--server needs --verifier-key")
         report = _fsck_http(args.server, common.verifier(args.verifier_key))

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from trustscore.cli.settings import ClientSettings, apply_defaults, from_env
 from trustscore.client import RemoteError
 from trustscore.errors import Busy, RateLimited, StorageError, TrustscoreError, VerificationError
 
@@ -47,12 +48,15 @@ COMMAND_MODULES = (
     "trustscore.cli.exam",
     "trustscore.cli.evidence",
     "trustscore.cli.rating",
+    "trustscore.cli.leaderboard",
+    "trustscore.cli.settle",
+    "trustscore.cli.onboard",
     "trustscore.cli.demo",
     "trustscore.cli.operator",
     "trustscore.cli.ladder",
     "trustscore.cli.sessions",
     "trustscore.cli.scope",
-    "trustscore.reverify.cli",
+    "trustscore.cli.reverify",
 )
 
 
@@ -75,12 +79,15 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(settings: ClientSettings | None = None) -> argparse.ArgumentParser:
+    """The whole command line; ``--server``, ``--verifier-key`` and ``--key`` default from ``settings``
+    (default: the environment, :mod:`trustscore.cli.settings`)."""
     parser = Parser(prog="trustscore", description="A public credit bureau for AI agents.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    apply_defaults(parser, from_env() if settings is None else settings)
     return parser
 
 
@@ -96,7 +103,11 @@ def version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    try:
+        parser = build_parser()
+    except TrustscoreError as exc:  # a bad TRUSTSCORE_* variable
+        print(f"trustscore: error: {exc.message}", file=sys.stderr)
+        return EXIT_USAGE
     args = parser.parse_args(argv)
     try:
         code: int = args.func(args)

@@ -14,9 +14,9 @@ from typing import Any
 
 from trustscore.client import LogClient
 from trustscore.errors import InvalidInput
+from trustscore.kinds.approvals import Action, make_approval
+from trustscore.kinds.parties import check_key_id
 from trustscore.ledger import dsse, keys
-from trustscore.ledger.approvals import Action, make_approval
-from trustscore.ledger.parties import check_key_id
 from trustscore.settings import from_env
 
 

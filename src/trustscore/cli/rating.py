@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from trustscore import resources
+from trustscore.attestations import rating as attestation
 from trustscore.cli import common
 from trustscore.cli.common import verifier
+from trustscore.cli.table import Column, render
+from trustscore.client import LogClient
 from trustscore.errors import InvalidInput
-from trustscore.ledger import attestation
 from trustscore.scoring.weights import Weights, load_weights
 
 WEIGHTS_DIR = resources.path("weights")
@@ -27,7 +29,9 @@ _MODEL = re.compile(r"[a-z][a-z0-9._-]*", re.ASCII)
 
 
 def register(sub: Any) -> None:
-    p: argparse.ArgumentParser = sub.add_parser("rating", help="verify rating attestations offline")
+    p: argparse.ArgumentParser = sub.add_parser(
+        "rating", help="read a rating; verify rating attestations offline"
+    )
     rsub = p.add_subparsers(dest="rating_command", required=True, metavar="SUBCOMMAND")
     v = rsub.add_parser("verify", help="verify an attestation bundle and recompute the rating")
     v.add_argument(
@@ -39,6 +43,12 @@ def register(sub: Any) -> None:
     )
     common.add_json(v)
     v.set_defaults(func=run_verify)
+    s = rsub.add_parser("show", help="an agent's rating from a server: total, interval, dimensions, medals")
+    s.add_argument("agent", help="the agent's id (ts1_...)")
+    s.add_argument("--server", required=True, help="trustscore server URL")
+    s.add_argument("--model", help="model version (default: the server's default model)")
+    common.add_json(s)
+    s.set_defaults(func=run_show)
     c = rsub.add_parser("verify-vc", help="verify a rating credential's eddsa-jcs-2022 proof")
     c.add_argument("credential", type=Path, help="the JSON of ...?format=vc")
     c.set_defaults(func=run_verify_vc)
@@ -101,4 +111,46 @@ def run_verify_vc(args: argparse.Namespace) -> int:
     document = attestation.verify_rating_credential(credential)
     subject = document["credentialSubject"]
     print(f"verified: {document['issuer']} attests {subject['id']} (total {subject.get('total')})")
+    return 0
+
+
+def _interval(pair: list[float] | None) -> str | None:
+    return None if pair is None else f"{pair[0]:.1f}..{pair[1]:.1f}"
+
+
+def rating_lines(r: dict[str, Any]) -> list[str]:
+    """A rating response as text: the headline, then one row per dimension with its n, interval, medal
+    and why a number or a medal is missing (a missing score is unknown, shown as ``-``, never 0)."""
+    total = "-" if r["total"] is None else str(r["total"])
+    interval = r.get("total_interval")
+    headline = f"total {total}" + ("" if interval is None else f" (interval {interval[0]}..{interval[1]})")
+    medals = r.get("medals") or {}
+    rows = []
+    for name, d in r["dimensions"].items():
+        m = (medals.get("dimensions") or {}).get(name) if medals else None
+        note = d.get("null_reason") or (None if m is None or m["medal"] else m["reason"])
+        rows.append([name, d["score"], _interval(d.get("interval")), d.get("n"), m and m["medal"], note])
+    lines = [
+        f"agent {r['agent']} under {r['model_version']} at {r['computed_at']} (log size {r['log_size']})",
+        f"{headline}  grade {r['grade'] or '-'}  n {r['n']}  coverage {r['coverage']:g}",
+        *render(
+            ["DIMENSION", Column("SCORE", right=True), "INTERVAL", Column("N", right=True), "MEDAL", "NOTE"],
+            rows,
+        ),
+    ]
+    if not medals:
+        lines.append(f"medals: none defined for {r['model_version']}")
+    lines += [
+        f"null: {path} ({why})"
+        for path, why in r["null_reasons"].items()
+        if not path.startswith("dimensions.")
+    ]
+    return lines
+
+
+def run_show(args: argparse.Namespace) -> int:
+    agent = common.agent_id(args.agent)
+    with LogClient(args.server) as client:
+        rating = client.get_json(f"/v1/agents/{agent}/rating", {"model": args.model})
+    common.emit(args, rating, rating_lines(rating))
     return 0

@@ -12,7 +12,7 @@ import msgspec
 
 from trustscore.cli import common
 from trustscore.client import LogClient
-from trustscore.ledger.parties import check_key_id
+from trustscore.kinds.parties import check_key_id
 from trustscore.scope.report import from_leaves
 
 

@@ -1,7 +1,8 @@
 """``trustscore score``: rate agents offline from evidence and snapshot files under a weights file.
 
 Prints one JSON rating per line, sorted by agent id, for every agent in the evidence or the snapshots,
-its floats rounded to 10^-6 exactly as the API publishes them (docs/methodology.md).
+its floats rounded to 10^-6 exactly as the API publishes them (docs/methodology.md), with its ``medals``
+when the weights file has a medals file beside it (``<model>.medals.toml``, as the server computes them).
 Only rows with ``at`` <= ``--at`` count. Every bad input line is reported (file and line number) and
 nothing is scored.
 """
@@ -19,9 +20,10 @@ from trustscore.cli import common
 from trustscore.errors import InvalidInput
 from trustscore.scoring import SnapshotBatch, load_weights
 from trustscore.scoring.engine import score_columns
-from trustscore.scoring.jsonl import LineError, parse_evidence, parse_snapshots
+from trustscore.scoring.medals import Medals, find_medal_rules, medals_of
+from trustscore.scoring.parse_jsonl import LineError, parse_evidence, parse_snapshots
 from trustscore.scoring.publish import published
-from trustscore.scoring.ratings import to_ratings
+from trustscore.scoring.ratings import Rating, to_ratings
 from trustscore.scoring.times import parse_time
 
 
@@ -53,10 +55,22 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidInput(f"{bad} bad input line(s); nothing was scored")
     encoder = msgspec.json.Encoder()
     out = sys.stdout.buffer
-    for rating in to_ratings(score_columns(evidence, snapshots, weights, at), weights):
-        out.write(encoder.encode(published(rating)) + b"\n")  # rounded like the API's (scoring.publish)
+    ratings = to_ratings(score_columns(evidence, snapshots, weights, at), weights)
+    rules = find_medal_rules(args.weights.parent, weights)
+    medals = [None] * len(ratings) if rules is None else medals_of(evidence, ratings, rules, at)
+    for rating, medal in zip(ratings, medals, strict=True):
+        line = published(rating)  # rounded like the API's (scoring.publish)
+        if medal is not None:
+            line = ScoredLine(**msgspec.structs.asdict(line), medals=medal)
+        out.write(encoder.encode(line) + b"\n")
     out.flush()
     return 0
+
+
+class ScoredLine(Rating, frozen=True, kw_only=True, omit_defaults=True, gc=False):
+    """A rating line with its medals (docs/methodology.md, "Medals")."""
+
+    medals: Medals | None = None
 
 
 def _read(path: Path) -> bytes:

@@ -16,12 +16,13 @@ from typing import Any
 import msgspec
 
 from trustscore.cli import common
+from trustscore.cli.table import Column, render
 from trustscore.client import LogClient
 from trustscore.errors import InvalidInput
+from trustscore.kinds.work_records import make_work_record
 from trustscore.ladder.rule import CURRENT_RULE, RUNG_NAMES, VERIFIED_RUNG, check_rule
 from trustscore.ladder.sessions import ADAPTERS, MAX_TRANSCRIPT_BYTES, Session
 from trustscore.ledger import dsse, keys
-from trustscore.ledger.work_records import make_work_record
 
 DEFAULT_INDEX = Path(os.environ.get("TRUSTSCORE_SESSIONS_INDEX", ".trustscore/sessions.jsonl"))
 MAX_FILES = 100_000
@@ -135,8 +136,15 @@ def run_matrix(args: argparse.Namespace) -> int:
     common.emit(
         args,
         {"rule": args.rule, "adapters": out},
-        [f"{'adapter':<16} {'n':>7} {'outcome evidence':>17} {'verified':>9}"]
-        + [f"{a['adapter']:<16} {a['n']:>7} {a['outcome_detected']:>17} {a['verified']:>9}" for a in out],
+        render(
+            [
+                "adapter",
+                Column("n", right=True),
+                Column("outcome evidence", right=True),
+                Column("verified", right=True),
+            ],
+            [[a["adapter"], a["n"], a["outcome_detected"], a["verified"]] for a in out],
+        ),
     )
     return 0
 

@@ -12,9 +12,9 @@ from trustscore.errors import InvalidInput, VerificationError
 from trustscore.exams.forms import FORMS
 from trustscore.exams.loader import ExamDirs
 from trustscore.exams.sitting_check import check_sitting
-from trustscore.exams.sitting_kinds import SittingClose, SittingOpen, SittingReport, SittingRequest
 from trustscore.grading import ItemGrade
 from trustscore.grading.model import Grade
+from trustscore.kinds.sittings import SittingClose, SittingOpen, SittingReport, SittingRequest
 from trustscore.ledger import keys
 from trustscore.ledger.statements import ParsedStatement
 from trustscore.sdk.adapters import agent_from_spec

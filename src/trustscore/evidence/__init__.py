@@ -8,7 +8,6 @@ counterparty's reports by its own rating as of the report; ``jsonl`` writes the 
 
 from trustscore.evidence.derive import (
     Context,
-    DerivedEvidence,
     DerivedLog,
     derive,
     derive_log,
@@ -16,6 +15,7 @@ from trustscore.evidence.derive import (
     evidence_batch,
 )
 from trustscore.evidence.reporters import ReporterWeights
+from trustscore.scoring.inputs import DerivedEvidence
 
 __all__ = [
     "Context",

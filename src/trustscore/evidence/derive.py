@@ -9,7 +9,6 @@ role, settlement parties are not under one controller) is the caller's decision,
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -18,21 +17,21 @@ import msgspec
 from trustscore.errors import UnsupportedKind
 from trustscore.evidence.reporters import ReporterWeights, no_snapshots
 from trustscore.evidence.standing import POOL_ISSUER, Standing
-from trustscore.exams import sitting_mapping
-from trustscore.ladder import work
-from trustscore.ledger.approvals import MARKETPLACE_APPROVAL
-from trustscore.ledger.cards import AGENT_CARD, AGENT_CARD_V2
-from trustscore.ledger.events import Event, EventName
-from trustscore.ledger.graded import GradedEvidence
-from trustscore.ledger.parties import PARTY_CARD
-from trustscore.ledger.reverification import Reverification
-from trustscore.ledger.service_card import SERVICE_CARD
-from trustscore.ledger.settlements import Settlement
-from trustscore.ledger.snapshots import RATING_SNAPSHOT, RatingSnapshot
+from trustscore.exams import sitting_evidence
+from trustscore.kinds.approvals import MARKETPLACE_APPROVAL
+from trustscore.kinds.cards import AGENT_CARD, AGENT_CARD_V2
+from trustscore.kinds.events import Event, EventName
+from trustscore.kinds.graded import GradedEvidence
+from trustscore.kinds.parties import PARTY_CARD
+from trustscore.kinds.reverification import Reverification
+from trustscore.kinds.service_card import SERVICE_CARD
+from trustscore.kinds.settlements import Settlement
+from trustscore.kinds.snapshots import RATING_SNAPSHOT, RatingSnapshot
+from trustscore.kinds.work_records import WorkRecord
+from trustscore.ladder import work_evidence as work
 from trustscore.ledger.statements import PREDICATE_PREFIX, ParsedStatement, parse_time
-from trustscore.ledger.work_records import WorkRecord
-from trustscore.reverify.mapping import derive_reverification
-from trustscore.scoring.inputs import EvidenceBatch, EvidenceItem, Result, Snapshot
+from trustscore.reverify.evidence import derive_reverification
+from trustscore.scoring.inputs import DerivedEvidence, EvidenceBatch, Result, Snapshot
 
 #: Kinds that carry no evidence items (cards register keys; snapshots feed ``derive_snapshots``; an exam
 #: report counts only once the server's graded evidence for it is logged).
@@ -64,34 +63,6 @@ _EVENTS: dict[EventName, tuple[str, Result, str]] = {  # event -> (dimension, re
 }
 
 
-class DerivedEvidence(msgspec.Struct, frozen=True, kw_only=True):
-    """One evidence item and the log index of the statement it came from (the engine's ``seq``)."""
-
-    index: int
-    agent: str
-    dimension: str
-    source: str
-    at: dt.datetime
-    value: float | None = None
-    result: Result | None = None
-    key: str | None = None
-    issuer: str | None = None
-    extra_weight: float = 1.0
-
-    def to_item(self) -> EvidenceItem:
-        return EvidenceItem(
-            agent=self.agent,
-            dimension=self.dimension,
-            source=self.source,
-            at=self.at,
-            value=self.value,
-            result=self.result,
-            key=self.key,
-            issuer=self.issuer,
-            extra_weight=self.extra_weight,
-        )
-
-
 @dataclass(frozen=True)
 class Context:
     """What derivation needs beyond the statement, all derived from the log.
@@ -120,8 +91,8 @@ def derive(entry_index: int, statement: ParsedStatement, context: Context) -> li
         return _by_standing(p.reporter, entry_index, items, context)
     if isinstance(p, Reverification):
         return _standing(derive_reverification(entry_index, statement), context)
-    if statement.kind.name in sitting_mapping.SITTING_KINDS:  # the server's own grades of a sitting
-        return _standing(sitting_mapping.derive_sitting(entry_index, statement), context)
+    if statement.kind.name in sitting_evidence.SITTING_KINDS:  # the server's own grades of a sitting
+        return _standing(sitting_evidence.derive_sitting(entry_index, statement), context)
     if statement.kind.predicate_type in NO_EVIDENCE:
         return []
     raise UnsupportedKind(f"no evidence mapping for {statement.kind.predicate_type}")

@@ -11,7 +11,7 @@ import bisect
 
 from trustscore.errors import InvalidInput
 from trustscore.evidence.standing import REPORTER_MODEL as STANDING_REPORTER_MODEL
-from trustscore.ledger.snapshots import MAX_TOTAL, RatingSnapshot
+from trustscore.kinds.snapshots import MAX_TOTAL, RatingSnapshot
 from trustscore.ledger.statements import ParsedStatement
 
 #: The weight of a reporter with no rating yet (and the floor of every weight).

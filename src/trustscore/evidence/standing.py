@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from trustscore.ledger.approvals import MarketplaceApproval
-from trustscore.ledger.snapshots import RatingSnapshot
+from trustscore.kinds.approvals import MarketplaceApproval
+from trustscore.kinds.snapshots import RatingSnapshot
 from trustscore.ledger.statements import ParsedStatement, parse_time
 from trustscore.scoring.times import to_micros
 

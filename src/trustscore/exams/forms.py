@@ -24,17 +24,9 @@ from trustscore.errors import InvalidInput, NotFound
 from trustscore.exams.generators import get_generator
 from trustscore.exams.model import ExamFile, ExamSet
 from trustscore.grading.model import Item
+from trustscore.kinds.sittings import FormPart
 
 MAX_FORM_ITEMS = 200
-
-
-class FormPart(msgspec.Struct, forbid_unknown_fields=True, frozen=True, omit_defaults=True):
-    prefix: str  # item ids are f"{prefix}-{n:03d}"
-    generator: str  # name@version
-    count: int
-    #: A parametric generator's parameters (scope probes: the declaration under test); omitted when None,
-    #: so forms without params encode exactly as before.
-    params: dict[str, Any] | None = None
 
 
 #: The published forms, keyed by the exam they stand in for. A form never changes once published; a

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 
 from trustscore import canonical
-from trustscore.exams.report import ExamReport, ReportItem
+from trustscore.kinds.exam_report import ExamReport, ReportItem
 
 #: Prefix of the graded-evidence nonce that names a report's identity.
 NONCE_PREFIX = "report:"

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from trustscore.errors import VerificationError
 from trustscore.exams.forms import check_form, instantiate, items_digest, sitting_seed
 from trustscore.exams.sitting_grading import expired_grades, grade_sitting
-from trustscore.exams.sitting_kinds import SittingClose, SittingOpen, SittingReport, SittingRequest
 from trustscore.grading import ItemGrade
+from trustscore.kinds.sittings import SittingClose, SittingOpen, SittingReport, SittingRequest
 
 
 @dataclass(frozen=True)

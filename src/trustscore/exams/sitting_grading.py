@@ -9,9 +9,9 @@ report whose moves differ from those fails the item, so a dialogue cannot be reh
 from __future__ import annotations
 
 from trustscore.errors import InvalidInput
-from trustscore.exams.report import ReportItem
 from trustscore.grading import ItemGrade, Response, grade_item
 from trustscore.grading.model import Item, failure
+from trustscore.kinds.exam_report import ReportItem
 
 
 def grade_sitting(

@@ -5,8 +5,9 @@ clock, randomness or the network. Changing behaviour means registering a new ver
 importable so old reports re-grade identically. See docs/graders.md.
 """
 
+from trustscore.grading.grader import Grader
 from trustscore.grading.model import Ask, Grade, Item, ItemGrade, Response, Turn
-from trustscore.grading.registry import Grader, all_graders, get_grader, grade_item
+from trustscore.grading.registry import all_graders, get_grader, grade_item
 
 __all__ = [
     "Ask",

@@ -15,8 +15,8 @@ from collections import Counter
 from typing import Any
 
 from trustscore.grading import answers
+from trustscore.grading.grader import Grader, no_answer, require
 from trustscore.grading.model import MAX_MILLIS, Grade, Item, Response, failure, partial, success
-from trustscore.grading.registry import Grader, no_answer, register, require
 
 
 def check(item: Item) -> None:
@@ -66,7 +66,7 @@ def grade(item: Item, response: Response) -> Grade:
     return partial(value, detail, **facets)
 
 
-AGREEMENT_V1 = register(Grader("agreement", 1, grade, check, family="consistency"))
+AGREEMENT_V1 = Grader("agreement", 1, grade, check, family="consistency")
 
 
 def check_v2(item: Item) -> None:
@@ -94,4 +94,4 @@ def grade_v2(item: Item, response: Response) -> Grade:
     return partial(correct * MAX_MILLIS // n, detail, **facets)
 
 
-AGREEMENT_V2 = register(Grader("agreement", 2, grade_v2, check_v2, family="consistency"))
+AGREEMENT_V2 = Grader("agreement", 2, grade_v2, check_v2, family="consistency")

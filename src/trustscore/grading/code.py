@@ -12,8 +12,8 @@ import re
 from typing import Any
 
 from trustscore.grading import sandbox
+from trustscore.grading.grader import Grader, arg, no_answer, require
 from trustscore.grading.model import MAX_MILLIS, Grade, Item, Response, failure, partial, success
-from trustscore.grading.registry import Grader, arg, no_answer, register, require
 
 _FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 _LIMIT_KEYS = {"cpu_s", "wall_s", "memory_mb"}
@@ -85,4 +85,4 @@ def grade(item: Item, response: Response) -> Grade:
     return partial(passed * MAX_MILLIS // len(tests), detail, **facets)
 
 
-PYTHON_TESTS_V1 = register(Grader("python-tests", 1, grade, check, family="execution"))
+PYTHON_TESTS_V1 = Grader("python-tests", 1, grade, check, family="execution")

@@ -9,9 +9,9 @@ deterministic; the server measures it afresh when it re-asks the agent.
 from __future__ import annotations
 
 from trustscore.grading import schema
+from trustscore.grading.grader import Grader, arg, no_answer, require
 from trustscore.grading.jsontext import NotJson, parse_json
 from trustscore.grading.model import Grade, Item, Response, failure, partial, success
-from trustscore.grading.registry import Grader, arg, no_answer, register, require
 
 
 def check(item: Item) -> None:
@@ -42,4 +42,4 @@ def grade(item: Item, response: Response) -> Grade:
     return success(f"valid and on time ({turn.elapsed_ms} ms <= {budget} ms)", valid=1, on_time=1)
 
 
-JSON_DELIVERABLE_V1 = register(Grader("json-deliverable", 1, grade, check, family="structured"))
+JSON_DELIVERABLE_V1 = Grader("json-deliverable", 1, grade, check, family="structured")

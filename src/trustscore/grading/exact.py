@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from trustscore.grading import answers
+from trustscore.grading.grader import Grader, no_answer, require
 from trustscore.grading.model import Grade, Item, Response, failure, success
-from trustscore.grading.registry import Grader, no_answer, register, require
 
 
 def check(item: Item) -> None:
@@ -27,4 +27,4 @@ def grade(item: Item, response: Response) -> Grade:
     return failure(f"wrong: expected {answers.show(answers.expected(spec))}, got {answers.show(got)}")
 
 
-EXACT_ANSWER_V1 = register(Grader("exact-answer", 1, grade, check, family="exact"))
+EXACT_ANSWER_V1 = Grader("exact-answer", 1, grade, check, family="exact")

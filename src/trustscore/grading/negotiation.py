@@ -19,9 +19,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from trustscore.grading.grader import Grader, arg, require
 from trustscore.grading.jsontext import NotJson, parse_json
 from trustscore.grading.model import MAX_MILLIS, Grade, Item, Response, failure, partial, success
-from trustscore.grading.registry import Grader, arg, register, require
 
 PARAMS = ("opening", "floor", "step", "rounds", "target")
 
@@ -132,4 +132,4 @@ def grade(item: Item, response: Response) -> Grade:
     return partial(value, detail, deal=outcome.deal)
 
 
-NEGOTIATION_V1 = register(Grader("negotiation", 1, grade, check, family="dialogue", dialogue=dialogue))
+NEGOTIATION_V1 = Grader("negotiation", 1, grade, check, family="dialogue", dialogue=dialogue)

@@ -1,65 +1,57 @@
-"""The registry of grader versions, keyed ``name@version``."""
+"""The registry of grader versions, keyed ``name@version``: every grader of the built-in grader modules.
+
+The registry imports the grader modules (each defines its :class:`~trustscore.grading.grader.Grader`
+values); grader modules never import the registry.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable
+from types import ModuleType
 
-from trustscore.errors import InvalidInput, UnsupportedKind
-from trustscore.grading.model import Grade, Item, Response, failure
+from trustscore.errors import UnsupportedKind
+from trustscore.grading import (
+    agreement,
+    code,
+    delivery,
+    exact,
+    honesty,
+    injection,
+    injection_v2,
+    negotiation,
+    scope,
+)
+from trustscore.grading.grader import Grader
+from trustscore.grading.model import Grade, Item, Response
 
-GradeFn = Callable[[Item, Response], Grade]
-ArgsCheck = Callable[[Item], None]
-Dialogue = Callable[[Item, list[str]], str | None]
-
-
-@dataclass(frozen=True)
-class Grader:
-    """A grader version. ``check`` validates an item's arguments at exam-load time and raises
-    :class:`InvalidInput`; ``dialogue`` (multi-turn graders only) gives the scripted counterpart's next
-    message for the agent's outputs so far, or ``None`` once the conversation has ended."""
-
-    name: str
-    version: int
-    grade: GradeFn
-    check: ArgsCheck
-    family: str
-    dialogue: Dialogue | None = None
-
-    @property
-    def ref(self) -> str:
-        return f"{self.name}@{self.version}"
-
-
-_REGISTRY: dict[str, Grader] = {}
+_MODULES: tuple[ModuleType, ...] = (
+    agreement,
+    code,
+    delivery,
+    exact,
+    honesty,
+    injection,
+    injection_v2,
+    negotiation,
+    scope,
+)
 
 
-def register(grader: Grader) -> Grader:
-    if grader.ref in _REGISTRY:
-        raise ValueError(f"grader {grader.ref} registered twice")
-    _REGISTRY[grader.ref] = grader
-    return grader
+def _index(graders: Iterable[Grader]) -> dict[str, Grader]:
+    """Graders by ref; two different graders under one ref is a programming error."""
+    out: dict[str, Grader] = {}
+    for g in graders:
+        if out.get(g.ref, g) is not g:
+            raise ValueError(f"grader {g.ref} registered twice")
+        out[g.ref] = g
+    return dict(sorted(out.items()))
 
 
-def _load_builtin() -> None:
-    # Importing the modules registers their graders; done lazily to keep imports acyclic.
-    from trustscore.grading import (  # noqa: F401
-        agreement,
-        code,
-        delivery,
-        exact,
-        honesty,
-        injection,
-        injection_v2,
-        negotiation,
-        scope,
-    )
+_REGISTRY = _index(g for m in _MODULES for g in vars(m).values() if isinstance(g, Grader))
 
 
 def get_grader(ref: str) -> Grader:
     """The grader registered as ``ref`` (``name@version``); raise naming it if unknown."""
-    _load_builtin()
     grader = _REGISTRY.get(ref)
     if grader is None:
         known = ", ".join(sorted(_REGISTRY))
@@ -68,8 +60,7 @@ def get_grader(ref: str) -> Grader:
 
 
 def all_graders() -> dict[str, Grader]:
-    _load_builtin()
-    return dict(sorted(_REGISTRY.items()))
+    return dict(_REGISTRY)
 
 
 def grade_item(item: Item, response: Response) -> Grade:
@@ -79,23 +70,3 @@ def grade_item(item: Item, response: Response) -> Grade:
     if not 0 <= grade.value <= 1000:
         raise AssertionError(f"grader {grader.ref} returned value {grade.value} outside 0..1000")
     return grade
-
-
-def require(condition: bool, item: Item, message: str) -> None:
-    """Raise :class:`InvalidInput` about ``item``'s arguments unless ``condition`` holds."""
-    if not condition:
-        raise InvalidInput(f"item {item.id} ({item.grader}): {message}")
-
-
-def arg(item: Item, name: str, typ: type | tuple[type, ...]) -> Any:
-    value = item.args.get(name)
-    require(
-        isinstance(value, typ) and not (typ is int and isinstance(value, bool)),
-        item,
-        f"argument {name!r} must be {getattr(typ, '__name__', typ)}",
-    )
-    return value
-
-
-def no_answer(response: Response) -> Grade:
-    return failure(f"no answer: {response.error}" if response.error else "no answer")

@@ -23,7 +23,12 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from trustscore.exams.sitting_kinds import SittingClose
+from trustscore.kinds.events import Event
+from trustscore.kinds.graded import GradedEvidence
+from trustscore.kinds.reverification import Reverification
+from trustscore.kinds.settlements import Settlement
+from trustscore.kinds.sittings import SittingClose
+from trustscore.kinds.work_records import WorkRecord
 from trustscore.ladder.rule import (
     ARTIFACT_CHANGED,
     CI_VERIFIED,
@@ -33,15 +38,10 @@ from trustscore.ladder.rule import (
     Attested,
     rung_of,
 )
-from trustscore.ledger.events import Event
-from trustscore.ledger.graded import GradedEvidence
-from trustscore.ledger.reverification import Reverification
-from trustscore.ledger.settlements import Settlement
 from trustscore.ledger.statements import ParsedStatement
-from trustscore.ledger.work_records import WorkRecord
 
 if TYPE_CHECKING:
-    from trustscore.evidence.derive import DerivedEvidence
+    from trustscore.scoring.inputs import DerivedEvidence
 
 _CONFIRMING_EVENTS = frozenset({"delivered", "confirmed"})
 

@@ -19,7 +19,7 @@ from typing import Final, Literal
 import msgspec
 
 from trustscore.errors import InvalidInput
-from trustscore.ledger.work_records import WorkRecord
+from trustscore.kinds.work_records import WorkRecord
 
 RUNG_NAMES: Final = (
     "unflown",

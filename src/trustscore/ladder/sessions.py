@@ -29,8 +29,7 @@ from typing import Any, Final, Protocol
 
 import msgspec
 
-from trustscore.ladder.rule import Rung, rung_of
-from trustscore.ledger.work_records import (
+from trustscore.kinds.work_records import (
     MAX_ARTIFACTS,
     MAX_COMMAND,
     MAX_COMMITS,
@@ -43,6 +42,7 @@ from trustscore.ledger.work_records import (
     RunKind,
     WorkRecord,
 )
+from trustscore.ladder.rule import Rung, rung_of
 
 MAX_TRANSCRIPT_BYTES: Final = 64 * 1024 * 1024
 MAX_LINE_BYTES: Final = 4 * 1024 * 1024

@@ -1,9 +1,9 @@
-"""Server re-verification: the server asks an agent's declared endpoint a sample of items again.
+"""Re-verification policy, pure: what a run's evidence is and where an agent stands after its runs.
 
-Pure cores: :mod:`sampling` (seed and sample anyone can recompute), :mod:`compare` (tolerances),
-:mod:`security` (upgrade-only security status), :mod:`status` (verified status and history),
-:mod:`mapping` (admission rule and evidence). I/O at the edges: :mod:`runner` (asks the endpoint through
-:mod:`trustscore.sdk.outbound`) and :mod:`cli` (``trustscore reverify check``). See docs/reverification.md.
-
-This package's ``__init__`` imports nothing, so the ledger kind can import the pure modules without cycles.
+:mod:`status` (verified status, security streak and history), :mod:`evidence` (the evidence a logged
+run becomes), :mod:`fresh` (fresh items beside the drawn ones), :mod:`recheck` (recompute a run's seed and
+samples from the log). The protocol rules the statement itself must satisfy (seed, sample, tolerances,
+security steps) are part of the kind, in ``kinds/reverification/``. The network runner is in
+``outbound/reverify_runner.py`` and ``trustscore reverify check`` in ``cli/reverify.py``. See
+docs/reverification.md and docs/architecture.md.
 """

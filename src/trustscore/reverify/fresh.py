@@ -36,8 +36,8 @@ from trustscore.errors import InvalidInput, VerificationError
 from trustscore.exams.forms import FORMS
 from trustscore.exams.generators import get_generator, item_digest
 from trustscore.grading.model import Item
+from trustscore.kinds.reverification import sampling
 from trustscore.ledger import keys
-from trustscore.reverify import sampling
 
 FRESH_DOMAIN = b"trustscore/reverify/fresh/v1\x00"
 ITEM_PREFIX = sampling.FRESH_ITEM_PREFIX

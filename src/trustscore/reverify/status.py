@@ -6,7 +6,7 @@ most :data:`STALE_INTERVALS` re-verification intervals old. Otherwise the status
 ``no_endpoint``, ``mismatch``, ``private_gap`` or ``stale`` (checked in that order; a latest run that
 asked another endpoint than the card declares now is ``stale`` first). A mismatch (or an
 unreachable endpoint) removes the status at once.
-The security status is carried by each statement (:mod:`trustscore.reverify.security`); :func:`check_history`
+The security status is carried by each statement (:mod:`trustscore.kinds.reverification.security`); :func:`check_history`
 recomputes that chain. :func:`should_record` keeps identical consecutive results out of the log.
 """
 
@@ -19,11 +19,10 @@ from typing import Any, Literal
 import msgspec
 
 from trustscore.errors import VerificationError
-from trustscore.ledger.reverification import Reverification, security_probes
+from trustscore.kinds.reverification import Reverification, security, security_probes
+from trustscore.kinds.reverification.compare import Outcome
+from trustscore.kinds.reverification.security import SecurityState, SecurityStatus
 from trustscore.ledger.statements import parse_time
-from trustscore.reverify import security
-from trustscore.reverify.compare import Outcome
-from trustscore.reverify.security import SecurityState, SecurityStatus
 
 #: A matching run keeps an agent verified for this many re-verification intervals.
 STALE_INTERVALS = 2

@@ -16,8 +16,8 @@ from typing import Any
 
 import msgspec
 
+from trustscore.kinds.cards import AgentCard, declarations_of
 from trustscore.ledger import audit
-from trustscore.ledger.cards import AgentCard, declarations_of
 from trustscore.ledger.statements import ParsedStatement
 from trustscore.scope import escalation, scores
 from trustscore.scope.runs import CardVersion, Run, collect

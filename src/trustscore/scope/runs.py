@@ -17,8 +17,8 @@ import msgspec
 
 from trustscore.exams.forms import SCOPE_EXAM
 from trustscore.exams.generators.scope import FAILURE_ROLES, role_of
-from trustscore.exams.sitting_kinds import SittingClose, SittingOpen
-from trustscore.ledger.cards import AgentCard, declarations_digest, declarations_of
+from trustscore.kinds.cards import AgentCard, declarations_digest, declarations_of
+from trustscore.kinds.sittings import SittingClose, SittingOpen
 from trustscore.ledger.statements import ParsedStatement, parse_time
 
 CAPABILITY_CASES = ("easy", "medium", "hard", "adversarial")

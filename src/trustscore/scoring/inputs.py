@@ -17,7 +17,7 @@ import datetime as dt
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
 import numpy as np
@@ -34,18 +34,37 @@ I64 = NDArray[np.int64]
 F64 = NDArray[np.float64]
 
 
-class EvidenceItem(msgspec.Struct, frozen=True, kw_only=True):
-    """One piece of evidence about an agent, as the methodology reads it."""
+AtT = TypeVar("AtT")
+
+
+class EvidenceFields(msgspec.Struct, Generic[AtT], frozen=True, kw_only=True):
+    """The fields of one piece of evidence about an agent, spelled once for every shape that carries it:
+    ``at`` is an aware datetime in memory (:class:`EvidenceItem`, :class:`DerivedEvidence`) and the RFC 3339
+    text as written on a JSON Lines row (``scoring/parse_jsonl.py``)."""
 
     agent: str
     dimension: str
     source: str
-    at: dt.datetime
+    at: AtT
     value: float | None = None
     result: Result | None = None
     key: str | None = None
     issuer: str | None = None
     extra_weight: float = 1.0
+
+
+class EvidenceItem(EvidenceFields[dt.datetime], frozen=True, kw_only=True):
+    """One piece of evidence about an agent, as the methodology reads it."""
+
+
+class DerivedEvidence(EvidenceItem, frozen=True, kw_only=True):
+    """One evidence item and the log index of the statement it came from (the engine's ``seq``)."""
+
+    index: int
+
+    def to_item(self) -> EvidenceItem:
+        """The item without its log index."""
+        return EvidenceItem(**{f: getattr(self, f) for f in EvidenceItem.__struct_fields__})
 
 
 class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
@@ -100,18 +119,7 @@ class EvidenceBatch:
             raise InvalidInput("seq must have one entry per evidence item")
         builder = EvidenceBuilder()
         for position, item in enumerate(items):
-            builder.add(
-                agent=item.agent,
-                dimension=item.dimension,
-                source=item.source,
-                at=to_micros(item.at),
-                value=item.value,
-                result=item.result,
-                key=item.key,
-                issuer=item.issuer,
-                extra_weight=item.extra_weight,
-                seq=position if seq is None else seq[position],
-            )
+            builder.add(item, at=to_micros(item.at), seq=position if seq is None else seq[position])
         return builder.build()
 
     def check(self) -> None:
@@ -204,20 +212,16 @@ class EvidenceBuilder:
     def __len__(self) -> int:
         return len(self._agent)
 
-    def add(
-        self,
-        *,
-        agent: str,
-        dimension: str,
-        source: str,
-        at: int,
-        value: float | None,
-        result: str | None,
-        key: str | None,
-        issuer: str | None,
-        extra_weight: float,
-        seq: int,
-    ) -> None:
+    def add(self, item: EvidenceFields[Any], *, at: int, seq: int) -> None:
+        """Append ``item`` with its time ``at`` in microseconds since the epoch and its tie-break ``seq``."""
+        agent, dimension, source, value, result = (
+            item.agent,
+            item.dimension,
+            item.source,
+            item.value,
+            item.result,
+        )
+        key, issuer, extra_weight = item.key, item.issuer, item.extra_weight
         if value is not None and not math.isfinite(value):
             raise InvalidInput("value must be a finite number")
         if value is None and result is None:

@@ -1,7 +1,7 @@
 """The agent SDK: adapters for the agent under test, the exam runner and report submission.
 
 See docs/sdk.md. The graders it uses live in :mod:`trustscore.grading`; the signed report in
-:mod:`trustscore.exams.report`.
+:mod:`trustscore.kinds.exam_report`.
 """
 
 from trustscore.sdk.adapters import (

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 
 from trustscore.errors import AgentUnavailable
 from trustscore.exams.model import ExamSet
-from trustscore.exams.report import ReportItem, build_report
+from trustscore.exams.reporting import build_report
 from trustscore.grading import Grade, Item, Response, Turn, get_grader, grade_item
 from trustscore.grading.model import failure
+from trustscore.kinds.exam_report import ReportItem
 from trustscore.ledger import dsse, keys
 from trustscore.ledger.statements import format_time
 from trustscore.sdk.adapters import Agent, AgentFailure, AgentRequest, AgentUnreachable, Message

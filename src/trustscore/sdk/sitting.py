@@ -16,11 +16,11 @@ from trustscore.errors import InvalidInput
 from trustscore.exams.forms import form_for, instantiate, sitting_exam
 from trustscore.exams.loader import ExamDirs, load_exam
 from trustscore.exams.model import ExamFile, ExamSet
-from trustscore.exams.report import ReportItem, sdk_version
-from trustscore.exams.sitting_kinds import SittingReport, make_report, make_request
 from trustscore.grading.model import Ask, Item
+from trustscore.kinds.exam_report import ReportItem, sdk_version
+from trustscore.kinds.parties import new_nonce, now
+from trustscore.kinds.sittings import SittingReport, make_report, make_request
 from trustscore.ledger import dsse, keys
-from trustscore.ledger.parties import new_nonce, now
 from trustscore.sdk.adapters import Agent
 from trustscore.sdk.runner import Dialogue, Progress, RunResult, run_exam
 

@@ -13,14 +13,15 @@ import asyncio
 import time
 from typing import Any
 
+from trustscore.attestations import rating as attestation
 from trustscore.errors import ConfigError, NotFound, NotYetAvailable, TrustscoreError
 from trustscore.evidence.reporters import REPORTER_MODEL
 from trustscore.evidence.standing import MIN_RATING, POOL_ISSUER
-from trustscore.ledger import attestation, dsse, merkle, note
-from trustscore.ledger.approvals import MARKETPLACE_APPROVAL
+from trustscore.kinds.approvals import MARKETPLACE_APPROVAL
+from trustscore.ledger import dsse, merkle, note
 from trustscore.ledger.checkpoint import Checkpoint
 from trustscore.ledger.keys import SigningKey
-from trustscore.reverify.mapping import ISSUER as REVERIFY_ISSUER
+from trustscore.reverify.evidence import ISSUER as REVERIFY_ISSUER
 from trustscore.services.public import PublicService
 from trustscore.store.attestations import AttestationStore
 from trustscore.store.log import StoredCheckpoint

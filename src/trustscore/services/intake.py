@@ -18,11 +18,12 @@ from trustscore.errors import Conflict, InvalidInput, NonceReplay, PayloadTooLar
 from trustscore.exams.identity import graded_nonce
 from trustscore.exams.loader import ExamDirs
 from trustscore.exams.model import ExamSet
-from trustscore.exams.report import MAX_REPORT_BYTES, ExamReport, exam_for, grade_report
+from trustscore.exams.reporting import exam_for, grade_report
 from trustscore.grading import sandbox
 from trustscore.grading.model import Grade, ItemGrade
+from trustscore.kinds.exam_report import MAX_REPORT_BYTES, ExamReport
+from trustscore.kinds.graded import GradedEvidence, GradedItem, make_graded_evidence
 from trustscore.ledger import audit, dsse, statements
-from trustscore.ledger.graded import GradedEvidence, GradedItem, make_graded_evidence
 from trustscore.ledger.keys import SigningKey
 from trustscore.ledger.submission import Prepared, prepare
 from trustscore.services.grading_queue import GradingQueue, QueueLimits

@@ -9,7 +9,7 @@ from __future__ import annotations
 from trustscore.ladder.rows import LadderRow
 from trustscore.ladder.stats import Distribution, OutcomeStats, by_dimension, check_floor, outcome_stats
 from trustscore.store.ladder import LadderStore
-from trustscore.store.projection import ProjectionStore
+from trustscore.store.projection_tables import ProjectionStore
 
 
 class LadderService:

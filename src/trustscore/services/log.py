@@ -18,8 +18,9 @@ from trustscore.errors import (
     TrustscoreError,
     UnsupportedKind,
 )
-from trustscore.ledger import checkpoint, dsse, kinds_all, merkle, note
-from trustscore.ledger.admission import Registration, admit, registration_of
+from trustscore.kinds import catalog as kinds_all
+from trustscore.kinds.admission import Registration, admit, registration_of
+from trustscore.ledger import checkpoint, dsse, merkle, note
 from trustscore.ledger.keys import SigningKey
 from trustscore.ledger.submission import CheckedEntry, Prepared, check, prepare
 from trustscore.services.metrics import Metrics

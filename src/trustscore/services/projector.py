@@ -6,15 +6,15 @@ import asyncio
 import contextlib
 import logging
 
-from trustscore.evidence.projection import Projected, ProjectionState, project
+from trustscore.evidence.project_log import Projected, ProjectionState, project
+from trustscore.kinds.approvals import MARKETPLACE_APPROVAL, MarketplaceApproval
+from trustscore.kinds.snapshots import RATING_SNAPSHOT, RatingSnapshot
 from trustscore.ladder.rule import CURRENT_RULE
 from trustscore.ledger import audit
-from trustscore.ledger.approvals import MARKETPLACE_APPROVAL, MarketplaceApproval
-from trustscore.ledger.snapshots import RATING_SNAPSHOT, RatingSnapshot
 from trustscore.services.ratings import RatingService
 from trustscore.store.ladder import LadderStore
 from trustscore.store.log import LogStore
-from trustscore.store.projection import AfterStep, ProjectionStore
+from trustscore.store.projection_tables import AfterStep, ProjectionStore
 
 log = logging.getLogger(__name__)
 

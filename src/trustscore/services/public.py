@@ -10,14 +10,14 @@ from trustscore import resources
 from trustscore.errors import InvalidInput, NotFound
 from trustscore.exams.loader import ExamDirs, list_exams
 from trustscore.exams.model import ExamSet
+from trustscore.kinds.graded import DIMENSIONS
 from trustscore.ladder.stats import Distribution
-from trustscore.ledger.graded import DIMENSIONS
 from trustscore.names import NameIndex
 from trustscore.reverify.status import VerificationStatus, summarize
 from trustscore.scope.report import ScopeSummary
 from trustscore.services.log import LogService
 from trustscore.services.ratings import DEFAULT_MODEL, DEFAULT_WEIGHTS_DIR, RatedAgent, RatingService
-from trustscore.store.projection import Card, EvidenceRow, ProjectionStore
+from trustscore.store.projection_tables import Card, EvidenceRow, ProjectionStore
 
 
 async def _no_ladder(_agent: str, _log_size: int) -> dict[str, Distribution]:
@@ -79,6 +79,14 @@ class PublicService:
         if card is None:
             raise NotFound(f"no card for {agent} (yet: cards appear once projected)")
         return card
+
+    async def agents(self, after: str | None, limit: int) -> list[Card]:
+        """The cards of registered agents after ``after`` in id order, at most ``limit``."""
+        if not 1 <= limit <= 1000:
+            raise InvalidInput("limit must be 1..1000")
+        ids = [a for a in await self.store.agent_ids() if after is None or a > after][:limit]
+        cards = [await self.store.card(a) for a in ids]
+        return [c for c in cards if c is not None]
 
     async def rating(self, agent: str, model: str | None) -> RatedAgent:
         rated = self.ratings.rating(agent, model)

@@ -19,10 +19,12 @@ from pathlib import Path
 from trustscore import resources
 from trustscore.errors import InvalidInput, NotFound
 from trustscore.scoring.inputs import EvidenceBatch, EvidenceItem, Snapshot
+from trustscore.scoring.medals import MedalRules, Medals, find_medal_rules, medals_of
 from trustscore.scoring.ratings import Rating, score_agents
+from trustscore.scoring.times import to_micros
 from trustscore.scoring.weights import Weights, load_weights
 from trustscore.services.metrics import Metrics
-from trustscore.store.projection import ProjectionStore
+from trustscore.store.projection_tables import ProjectionStore
 
 DEFAULT_WEIGHTS_DIR = resources.path("weights")
 RELEASED_MODELS = ("trustscore-v2", "baseline-v0.3")  # trustscore-v1: offline only (docs/methodology.md)
@@ -35,11 +37,21 @@ def load_models(
     return {name: load_weights(weights_dir / f"{name}.toml") for name in names}
 
 
+def load_medals(models: dict[str, Weights], weights_dir: Path = DEFAULT_WEIGHTS_DIR) -> dict[str, MedalRules]:
+    """The medals file of every model that has one (docs/methodology.md, "Medals")."""
+    found = {name: find_medal_rules(weights_dir, w) for name, w in models.items()}
+    return {name: rules for name, rules in found.items() if rules is not None}
+
+
 @dataclass(frozen=True)
 class RatedAgent:
     rating: Rating
     at: dt.datetime
     log_size: int
+    medals: Medals | None = None  # None: the model has no medals file
+
+
+Scored = dict[str, list[tuple[Rating, Medals | None]]]  # by model: each rating with its medals
 
 
 @dataclass
@@ -55,13 +67,16 @@ class RatingService:
         models: dict[str, Weights],
         metrics: Metrics,
         clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+        medals: dict[str, MedalRules] | None = None,
     ) -> None:
+        """``medals`` defaults to the released medals files of the served models."""
         if DEFAULT_MODEL not in models:
             raise InvalidInput(f"the default model {DEFAULT_MODEL} must be served")
         self.store = store
         self.models = models
         self.metrics = metrics
         self.clock = clock
+        self.medals = load_medals(models) if medals is None else medals
         self.size = 0  # evidence of log entries [0, size) is loaded
         self._agents: dict[str, _AgentData] = {}
         self._ratings: dict[str, dict[str, RatedAgent]] = {m: {} for m in models}
@@ -121,7 +136,7 @@ class RatingService:
         inputs = self._inputs(names)
         scored = await asyncio.to_thread(self._score, inputs, at)
         for model, ratings in scored.items():
-            scored[model] = [r for r in ratings if self._recomputed.get(r.agent, 0) <= generation]
+            scored[model] = [r for r in ratings if self._recomputed.get(r[0].agent, 0) <= generation]
         self._apply(scored, at, size)
 
     def _inputs(self, names: list[str]) -> list[tuple[str, int, int]]:
@@ -129,7 +144,7 @@ class RatingService:
         agents = self._agents
         return [(n, len(agents[n].evidence), len(agents[n].snapshots)) for n in names]
 
-    def _score(self, inputs: list[tuple[str, int, int]], at: dt.datetime) -> dict[str, list[Rating]]:
+    def _score(self, inputs: list[tuple[str, int, int]], at: dt.datetime) -> Scored:
         """Score each agent's first evidence items and snapshots under every model (no shared state is
         written: safe in a worker thread while the event loop appends to the lists)."""
         started = time.perf_counter()
@@ -145,18 +160,32 @@ class RatingService:
             snapshots += data.snapshots[:n_snapshots]
         batch = EvidenceBatch.from_items(items, seq=seq)
         out = {
-            model: score_agents(
-                batch, [s for s in snapshots if s.model_version == model], weights, at, agents=names
+            model: self._with_medals(
+                model,
+                batch,
+                score_agents(
+                    batch, [s for s in snapshots if s.model_version == model], weights, at, agents=names
+                ),
+                at,
             )
             for model, weights in self.models.items()
         }
         self.metrics.rating_seconds.observe(time.perf_counter() - started)
         return out
 
-    def _apply(self, scored: dict[str, list[Rating]], at: dt.datetime, size: int) -> None:
+    def _with_medals(
+        self, model: str, batch: EvidenceBatch, ratings: list[Rating], at: dt.datetime
+    ) -> list[tuple[Rating, Medals | None]]:
+        """Each rating with its medals under the model's medals file (None for a model without one)."""
+        rules = self.medals.get(model)
+        if rules is None:
+            return [(r, None) for r in ratings]
+        return list(zip(ratings, medals_of(batch, ratings, rules, to_micros(at)), strict=True))
+
+    def _apply(self, scored: Scored, at: dt.datetime, size: int) -> None:
         for model, ratings in scored.items():
-            for rating in ratings:
-                self._ratings[model][rating.agent] = RatedAgent(rating, at, size)
+            for rating, medals in ratings:
+                self._ratings[model][rating.agent] = RatedAgent(rating, at, size, medals)
 
     def stored(self, agent: str, model: str | None = None) -> RatedAgent | None:
         """The agent's rating as last computed (its ``log_size`` is when); see :meth:`rating`."""
@@ -181,8 +210,13 @@ class RatingService:
         """The rating of a registered agent with no evidence yet: every number null, with reasons."""
         weights = self.model(model)
         at = self.clock()
-        [rating] = score_agents([], [], weights, at, agents=[agent])
-        return RatedAgent(rating, at, self.size)
+        [(rating, medals)] = self._with_medals(
+            weights.model_version,
+            EvidenceBatch.from_items([]),
+            score_agents([], [], weights, at, agents=[agent]),
+            at,
+        )
+        return RatedAgent(rating, at, self.size, medals)
 
     async def run_refresh(self, interval: float, stop: asyncio.Event) -> None:
         """Recompute every rating at a fresh time every ``interval`` seconds (evidence decays)."""

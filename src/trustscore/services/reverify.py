@@ -19,15 +19,16 @@ import msgspec
 
 from trustscore.errors import NonceReplay, TrustscoreError, VerificationError
 from trustscore.exams.loader import ExamDirs, list_exams
-from trustscore.exams.report import EXAM_REPORT, ExamReport, exam_for
+from trustscore.exams.reporting import exam_for
+from trustscore.kinds.exam_report import EXAM_REPORT, ExamReport
+from trustscore.kinds.graded import GradedEvidence
+from trustscore.kinds.reverification import REVERIFICATION, Reverification, sampling
 from trustscore.ledger import audit, dsse, merkle, statements
-from trustscore.ledger.graded import GradedEvidence
 from trustscore.ledger.keys import SigningKey
-from trustscore.ledger.reverification import REVERIFICATION, Reverification
 from trustscore.ledger.submission import prepare
-from trustscore.reverify import fresh, sampling, status
-from trustscore.reverify.runner import build_statement, run_once
-from trustscore.sdk.outbound import OutboundPolicy
+from trustscore.outbound.guard import OutboundPolicy
+from trustscore.outbound.reverify_runner import build_statement, run_once
+from trustscore.reverify import fresh, status
 from trustscore.services.log import LogService
 from trustscore.store.reverify import ReverifyStore, Run
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import msgspec
 
+from trustscore.kinds.service_card import ServiceRole, make_service_card
 from trustscore.ledger import dsse
 from trustscore.ledger.keys import SigningKey
-from trustscore.ledger.service_card import ServiceRole, make_service_card
 from trustscore.ledger.submission import prepare
 from trustscore.services.log import LogService
 

@@ -25,7 +25,6 @@ import msgspec
 from trustscore.errors import Conflict, InvalidInput, NonceReplay, NotFound, RateLimited, SignatureError
 from trustscore.exams.forms import (
     SCOPE_EXAM,
-    FormPart,
     commitment,
     form_for,
     instantiate,
@@ -36,7 +35,12 @@ from trustscore.exams.forms import (
 )
 from trustscore.exams.loader import ExamDirs, load_exam
 from trustscore.exams.sitting_grading import expired_grades, grade_sitting
-from trustscore.exams.sitting_kinds import (
+from trustscore.grading import ItemGrade, get_grader
+from trustscore.grading.model import Item
+from trustscore.kinds.cards import AgentCard, declarations_of
+from trustscore.kinds.graded import GradedItem
+from trustscore.kinds.sittings import (
+    FormPart,
     SittingClose,
     SittingOpen,
     SittingReport,
@@ -44,11 +48,7 @@ from trustscore.exams.sitting_kinds import (
     make_close,
     make_open,
 )
-from trustscore.grading import ItemGrade, get_grader
-from trustscore.grading.model import Item
 from trustscore.ledger import audit, dsse, merkle, statements
-from trustscore.ledger.cards import AgentCard, declarations_of
-from trustscore.ledger.graded import GradedItem
 from trustscore.ledger.keys import SigningKey
 from trustscore.ledger.submission import Prepared, prepare
 from trustscore.services.log import LogService

@@ -9,9 +9,9 @@ import logging
 
 import msgspec
 
+from trustscore.kinds.snapshots import SnapshotRow, make_rating_snapshot
 from trustscore.ledger import dsse, statements
 from trustscore.ledger.keys import SigningKey
-from trustscore.ledger.snapshots import SnapshotRow, make_rating_snapshot
 from trustscore.ledger.submission import prepare
 from trustscore.services.log import LogService
 from trustscore.services.ratings import RatingService

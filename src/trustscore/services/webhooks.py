@@ -16,25 +16,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import asyncpg
-import httpx
 
 from trustscore.errors import InvalidInput, NotFound, RateLimited, TrustscoreError
+from trustscore.kinds.subscriptions import SUBSCRIPTION_KINDS, Subscription, SubscriptionRevocation
 from trustscore.ledger import audit
 from trustscore.ledger.keys import SigningKey
-from trustscore.ledger.subscriptions import SUBSCRIPTION_KINDS, Subscription, SubscriptionRevocation
-from trustscore.scoring.weights import Weights
-from trustscore.sdk.outbound import (
+from trustscore.outbound.guard import (
     OutboundFailed,
     OutboundPolicy,
     OutboundRefused,
-    async_safe_client,
+    SafeClient,
     check_url,
+    post_bytes,
+    safe_client,
 )
+from trustscore.scoring.weights import Weights
 from trustscore.services.log import LogService
 from trustscore.services.ratelimit import KeyRateLimiter
 from trustscore.settings import Settings
 from trustscore.store.log import Appended
-from trustscore.store.projection import AfterStep
+from trustscore.store.projection_tables import AfterStep
 from trustscore.store.webhooks import Attempt, Conn, Due, StoredEvent, WebhookStore, derive
 from trustscore.webhooks import schedule, signing
 
@@ -136,11 +137,11 @@ class WebhookService:
         if not due:
             return 0
         gate = asyncio.Semaphore(self.config.concurrency)
-        async with async_safe_client(self.config.policy) as client:
+        with safe_client(self.config.policy) as client:  # the guard is synchronous: calls run in threads
             sent = await asyncio.gather(*(self._deliver(client, d, gate) for d in due))
         return sum(sent)
 
-    async def _deliver(self, client: httpx.AsyncClient, d: Due, gate: asyncio.Semaphore) -> int:
+    async def _deliver(self, client: SafeClient, d: Due, gate: asyncio.Semaphore) -> int:
         try:
             self.limiter.take(str(d.subscription))
         except RateLimited:
@@ -151,19 +152,15 @@ class WebhookService:
             status: int | None = None
             error: str | None = None
             try:
-                async with asyncio.timeout(self.config.policy.total_timeout):
-                    r = await client.post(
-                        d.url, content=d.payload, headers={**hdrs, "content-type": "application/json"}
-                    )
-                status = r.status_code
+                headers = {**hdrs, "content-type": "application/json"}
+                policy = self.config.policy
+                status = await asyncio.to_thread(
+                    post_bytes, client, d.url, d.payload, policy, headers=headers
+                )
                 if not 200 <= status < 300:
                     error = f"HTTP {status}"
-            except (httpx.HTTPError, TrustscoreError, TimeoutError) as exc:
-                error = (
-                    f"{type(exc).__name__}: {exc}".splitlines()[0][:MAX_ERROR]
-                    if str(exc)
-                    else type(exc).__name__
-                )
+            except TrustscoreError as exc:
+                error = (str(exc).splitlines() or [type(exc).__name__])[0][:MAX_ERROR]
             millis = int((time.perf_counter() - started) * 1000)
         attempt = d.attempts + 1
         if error is None:

@@ -83,7 +83,7 @@ def _row(r: asyncpg.Record) -> LadderRow:
     )
 
 
-_PROJECTOR_LOCK = 0x70726F6A  # the projector's advisory lock (store/projection.py)
+_PROJECTOR_LOCK = 0x70726F6A  # the projector's advisory lock (store/projection_tables.py)
 
 
 class LadderStore:

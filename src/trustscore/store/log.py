@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import asyncpg
 
 from trustscore.errors import InvalidInput, NonceReplay
+from trustscore.kinds.admission import Registration, registration_of
 from trustscore.ledger import merkle
-from trustscore.ledger.admission import Registration, registration_of
 from trustscore.ledger.submission import CheckedEntry
 
 # Unique constraints of migrations/0001_log.sql that appends rely on.

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import asyncpg
 
+from trustscore.kinds.cards import CARD_PREDICATE_TYPES, AgentCard
 from trustscore.ledger import audit
-from trustscore.ledger.cards import CARD_PREDICATE_TYPES, AgentCard
 
 
 @dataclass(frozen=True)

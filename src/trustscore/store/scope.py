@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncpg
 
-from trustscore.exams.sitting_kinds import SITTING_CLOSE, SITTING_OPEN
-from trustscore.ledger.cards import CARD_PREDICATE_TYPES
+from trustscore.kinds.cards import CARD_PREDICATE_TYPES
+from trustscore.kinds.sittings import SITTING_CLOSE, SITTING_OPEN
 
 KINDS = (*CARD_PREDICATE_TYPES, SITTING_OPEN.predicate_type, SITTING_CLOSE.predicate_type)
 

@@ -12,17 +12,17 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from trustscore.ledger import audit
-from trustscore.ledger.cards import CARD_PREDICATE_TYPES, AgentCard
-from trustscore.ledger.events import EVENT, Event
-from trustscore.ledger.settlements import SETTLEMENT, Settlement
-from trustscore.ledger.snapshots import RATING_SNAPSHOT, RatingSnapshot
-from trustscore.ledger.subscriptions import (
+from trustscore.kinds.cards import CARD_PREDICATE_TYPES, AgentCard
+from trustscore.kinds.events import EVENT, Event
+from trustscore.kinds.settlements import SETTLEMENT, Settlement
+from trustscore.kinds.snapshots import RATING_SNAPSHOT, RatingSnapshot
+from trustscore.kinds.subscriptions import (
     SUBSCRIPTION,
     SUBSCRIPTION_REVOCATION,
     Subscription,
     SubscriptionRevocation,
 )
+from trustscore.ledger import audit
 from trustscore.webhooks import events as ev
 from trustscore.webhooks.events import GradeOf, WebhookEvent
 

@@ -16,12 +16,12 @@ from typing import Any
 import msgspec
 
 from trustscore import canonical
-from trustscore.ledger.cards import AgentCard
-from trustscore.ledger.events import Event
-from trustscore.ledger.settlements import Settlement
-from trustscore.ledger.snapshots import RatingSnapshot
+from trustscore.kinds.cards import AgentCard
+from trustscore.kinds.events import Event
+from trustscore.kinds.settlements import Settlement
+from trustscore.kinds.snapshots import RatingSnapshot
+from trustscore.kinds.subscriptions import Subscription
 from trustscore.ledger.statements import format_time, parse_time
-from trustscore.ledger.subscriptions import Subscription
 
 NEGATIVE_EVENTS = frozenset({"rejected", "delivery_failed", "negotiation_expired", "signature_invalid"})
 #: What of a card a ``card.changed`` event reports (issue #15: endpoint, declared model version,

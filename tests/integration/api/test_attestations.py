@@ -23,14 +23,15 @@ from tests.helpers import new_card
 from trustscore import canonical
 from trustscore.api.attestation_routes import AttestationController
 from trustscore.api.problems import EXCEPTION_HANDLERS
+from trustscore.attestations import rating as attestation
 from trustscore.cli import rating as rating_cli
 from trustscore.errors import TrustscoreError
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, load_exam
-from trustscore.ledger import attestation, dsse, keys, note
-from trustscore.ledger.approvals import make_approval
-from trustscore.ledger.events import EventName, make_event
-from trustscore.ledger.parties import make_party_card
-from trustscore.ledger.settlements import make_settlement
+from trustscore.kinds.approvals import make_approval
+from trustscore.kinds.events import EventName, make_event
+from trustscore.kinds.parties import make_party_card
+from trustscore.kinds.settlements import make_settlement
+from trustscore.ledger import dsse, keys, note
 from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import sign_run
 from trustscore.services import logkey, snapshots
@@ -43,7 +44,7 @@ from trustscore.settings import Settings
 from trustscore.store import db
 from trustscore.store.attestations import AttestationStore
 from trustscore.store.log import LogStore
-from trustscore.store.projection import ProjectionStore
+from trustscore.store.projection_tables import ProjectionStore
 
 Client = AsyncTestClient[Litestar]
 AGENTS = DEFAULT_PUBLIC_DIR.parent / "examples" / "agents" / "scripted.py"
@@ -325,7 +326,7 @@ async def test_a_vouched_reporter_chain_verifies_offline(
 ) -> None:
     """review-integrity: a reporter with standing by rating needs a vouch (evidence/standing.py); the
     bundle must carry the vouching entry and what gave its reporter standing, or it does not recompute."""
-    from trustscore.ledger.snapshots import SnapshotRow, make_rating_snapshot
+    from trustscore.kinds.snapshots import SnapshotRow, make_rating_snapshot
     from trustscore.ledger.submission import prepare
     from trustscore.services.ratings import load_models
 

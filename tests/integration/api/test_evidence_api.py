@@ -18,11 +18,11 @@ from tests.helpers import new_card
 from trustscore import canonical
 from trustscore.api.app import create_app
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, load_exam
-from trustscore.exams.report import EXAM_REPORT, ExamReport, ReportItem, report_subject
+from trustscore.kinds.approvals import make_approval
+from trustscore.kinds.events import EventName, make_event
+from trustscore.kinds.exam_report import EXAM_REPORT, ExamReport, ReportItem, report_subject
+from trustscore.kinds.parties import make_party_card
 from trustscore.ledger import dsse, keys, statements
-from trustscore.ledger.approvals import make_approval
-from trustscore.ledger.events import EventName, make_event
-from trustscore.ledger.parties import make_party_card
 from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import sign_run
 from trustscore.services import logkey

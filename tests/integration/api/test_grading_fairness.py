@@ -14,8 +14,9 @@ from litestar.testing import AsyncTestClient
 from tests.helpers import new_card
 from trustscore.api.app import create_app
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, load_exam
-from trustscore.exams.report import MAX_ANSWER_BYTES, MAX_REPORT_BYTES, MAX_TURNS, ReportItem, build_report
+from trustscore.exams.reporting import build_report
 from trustscore.grading import Turn
+from trustscore.kinds.exam_report import MAX_ANSWER_BYTES, MAX_REPORT_BYTES, MAX_TURNS, ReportItem
 from trustscore.ledger import dsse, keys
 from trustscore.settings import Settings
 

@@ -12,10 +12,10 @@ from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
 from tests.helpers import new_card
+from trustscore.kinds.events import make_event
+from trustscore.kinds.parties import make_party_card
+from trustscore.kinds.settlements import make_settlement
 from trustscore.ledger import dsse, keys
-from trustscore.ledger.events import make_event
-from trustscore.ledger.parties import make_party_card
-from trustscore.ledger.settlements import make_settlement
 
 Client = AsyncTestClient[Litestar]
 MODELS = ("trustscore-v2", "baseline-v0.3")

@@ -17,8 +17,8 @@ from trustscore import canonical
 from trustscore.api.app import create_app
 from trustscore.cli.agent import card_envelope
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, load_exam
+from trustscore.kinds.settlements import make_settlement
 from trustscore.ledger import dsse, keys
-from trustscore.ledger.settlements import make_settlement
 from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import sign_run
 from trustscore.settings import Settings

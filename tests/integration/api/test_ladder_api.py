@@ -13,11 +13,11 @@ from litestar.testing import AsyncTestClient
 
 from tests.helpers import new_card
 from trustscore.api.app import create_app
+from trustscore.kinds.approvals import make_approval
+from trustscore.kinds.events import EventName, make_event
+from trustscore.kinds.parties import make_party_card
+from trustscore.kinds.work_records import Confirmation, Run, make_work_record
 from trustscore.ledger import dsse, keys
-from trustscore.ledger.approvals import make_approval
-from trustscore.ledger.events import EventName, make_event
-from trustscore.ledger.parties import make_party_card
-from trustscore.ledger.work_records import Confirmation, Run, make_work_record
 from trustscore.services import logkey
 from trustscore.settings import Settings
 

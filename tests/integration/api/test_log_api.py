@@ -14,8 +14,8 @@ from litestar.testing import AsyncTestClient
 
 from tests.helpers import new_card
 from trustscore import canonical
+from trustscore.kinds.cards import AGENT_CARD, AgentCard, card_subject
 from trustscore.ledger import checkpoint, dsse, merkle, note, statements
-from trustscore.ledger.cards import AGENT_CARD, AgentCard, card_subject
 
 Client = AsyncTestClient[Litestar]
 FIRST = 2  # entries 0 and 1 are the server's service cards (grader+snapshot, re-verifier)

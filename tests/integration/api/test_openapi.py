@@ -10,7 +10,7 @@ from litestar import Litestar
 from litestar.testing import AsyncTestClient
 from openapi_spec_validator import validate
 
-from trustscore.ledger.graded import DIMENSIONS
+from trustscore.kinds.graded import DIMENSIONS
 from trustscore.services.ratings import RELEASED_MODELS
 
 Client = AsyncTestClient[Litestar]

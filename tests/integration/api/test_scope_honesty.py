@@ -26,17 +26,17 @@ from trustscore.errors import VerificationError
 from trustscore.exams.forms import instantiate, sitting_seed
 from trustscore.exams.generators.scope import CAPABILITY_ROLES, FAILURE_ROLES
 from trustscore.exams.sitting_check import check_sitting
-from trustscore.exams.sitting_kinds import (
+from trustscore.exams.sitting_evidence import derive_sitting
+from trustscore.grading.model import Item
+from trustscore.kinds.cards import CapabilityDeclaration
+from trustscore.kinds.sittings import (
     SittingClose,
     SittingOpen,
     SittingReport,
     SittingRequest,
     make_request,
 )
-from trustscore.exams.sitting_mapping import derive_sitting
-from trustscore.grading.model import Item
 from trustscore.ledger import dsse, keys, statements
-from trustscore.ledger.cards import CapabilityDeclaration
 from trustscore.scope.report import from_leaves
 
 Client = AsyncTestClient[Litestar]

@@ -22,9 +22,12 @@ from tests.helpers import new_card
 from trustscore import canonical, resources
 from trustscore.exams.forms import form_for, instantiate, sitting_seed
 from trustscore.exams.loader import ExamDirs, load_exam
-from trustscore.exams.report import ReportItem
 from trustscore.exams.sitting_check import check_sitting
-from trustscore.exams.sitting_kinds import (
+from trustscore.grading import Response, Turn, grade_item
+from trustscore.grading.model import Item
+from trustscore.kinds.exam_report import ReportItem
+from trustscore.kinds.parties import new_nonce, now
+from trustscore.kinds.sittings import (
     SittingClose,
     SittingOpen,
     SittingReport,
@@ -32,10 +35,7 @@ from trustscore.exams.sitting_kinds import (
     make_report,
     make_request,
 )
-from trustscore.grading import Response, Turn, grade_item
-from trustscore.grading.model import Item
 from trustscore.ledger import dsse, keys, statements
-from trustscore.ledger.parties import new_nonce, now
 from trustscore.settings import Settings
 
 Client = AsyncTestClient[Litestar]

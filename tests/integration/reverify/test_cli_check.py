@@ -12,20 +12,21 @@ import pytest
 from tests.helpers import new_card
 from tests.unit.reverify.kit import item
 from trustscore import canonical
+from trustscore.cli import reverify as cli
 from trustscore.cli.agent import card_envelope
 from trustscore.client import LogClient
 from trustscore.errors import VerificationError
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, load_exam
-from trustscore.exams.report import ExamReport
-from trustscore.ledger import checkpoint, dsse, keys, kinds_all, merkle, note, statements
-from trustscore.ledger.reverification import make_reverification
-from trustscore.ledger.service_card import make_service_card
-from trustscore.reverify import cli, sampling
-from trustscore.reverify.security import SecurityState
+from trustscore.kinds import catalog
+from trustscore.kinds.exam_report import ExamReport
+from trustscore.kinds.reverification import make_reverification, sampling
+from trustscore.kinds.reverification.security import SecurityState
+from trustscore.kinds.service_card import make_service_card
+from trustscore.ledger import checkpoint, dsse, keys, merkle, note, statements
 from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import sign_run
 
-assert kinds_all.ALL_KINDS
+assert catalog.ALL_KINDS
 ORIGIN = "reverify.test/log"
 LOG_KEY = keys.SigningKey.from_seed(b"\x30" * 32)
 VERIFIER = keys.SigningKey.from_seed(b"\x31" * 32)

@@ -14,14 +14,15 @@ import pytest
 from trustscore import canonical
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, load_exam
 from trustscore.exams.model import ExamSet
-from trustscore.exams.report import ExamReport, grade_report
+from trustscore.exams.reporting import grade_report
+from trustscore.kinds.exam_report import ExamReport
+from trustscore.kinds.graded import GradedItem
+from trustscore.kinds.reverification import Reverification, sampling
 from trustscore.ledger import keys, statements
-from trustscore.ledger.graded import GradedItem
-from trustscore.ledger.reverification import Reverification
-from trustscore.reverify import sampling
-from trustscore.reverify.runner import RunResult, build_statement, run_once
+from trustscore.outbound.guard import OutboundPolicy
+from trustscore.outbound.reverify_runner import RunResult, build_statement, run_once
+from trustscore.reverify.recheck import recheck
 from trustscore.sdk import agent_from_spec, run_exam
-from trustscore.sdk.outbound import OutboundPolicy
 from trustscore.sdk.runner import sign_run
 
 AGENTS = DEFAULT_PUBLIC_DIR.parent / "examples" / "agents"
@@ -106,7 +107,7 @@ def test_an_honest_agent_matches_its_own_report(
     ] * 3
     r = _statement(run, report, endpoint)
     assert (r.outcome, r.security_observed, r.security_status) == ("match", "pass", "passed")
-    sampling.recheck(
+    recheck(
         report_index=5,
         report_sha256=REPORT_SHA,
         report_item_ids=[i.item_id for i in report.items],

@@ -9,7 +9,8 @@ import pytest
 
 from trustscore.errors import AgentUnavailable
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, load_exam
-from trustscore.exams.report import exam_for, grade_report, open_report
+from trustscore.exams.reporting import exam_for, grade_report
+from trustscore.kinds.exam_report import open_report
 from trustscore.ledger import keys
 from trustscore.sdk import Agent, agent_from_spec, run_exam
 from trustscore.sdk.runner import RunResult, sign_run

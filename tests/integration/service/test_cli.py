@@ -12,8 +12,8 @@ import httpx
 import msgspec
 
 from tests.integration.service.conftest import ServerProcess, free_port
+from trustscore.kinds.parties import make_party_card
 from trustscore.ledger import dsse, keys
-from trustscore.ledger.parties import make_party_card
 from trustscore.store import embedded
 
 

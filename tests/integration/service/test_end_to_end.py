@@ -24,10 +24,11 @@ from trustscore import canonical
 from trustscore.cli.agent import card_envelope
 from trustscore.errors import InvalidInput
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, list_exams
-from trustscore.exams.report import ExamReport, ReportItem, build_report
+from trustscore.exams.reporting import build_report
+from trustscore.kinds.exam_report import ExamReport, ReportItem
+from trustscore.kinds.parties import make_party_card
+from trustscore.kinds.settlements import make_settlement
 from trustscore.ledger import dsse, keys, statements
-from trustscore.ledger.parties import make_party_card
-from trustscore.ledger.settlements import make_settlement
 from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import sign_run
 
@@ -262,5 +263,6 @@ def test_agents_ranked_by_behaviour_and_ratings_reproduce_offline(
         for field in ("total", "adjusted", "grade", "coverage", "confidence", "n", "model_version"):
             assert offline[field] == served[field], (model, persona, field)
         assert offline["dimensions"] == {k: v["score"] for k, v in served["dimensions"].items()}
+        assert offline.get("medals") == served["medals"], (model, persona)  # one function, both sides
         if persona == "careless":  # the ring's reports are in the export, pooled
             assert '"issuer":"pool:standing-v1"' in ev.read_text()

@@ -19,8 +19,9 @@ import pytest
 from tests.helpers import new_card
 from tests.integration.service.conftest import ServerProcess
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, load_exam
-from trustscore.exams.report import ReportItem, build_report
+from trustscore.exams.reporting import build_report
 from trustscore.grading import Turn
+from trustscore.kinds.exam_report import ReportItem
 from trustscore.ledger import dsse, keys
 from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import sign_run

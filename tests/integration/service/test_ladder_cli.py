@@ -15,8 +15,8 @@ import msgspec
 
 from tests.helpers import new_card
 from tests.integration.service.conftest import ServerProcess
+from trustscore.kinds.work_records import Artifact, Run, make_work_record
 from trustscore.ledger import dsse, keys
-from trustscore.ledger.work_records import Artifact, Run, make_work_record
 
 T = "2026-03-01T12:00:00.000000Z"
 CHANGED = [Artifact(path="src/lib.rs", sha256_before="aa" * 32, sha256_after="bb" * 32)]

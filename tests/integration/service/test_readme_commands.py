@@ -42,6 +42,8 @@ def test_readme_lists_the_commands_this_test_runs() -> None:
     for step in ("keygen", "agent register", "exam run", "exam submit", "log verify", "log fsck"):
         assert f"trustscore {step}" in joined
     assert "evidence export" in joined and "rating verify" in joined
+    assert "trustscore rating show" in joined and "trustscore leaderboard" in joined
+    assert "trustscore onboard" in joined
     assert len(commands) >= 12
 
 
@@ -67,4 +69,6 @@ def test_every_readme_command_runs_against_a_fresh_server(server: ServerProcess,
     assert "entry 1:" in out and "signatures verified" in out
     assert re.search(r"fsck: \d+ entries, checkpoint size \d+: clean", out)
     assert "evidence items:" in out
+    assert "DIMENSION" in out and "MEDAL" in out and "leaderboard of trustscore-v2 by total" in out
+    assert f"profile: {server.url}/agents/ts1_" in out and "/badge.svg)" in out
     assert (work / "e.jsonl").stat().st_size > 0 and (work / "bundle.json").stat().st_size > 0

@@ -21,11 +21,11 @@ from tests.integration.service.conftest import ServerProcess
 from trustscore import canonical
 from trustscore.exams.forms import instantiate, sitting_seed
 from trustscore.exams.generators.scope import SAMPLE_CAPABILITY
-from trustscore.exams.report import ReportItem
-from trustscore.exams.sitting_kinds import SittingReport, make_report, make_request
 from trustscore.grading import Turn
+from trustscore.kinds.exam_report import ReportItem
+from trustscore.kinds.parties import new_nonce, now
+from trustscore.kinds.sittings import SittingReport, make_report, make_request
 from trustscore.ledger import dsse, keys, statements
-from trustscore.ledger.parties import new_nonce, now
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:

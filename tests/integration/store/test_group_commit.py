@@ -12,9 +12,9 @@ from tests.helpers import new_card
 from trustscore import canonical
 from trustscore.cli.agent import card_envelope
 from trustscore.errors import InvalidInput, NonceReplay
+from trustscore.kinds.cards import AGENT_CARD, AgentCard, card_subject
+from trustscore.kinds.parties import make_party_card
 from trustscore.ledger import dsse, keys, statements
-from trustscore.ledger.cards import AGENT_CARD, AgentCard, card_subject
-from trustscore.ledger.parties import make_party_card
 from trustscore.ledger.submission import CheckedEntry, check, prepare
 from trustscore.store import db
 from trustscore.store.log import Appended, LogStore

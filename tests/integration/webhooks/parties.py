@@ -8,10 +8,10 @@ from typing import Any
 import msgspec
 
 from tests.helpers import new_card
+from trustscore.kinds.events import make_event
+from trustscore.kinds.parties import make_party_card
+from trustscore.kinds.subscriptions import EventType, make_revocation, make_subscription
 from trustscore.ledger import dsse, keys
-from trustscore.ledger.events import make_event
-from trustscore.ledger.parties import make_party_card
-from trustscore.ledger.subscriptions import EventType, make_revocation, make_subscription
 
 _refs = itertools.count()
 

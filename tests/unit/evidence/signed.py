@@ -11,13 +11,14 @@ import pytest
 
 from trustscore import canonical
 from trustscore.evidence.standing import REPORTER_MODEL, Standing
-from trustscore.ledger import dsse, keys, kinds_all, statements
-from trustscore.ledger.events import make_event
-from trustscore.ledger.graded import GradedItem, Tier, make_graded_evidence
-from trustscore.ledger.parties import PartyRole, make_party_card
-from trustscore.ledger.service_card import ServiceRole, make_service_card
-from trustscore.ledger.settlements import make_settlement
-from trustscore.ledger.snapshots import SnapshotRow, make_rating_snapshot
+from trustscore.kinds import catalog as kinds_all
+from trustscore.kinds.events import make_event
+from trustscore.kinds.graded import GradedItem, Tier, make_graded_evidence
+from trustscore.kinds.parties import PartyRole, make_party_card
+from trustscore.kinds.service_card import ServiceRole, make_service_card
+from trustscore.kinds.settlements import make_settlement
+from trustscore.kinds.snapshots import SnapshotRow, make_rating_snapshot
+from trustscore.ledger import dsse, keys, statements
 from trustscore.ledger.submission import CheckedEntry, check, prepare
 
 assert kinds_all.ALL_KINDS  # every kind registered

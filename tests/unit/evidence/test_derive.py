@@ -23,11 +23,11 @@ from tests.unit.evidence.signed import (
 from trustscore.errors import UnsupportedKind
 from trustscore.evidence import Context, DerivedEvidence, derive, derive_log, derive_snapshots
 from trustscore.evidence.derive import NO_EVIDENCE
+from trustscore.kinds.events import EventName, make_event
+from trustscore.kinds.graded import Tier
+from trustscore.kinds.settlements import details_commitment
+from trustscore.kinds.snapshots import SnapshotRow, make_rating_snapshot
 from trustscore.ledger import dsse, statements
-from trustscore.ledger.events import EventName, make_event
-from trustscore.ledger.graded import Tier
-from trustscore.ledger.settlements import details_commitment
-from trustscore.ledger.snapshots import SnapshotRow, make_rating_snapshot
 from trustscore.scoring.inputs import EvidenceItem, Snapshot
 
 AT0 = dt.datetime(2026, 3, 1, 12, tzinfo=dt.UTC)

@@ -10,9 +10,9 @@ from tests.unit.evidence.signed import DIGEST, T0, new_id
 from trustscore.errors import InvalidInput
 from trustscore.evidence import ReporterWeights
 from trustscore.evidence.reporters import REPORTER_MODEL, rating_weight
+from trustscore.kinds.settlements import make_settlement
+from trustscore.kinds.snapshots import RatingSnapshot, SnapshotRow, make_rating_snapshot
 from trustscore.ledger import statements
-from trustscore.ledger.settlements import make_settlement
-from trustscore.ledger.snapshots import RatingSnapshot, SnapshotRow, make_rating_snapshot
 
 A, B = sorted([new_id(), new_id()])
 

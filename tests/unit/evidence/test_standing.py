@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from tests.unit.evidence.signed import DIGEST, new_id
-from trustscore.evidence.projection import ProjectionState
+from trustscore.evidence.project_log import ProjectionState
 from trustscore.evidence.standing import (
     MIN_RATING,
     POOL_ISSUER,
@@ -13,9 +13,9 @@ from trustscore.evidence.standing import (
     REPORTER_MODEL,
     Standing,
 )
+from trustscore.kinds.approvals import MarketplaceApproval, make_approval
+from trustscore.kinds.snapshots import RatingSnapshot, SnapshotRow
 from trustscore.ledger import statements
-from trustscore.ledger.approvals import MarketplaceApproval, make_approval
-from trustscore.ledger.snapshots import RatingSnapshot, SnapshotRow
 
 T = dt.datetime(2026, 3, 1, 12, tzinfo=dt.UTC)
 
@@ -160,7 +160,7 @@ def test_a_report_with_standing_vouches_for_its_subject() -> None:
     """Through the derivation: an approved marketplace's event vouches; an unapproved one's does not."""
     from tests.unit.evidence.signed import Log
     from trustscore.evidence import derive_log
-    from trustscore.ledger.events import make_event
+    from trustscore.kinds.events import make_event
 
     log = Log()
     operator = log.service("operator", ["snapshot"])

@@ -19,12 +19,12 @@ import pytest
 from tests.unit.evidence.signed import DIGEST, T0, Log, graded
 from trustscore.evidence import derive_log, evidence_batch
 from trustscore.evidence.standing import POOL_ISSUER, REPORTER_MODEL
+from trustscore.kinds.approvals import make_approval
+from trustscore.kinds.events import EventName, make_event
+from trustscore.kinds.graded import GradedItem
+from trustscore.kinds.settlements import make_settlement
+from trustscore.kinds.snapshots import SnapshotRow, make_rating_snapshot
 from trustscore.ledger import keys
-from trustscore.ledger.approvals import make_approval
-from trustscore.ledger.events import EventName, make_event
-from trustscore.ledger.graded import GradedItem
-from trustscore.ledger.settlements import make_settlement
-from trustscore.ledger.snapshots import SnapshotRow, make_rating_snapshot
 from trustscore.scoring import Weights, score_agents
 from trustscore.scoring.inputs import SnapshotBatch
 from trustscore.services.ratings import load_models

@@ -15,9 +15,9 @@ import pytest
 from tests.unit.evidence.signed import DIGEST, Log, graded
 from tests.unit.evidence.test_sybil_bound import BOUND, RINGS, SERVED, world
 from trustscore.evidence import derive_log, evidence_batch
+from trustscore.kinds.graded import GradedItem
+from trustscore.kinds.snapshots import SnapshotRow, make_rating_snapshot
 from trustscore.ledger import keys
-from trustscore.ledger.graded import GradedItem
-from trustscore.ledger.snapshots import SnapshotRow, make_rating_snapshot
 from trustscore.scoring import Weights, score_agents
 from trustscore.scoring.inputs import Result, SnapshotBatch
 

@@ -7,6 +7,7 @@ import pytest
 
 from tests.unit.evidence.signed import T0, new_id, refused
 from trustscore.errors import InvalidInput
+from trustscore.kinds.work_records import Artifact, Commit, Confirmation, Run, WorkRecord, make_work_record
 from trustscore.ladder.rule import (
     ARTIFACT_CHANGED,
     CI_VERIFIED,
@@ -22,7 +23,6 @@ from trustscore.ladder.rule import (
     weight,
 )
 from trustscore.ledger import statements
-from trustscore.ledger.work_records import Artifact, Commit, Confirmation, Run, WorkRecord, make_work_record
 
 A, B = "aa" * 32, "bb" * 32
 

@@ -8,11 +8,11 @@ from tests.unit.evidence.signed import T0, TrustAll, checked
 from trustscore.errors import InvalidInput, UnknownSigner
 from trustscore.evidence import Context, derive
 from trustscore.evidence.standing import Standing
+from trustscore.kinds.admission import Registration, admit
+from trustscore.kinds.work_records import Confirmation, Run, make_work_record
 from trustscore.ladder.rows import ladder_rows
 from trustscore.ladder.rule import CI_VERIFIED, RULE_0, RULE_1, SELF_ATTESTED_WEIGHT
 from trustscore.ledger import keys, statements
-from trustscore.ledger.admission import Registration, admit
-from trustscore.ledger.work_records import Confirmation, Run, make_work_record
 
 CI = [Confirmation(kind="ci", ref="https://ci.example/run/7", status="success")]
 

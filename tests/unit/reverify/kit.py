@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from trustscore.kinds.reverification import PrivateItem, Reverification, ReverifiedItem, make_reverification
+from trustscore.kinds.reverification.security import SecurityState
 from trustscore.ledger import keys, statements
-from trustscore.ledger.reverification import PrivateItem, Reverification, ReverifiedItem, make_reverification
-from trustscore.reverify.security import SecurityState
 
 T0 = "2026-03-01T12:00:00.000000Z"
 ROOT = hashlib.sha256(b"root").digest()
@@ -17,7 +17,7 @@ AGENT = keys.SigningKey.from_seed(b"\x02" * 32)
 
 
 def item(item_id: str, reported: int, observed: int | None, dimension: str = "capability") -> ReverifiedItem:
-    from trustscore.reverify.compare import item_matches
+    from trustscore.kinds.reverification.compare import item_matches
 
     return ReverifiedItem(
         item_id=item_id,

@@ -11,11 +11,11 @@ import pytest
 
 from tests.unit.reverify.kit import item, matching, payload, private, statement
 from trustscore.errors import InvalidInput, VerificationError
+from trustscore.kinds.reverification import Reverification, security
+from trustscore.kinds.reverification.security import DOWNGRADE_RUNS, SecurityState
 from trustscore.ledger import statements
-from trustscore.ledger.reverification import Reverification
-from trustscore.reverify import security, status
-from trustscore.reverify.mapping import derive_reverification
-from trustscore.reverify.security import DOWNGRADE_RUNS, SecurityState
+from trustscore.reverify import status
+from trustscore.reverify.evidence import derive_reverification
 
 
 def test_upgrade_on_one_run_downgrade_after_three_consistent_runs() -> None:

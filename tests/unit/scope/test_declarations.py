@@ -15,8 +15,8 @@ from trustscore import canonical
 from trustscore.cli.agent import card_envelope
 from trustscore.errors import InvalidInput
 from trustscore.exams.generators.scope import SAMPLE_CAPABILITY
+from trustscore.kinds.cards import AgentCard, AgentCardV2, CapabilityDeclaration, declarations_digest
 from trustscore.ledger import keys, statements
-from trustscore.ledger.cards import AgentCard, AgentCardV2, CapabilityDeclaration, declarations_digest
 
 
 def decl(**changes: Any) -> dict[str, Any]:

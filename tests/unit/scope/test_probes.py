@@ -13,10 +13,11 @@ import msgspec
 import pytest
 
 from trustscore.errors import InvalidInput
-from trustscore.exams.forms import FormPart, check_form, instantiate, scope_form
+from trustscore.exams.forms import check_form, instantiate, scope_form
 from trustscore.exams.generators.scope import _LABELS, PROTOCOL, REF, SAMPLE_CAPABILITY
 from trustscore.grading import Response, Turn, grade_item
-from trustscore.ledger.cards import CapabilityDeclaration
+from trustscore.kinds.cards import CapabilityDeclaration
+from trustscore.kinds.sittings import FormPart
 
 
 def cap(

@@ -15,12 +15,12 @@ from trustscore import canonical
 from trustscore.cli.agent import card_envelope
 from trustscore.exams.forms import instantiate, items_digest, scope_form
 from trustscore.exams.generators.scope import SAMPLE_CAPABILITY
-from trustscore.exams.sitting_kinds import SittingClose, SittingOpen, make_close, make_open
 from trustscore.grading import Response, Turn, grade_item
 from trustscore.grading.model import Item
+from trustscore.kinds.cards import CapabilityDeclaration
+from trustscore.kinds.graded import GradedItem
+from trustscore.kinds.sittings import SittingClose, SittingOpen, make_close, make_open
 from trustscore.ledger import keys, statements
-from trustscore.ledger.cards import CapabilityDeclaration
-from trustscore.ledger.graded import GradedItem
 from trustscore.scope import scores
 from trustscore.scope.report import build
 from trustscore.scope.runs import CapabilityResult, CardVersion, Run, collect

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from trustscore.api.public_routes import encode_rating
-from trustscore.ledger.attestation import micros
+from trustscore.attestations.rating import micros
 from trustscore.reverify.status import summarize
 from trustscore.scoring import Weights, load_weights, score_agents
 from trustscore.scoring.publish import number, published

@@ -151,3 +151,18 @@ def test_bad_at_and_missing_files(tmp_path: Path) -> None:
         run("--weights", str(WEIGHTS / "baseline-v0.3.toml"), "--evidence", str(tmp_path / "x"), "--at", AT)
     with pytest.raises(ConfigError):
         run("--weights", str(tmp_path / "w.toml"), "--evidence", str(evidence), "--at", AT)
+
+
+def test_prints_medals_when_the_weights_file_has_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """trustscore-v2 has a medals file beside it: each line carries medals, by the service's function;
+    baseline-v0.3 has none: its lines are unchanged (no medals key)."""
+    evidence = write(tmp_path / "e.jsonl", [ev("a", key=f"k{i}") for i in range(12)])
+    assert run("--weights", str(WEIGHTS / "trustscore-v2.toml"), "--evidence", str(evidence), "--at", AT) == 0
+    [line] = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    capability = line["medals"]["dimensions"]["capability"]
+    assert capability == {"medal": "gold", "real_n": 12, "freshness": 0.97716, "reason": None}
+    assert line["medals"]["dimensions"]["delivery"]["reason"] == "no_score"
+    assert run("--weights", str(WEIGHTS / "baseline-v0.3.toml"), "--evidence", str(evidence), "--at", AT) == 0
+    assert "medals" not in json.loads(capsys.readouterr().out)

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from trustscore.ledger.graded import DIMENSIONS
+from trustscore.kinds.graded import DIMENSIONS
 from trustscore.scoring.inputs import EvidenceItem
 from trustscore.services.metrics import Metrics
 from trustscore.services.ratings import RatingService, _AgentData, load_models
-from trustscore.store.projection import EvidenceRow
+from trustscore.store.projection_tables import EvidenceRow
 
 AT = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)
 ALICE = "ts1_" + "a" * 40

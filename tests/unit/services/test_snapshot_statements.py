@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 
+from trustscore.kinds.snapshots import RatingSnapshot
 from trustscore.ledger import keys
-from trustscore.ledger.snapshots import RatingSnapshot
 from trustscore.ledger.statements import parse_statement
 from trustscore.scoring.inputs import EvidenceItem
 from trustscore.services.metrics import Metrics

@@ -14,12 +14,12 @@ import pytest
 import standardwebhooks
 
 from trustscore.errors import InvalidInput, SignatureError
+from trustscore.kinds.cards import AgentCard
+from trustscore.kinds.events import Event
+from trustscore.kinds.settlements import Settlement
+from trustscore.kinds.snapshots import RatingSnapshot, SnapshotRow
+from trustscore.kinds.subscriptions import Subscription, make_revocation, make_subscription
 from trustscore.ledger import keys, statements
-from trustscore.ledger.cards import AgentCard
-from trustscore.ledger.events import Event
-from trustscore.ledger.settlements import Settlement
-from trustscore.ledger.snapshots import RatingSnapshot, SnapshotRow
-from trustscore.ledger.subscriptions import Subscription, make_revocation, make_subscription
 from trustscore.webhooks import events, feeds, schedule, signing
 
 A = "ts1_" + "a" * 40

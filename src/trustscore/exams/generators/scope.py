@@ -31,7 +31,7 @@ from trustscore.exams.generators.common import ALNUM, CITIES, GOODS, NAMES, item
 from trustscore.exams.generators.rng import Rng
 from trustscore.grading.model import Item
 from trustscore.grading.scope import REDTEAM_KINDS
-from trustscore.ledger.cards import CapabilityDeclaration, check_declaration
+from trustscore.kinds.cards import CapabilityDeclaration, check_declaration
 
 REF = "scope-probe@1"
 GRADER = "scope-outcome@1"

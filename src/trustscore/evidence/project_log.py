@@ -1,0 +1,141 @@
+"""From log entries to what ratings read: cards, evidence and snapshots. Pure and incremental.
+
+The server's projector and the offline export both run :func:`project` over entries in log order,
+so the evidence a rating was computed from can be re-derived by anyone from the log. Offline
+(``verify=True``) every entry's signatures and admission rules are re-checked; the server, which
+checked both at ingest, may skip that.
+
+Reporter weights follow the rating snapshots of one model only
+(:data:`trustscore.evidence.reporters.REPORTER_MODEL`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from trustscore.errors import TrustscoreError
+from trustscore.evidence.derive import Context, derive, derive_snapshots
+from trustscore.evidence.reporters import REPORTER_MODEL as REPORTER_MODEL
+from trustscore.evidence.reporters import ReporterWeights
+from trustscore.evidence.standing import POOL_ISSUER, Standing
+from trustscore.kinds import catalog
+from trustscore.kinds.admission import Registration, admit, registration_of
+from trustscore.kinds.approvals import MarketplaceApproval
+from trustscore.kinds.snapshots import RatingSnapshot
+from trustscore.ladder.rows import LadderRow, ladder_rows
+from trustscore.ladder.rule import CURRENT_RULE
+from trustscore.ledger import audit, keys
+from trustscore.ledger.submission import check
+from trustscore.reverify.evidence import ISSUER as REVERIFY_ISSUER
+from trustscore.scoring.inputs import DerivedEvidence, EvidenceItem, Snapshot
+
+assert catalog.ALL_KINDS  # every kind registered before any entry is parsed
+
+
+@dataclass(frozen=True)
+class SnapshotRow:
+    index: int
+    snapshot: Snapshot
+    adjusted: int | None
+
+
+@dataclass
+class Projected:
+    """What a run of entries adds."""
+
+    evidence: list[DerivedEvidence] = field(default_factory=list)
+    snapshots: list[SnapshotRow] = field(default_factory=list)
+    rejected: list[tuple[int, str]] = field(default_factory=list)  # offline: entries that do not count
+    ladder: list[LadderRow] = field(
+        default_factory=list
+    )  # every evidence item's rung (docs/evidence-ladder.md)
+
+    @property
+    def agents(self) -> set[str]:
+        return {e.agent for e in self.evidence} | {s.snapshot.agent for s in self.snapshots}
+
+
+@dataclass
+class ProjectionState:
+    """What projecting needs to remember between runs (rebuildable from the log)."""
+
+    log_public_key: bytes
+    reporters: ReporterWeights = field(default_factory=ReporterWeights)
+    standing: Standing = field(default_factory=Standing)
+    registry: dict[str, Registration] = field(default_factory=dict)
+    next_index: int = 0
+    ladder_rule: str = CURRENT_RULE  # the rung rule new ladder rows are written under
+
+    @property
+    def log_key_id(self) -> str:
+        return keys.key_id(self.log_public_key)
+
+    def resolve(self, kid: str) -> bytes | None:
+        if kid == self.log_key_id:
+            return self.log_public_key
+        reg = self.registry.get(kid)
+        return None if reg is None else reg.public_key
+
+    def feed_snapshot(self, index: int, snapshot: RatingSnapshot) -> None:
+        self.reporters.add(index, snapshot)
+        self.standing.add_snapshot(index, snapshot)
+
+    def feed_approval(self, index: int, approval: MarketplaceApproval) -> None:
+        self.standing.add_approval(index, approval)
+
+    def feed_evidence(self, item: EvidenceItem) -> None:
+        """Replay evidence derived before (in log order) into the standing policy's state."""
+        if item.issuer == POOL_ISSUER:
+            self.standing.count_pooled(item.agent, item.dimension, item.source, item.extra_weight, item.at)
+        else:
+            if item.issuer is not None and item.issuer != REVERIFY_ISSUER:  # a reporter with standing
+                self.standing.vouch(item.agent, -1)  # before every entry still to come
+            self.standing.observe(
+                item.agent, item.dimension, item.key, item.source, item.extra_weight, item.at
+            )
+
+
+def project(
+    entries: Iterable[tuple[int, bytes | None]], state: ProjectionState, *, verify: bool
+) -> Projected:
+    """Project ``entries`` (index, leaf bytes), which must continue ``state`` in index order.
+
+    A leaf may be None where the caller knows the entry is a card (the server, which admitted it): cards
+    yield no evidence, and only an offline replay (``verify``) needs their keys.
+    """
+    out = Projected()
+    context = Context(reporter_weight=state.reporters.weight, standing=state.standing)
+    for index, leaf in entries:
+        if index != state.next_index:
+            raise ValueError(f"projection expected entry {state.next_index}, got {index}")
+        state.next_index = index + 1
+        if leaf is None:
+            if verify:
+                raise ValueError(f"entry {index}: a verifying projection needs every leaf")
+            continue
+        prepared = audit.parse_leaf(leaf)
+        stmt = prepared.statement
+        if verify:
+            try:
+                checked = check(prepared, state.resolve)
+                signers = [s.keyid for s in prepared.envelope.signatures]
+                admit(checked.statement, signers, state.registry.get, state.log_key_id)
+            except TrustscoreError as exc:
+                out.rejected.append((index, exc.message))
+                continue
+        reg = registration_of(stmt)
+        if reg is not None:
+            if verify:
+                state.registry.setdefault(reg.id, reg)
+            continue
+        items = derive(index, stmt, context)
+        out.evidence.extend(items)
+        out.ladder.extend(ladder_rows(index, stmt, items, state.ladder_rule))
+        if isinstance(stmt.predicate, RatingSnapshot):
+            adjusted = {r.agent: r.adjusted for r in stmt.predicate.ratings}
+            out.snapshots.extend(SnapshotRow(index, s, adjusted[s.agent]) for s in derive_snapshots(stmt))
+            state.feed_snapshot(index, stmt.predicate)
+        elif isinstance(stmt.predicate, MarketplaceApproval):
+            state.feed_approval(index, stmt.predicate)
+    return out

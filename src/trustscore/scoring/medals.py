@@ -1,0 +1,261 @@
+"""Medals: per dimension at most one of bronze, silver and gold, a pure function of a rating and its evidence.
+
+The rules are a versioned file beside the weights file they belong to (``weights/<model>.medals.toml``),
+naming that file by model version and sha256; released files never change (:data:`RELEASED_DIGESTS`).
+A dimension earns the highest medal whose threshold its published score reaches, and only when
+
+- at least ``min_real_items`` *real* items are counted in it: counted as the engine counts them (at or
+  before the rating time, the newest per key), from a source not in ``unreal_sources``, with a positive
+  weight, and not a re-verification item (issuer in ``reverify_issuers``) other than a success; and
+- its freshness factor ``0.5 ** (age of the newest real item in days / half_life_days)`` is at least
+  ``min_freshness``.
+
+Re-verification failures still count for the score (a lower score can lose a medal), never towards
+eligibility. The rules are in docs/methodology.md ("Medals").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+import numpy as np
+from numpy.typing import NDArray
+
+from trustscore.errors import ConfigError, UnsupportedKind
+from trustscore.scoring.engine import _newest_per_key
+from trustscore.scoring.inputs import I64, RESULT_CODES, EvidenceBatch
+from trustscore.scoring.publish import SCALE, number, optional
+from trustscore.scoring.ratings import Rating
+from trustscore.scoring.times import MICROS_PER_DAY
+from trustscore.scoring.weights import Weights
+
+SCHEMA = "trustscore.medals"
+SCHEMA_VERSION = 1
+
+#: sha256 of every released medals file, by the model version of the weights file it belongs to.
+RELEASED_DIGESTS: dict[str, str] = {
+    "trustscore-v2": "4d4fea069601f3e40448653cb0aa61c17148c53b23df71a38fd3c475893b7500",
+}
+
+Medal = Literal["bronze", "silver", "gold"]
+#: Medals from the highest down: a dimension gets the first whose threshold its score reaches.
+MEDALS: tuple[Medal, ...] = ("gold", "silver", "bronze")
+
+#: Why a dimension has no medal, in the order the conditions are checked.
+NO_SCORE, TOO_FEW, STALE, BELOW = "no_score", "too_few_real_items", "stale", "below_bronze"
+REASONS = (NO_SCORE, TOO_FEW, STALE, BELOW)
+
+
+class Thresholds(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    bronze: float
+    silver: float
+    gold: float
+
+
+class MedalsFile(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """The schema of a medals file (version 1)."""
+
+    schema: str
+    schema_version: int
+    weights_model: str
+    weights_digest: str
+    description: str
+    min_real_items: int
+    min_freshness: float
+    half_life_days: float
+    unreal_sources: list[str]
+    reverify_issuers: list[str]
+    thresholds: dict[str, Thresholds]
+
+
+@dataclass(frozen=True)
+class MedalRules:
+    """A validated medals file, with the digest of its exact bytes."""
+
+    spec: MedalsFile
+    digest: str
+
+
+class DimensionMedal(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """One dimension's medal (None with ``reason`` when it has none), the real items counted towards
+    it and the freshness factor of the newest of them (None when there is none)."""
+
+    medal: Medal | None
+    real_n: int
+    freshness: float | None
+    reason: str | None
+
+
+class Medals(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """An agent's medals under one model: the rules file's digest and one entry per dimension."""
+
+    rules_digest: str
+    dimensions: dict[str, DimensionMedal]
+
+
+def medals_path(weights_dir: Path, model_version: str) -> Path:
+    """Where the medals file of a weights file lives: beside it, named after its model version."""
+    return weights_dir / f"{model_version}.medals.toml"
+
+
+def find_medal_rules(weights_dir: Path, weights: Weights) -> MedalRules | None:
+    """The medals file of ``weights`` in ``weights_dir``; None when the model has none (no medals)."""
+    path = medals_path(weights_dir, weights.model_version)
+    return load_medal_rules(path, weights) if path.exists() else None
+
+
+def load_medal_rules(path: Path, weights: Weights) -> MedalRules:
+    """Read and validate the medals file at ``path`` for ``weights``."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read medals file {path}: {exc.strerror}") from exc
+    return parse_medal_rules(data, weights, source=str(path))
+
+
+def parse_medal_rules(data: bytes, weights: Weights, *, source: str = "medals") -> MedalRules:
+    """Validate the bytes of a medals file against the weights file it names."""
+    try:
+        raw = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{source}: not valid UTF-8 TOML: {exc}") from exc
+    version = raw.get("schema_version")
+    if raw.get("schema") != SCHEMA or not isinstance(version, int) or isinstance(version, bool):
+        raise UnsupportedKind(f"{source}: not a {SCHEMA} file (needs schema and an integer schema_version)")
+    if version != SCHEMA_VERSION:
+        raise UnsupportedKind(f"{source}: schema_version {version} is not supported ({SCHEMA_VERSION} is)")
+    try:
+        spec = msgspec.convert(raw, MedalsFile)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{source}: {exc}") from exc
+    digest = hashlib.sha256(data).hexdigest()
+    problems = _problems(spec, weights)
+    released = RELEASED_DIGESTS.get(spec.weights_model)
+    if released is not None and digest != released:
+        problems.append(f"the released medals of {spec.weights_model} have sha256 {released}, not {digest}")
+    if problems:
+        raise ConfigError(f"{source}: {'; '.join(problems)}")
+    return MedalRules(spec, digest)
+
+
+def _problems(spec: MedalsFile, weights: Weights) -> list[str]:
+    out = []
+    if (spec.weights_model, spec.weights_digest) != (weights.model_version, weights.digest):
+        out.append(f"names weights {spec.weights_model} {spec.weights_digest}, not {weights.model_version}")
+    if set(spec.thresholds) != set(weights.dimension_names):
+        out.append(f"thresholds must name exactly the dimensions of {weights.model_version}")
+    for name, t in spec.thresholds.items():
+        if not 0.0 <= t.bronze <= t.silver <= t.gold <= 100.0:
+            out.append(f"thresholds.{name} must be 0 <= bronze <= silver <= gold <= 100")
+    if spec.min_real_items < 1:
+        out.append("min_real_items must be at least 1")
+    if not (math.isfinite(spec.min_freshness) and 0.0 < spec.min_freshness <= 1.0):
+        out.append("min_freshness must be in (0, 1]")
+    if not (math.isfinite(spec.half_life_days) and spec.half_life_days > 0.0):
+        out.append("half_life_days must be a positive number")
+    return out
+
+
+def award(
+    score: float | None, real_n: int, freshness: float | None, t: Thresholds, rules: MedalsFile
+) -> DimensionMedal:
+    """One dimension's medal from its score (rounded as published), its real item count and its freshness factor."""
+    score = optional(score)  # as published: 87.9999999999 is 88.0, and earns what 88 earns
+    fresh = None if freshness is None else number(freshness)
+    reason = None
+    if score is None:
+        reason = NO_SCORE
+    elif real_n < rules.min_real_items:
+        reason = TOO_FEW
+    elif fresh is None or fresh < rules.min_freshness:
+        reason = STALE
+    medal: Medal | None = None
+    if reason is None:
+        assert score is not None
+        medal = next((m for m in MEDALS if score >= getattr(t, m)), None)
+        reason = None if medal is not None else BELOW
+    return DimensionMedal(medal=medal, real_n=real_n, freshness=fresh, reason=reason)
+
+
+def medals_of(evidence: EvidenceBatch, ratings: Sequence[Rating], rules: MedalRules, at: int) -> list[Medals]:
+    """The medals of each rating (same order), from the evidence it was computed from at ``at``
+    (microseconds since the epoch); rows of agents without a rating are ignored.
+
+    Column-wise, with the same rules and rounding as :func:`award` (a test checks they agree cell by cell).
+    """
+    spec = rules.spec
+    names = [r.agent for r in ratings]
+    dims = tuple(spec.thresholds)
+    real_n, newest = _real_items(evidence, names, dims, rules, at)
+    with np.errstate(over="ignore", invalid="ignore"):
+        decay = np.power(0.5, (at - newest) / MICROS_PER_DAY / spec.half_life_days)
+        freshness = np.where(real_n > 0, np.round(decay * SCALE) / SCALE, np.nan)  # as publish.number
+        raw = np.array([[r.dimensions.get(d) for d in dims] for r in ratings], dtype=np.float64).reshape(
+            real_n.shape
+        )
+        score = np.round(raw * SCALE) / SCALE
+        table = np.array([[getattr(spec.thresholds[d], m) for m in reversed(MEDALS)] for d in dims])
+        rank = (score[:, :, None] >= table[None, :, :]).sum(axis=2)  # 0 none, 1 bronze, 2 silver, 3 gold
+    reason: NDArray[np.int8] = np.full(real_n.shape, -1, dtype=np.int8)
+    checks = (np.isnan(score), real_n < spec.min_real_items, ~(freshness >= spec.min_freshness), rank == 0)
+    for code, failed in reversed(list(enumerate(checks))):  # the first failed check names the reason
+        reason[failed] = code
+    medal_names: tuple[Medal | None, ...] = (None, *reversed(MEDALS))
+    n_rows: list[list[int]] = real_n.tolist()
+    f_rows: list[list[float]] = freshness.tolist()
+    held: I64 = np.where(reason < 0, rank, 0).astype(np.int64)
+    m_rows: list[list[int]] = held.tolist()
+    r_rows: list[list[int]] = reason.tolist()
+    out = []
+    for n_row, f_row, m_row, r_row in zip(n_rows, f_rows, m_rows, r_rows, strict=True):
+        out.append(
+            Medals(
+                rules_digest=rules.digest,
+                dimensions={
+                    name: DimensionMedal(
+                        medal=medal_names[m],
+                        real_n=n,
+                        freshness=None if f != f else f + 0.0,
+                        reason=None if r < 0 else REASONS[r],
+                    )
+                    for name, n, f, m, r in zip(dims, n_row, f_row, m_row, r_row, strict=True)
+                },
+            )
+        )
+    return out
+
+
+def _real_items(
+    evidence: EvidenceBatch, names: list[str], dims: tuple[str, ...], rules: MedalRules, at: int
+) -> tuple[I64, I64]:
+    """Per (agent, dimension): how many real items are counted, and the time of the newest (int64 min
+    where none)."""
+    spec = rules.spec
+    shape = (len(names), len(dims))
+    n = np.zeros(shape, dtype=np.int64)
+    newest = np.full(shape, np.iinfo(np.int64).min, dtype=np.int64)
+    if len(evidence) == 0 or not names:
+        return n, newest
+    evidence.check()
+    position = {name: i for i, name in enumerate(names)}
+    agent = np.array([position.get(a, -1) for a in evidence.agents], dtype=np.int64)[evidence.agent]
+    dim_of = {name: i for i, name in enumerate(dims)}
+    dim = np.array([dim_of.get(d, -1) for d in evidence.dimensions], dtype=np.int64)[evidence.dimension]
+    keep = (agent >= 0) & (evidence.at <= at)
+    keep &= _newest_per_key(agent, evidence.key, evidence.at, evidence.seq, keep)  # the rows the score counts
+    unreal = np.array([s in spec.unreal_sources for s in evidence.sources], dtype=np.bool_)[evidence.source]
+    reverify = np.array([i in spec.reverify_issuers for i in evidence.issuers] + [False], dtype=np.bool_)
+    failed_reverify = reverify[evidence.issuer] & (evidence.result != RESULT_CODES["success"])
+    real = keep & (dim >= 0) & ~unreal & ~failed_reverify & (evidence.extra_weight > 0.0)
+    rows = np.flatnonzero(real)
+    cell = agent[rows] * len(dims) + dim[rows]
+    n.reshape(-1)[:] = np.bincount(cell, minlength=n.size)
+    np.maximum.at(newest.reshape(-1), cell, evidence.at[rows])
+    return n, newest

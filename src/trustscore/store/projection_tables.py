@@ -1,0 +1,236 @@
+"""SQL of the log's projections: cards, evidence and snapshots, advanced under one advisory lock."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+import msgspec
+
+from trustscore.evidence.project_log import Projected
+from trustscore.kinds.admission import registration_of
+from trustscore.kinds.cards import AGENT_CARD, AGENT_CARD_V2, CARD_PREDICATE_TYPES, AgentCard
+from trustscore.kinds.parties import PARTY_CARD, PartyCard
+from trustscore.kinds.service_card import SERVICE_CARD, ServiceCard
+from trustscore.ledger import audit
+from trustscore.scoring.inputs import EvidenceItem, Snapshot
+from trustscore.store import ladder
+
+_PROJECTOR_LOCK = 0x70726F6A  # advisory lock key held while projecting
+CARD_KINDS = (
+    AGENT_CARD.predicate_type,
+    AGENT_CARD_V2.predicate_type,
+    PARTY_CARD.predicate_type,
+    SERVICE_CARD.predicate_type,
+)
+
+
+Conn = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
+#: Work done in a projection step's transaction over the entries [start, end) it projects.
+AfterStep = Callable[[Conn, int, int], Awaitable[object]]
+
+
+@dataclass(frozen=True)
+class Card:
+    index: int
+    id: str
+    kind: str
+    name: str
+    endpoint: str | None
+    controller: str | None
+    card: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class EvidenceRow:
+    index: int
+    seq: int
+    item: EvidenceItem
+
+
+class ProjectionStore:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+
+    async def step(
+        self,
+        project: Callable[[list[tuple[int, bytes | None]]], Projected],
+        limit: int,
+        after: AfterStep | None = None,
+    ) -> Projected | None:
+        """Project up to ``limit`` unprojected entries in one transaction; None if none or locked.
+        ``after(conn, start, end)`` runs last in the same transaction (webhook events: store/webhooks.py)."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            if not await conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", _PROJECTOR_LOCK):
+                return None
+            start: int = await conn.fetchval(
+                "SELECT next_index FROM projection_state WHERE name = 'log' FOR UPDATE"
+            )
+            rows = await conn.fetch(  # cards yield no evidence: their leaves need not even be read
+                "SELECT idx, CASE WHEN kind = ANY($3::text[]) THEN NULL ELSE leaf END AS leaf "
+                "FROM entries WHERE idx >= $1 ORDER BY idx LIMIT $2",
+                start,
+                limit,
+                list(CARD_KINDS),
+            )
+            if not rows:
+                return None
+            out = project([(r["idx"], None if r["leaf"] is None else bytes(r["leaf"])) for r in rows])
+            if out.evidence:
+                seq: dict[int, int] = {}
+                records = []
+                for e in out.evidence:
+                    n = seq[e.index] = seq.get(e.index, -1) + 1
+                    records.append(
+                        (
+                            e.index,
+                            n,
+                            e.agent,
+                            e.dimension,
+                            e.source,
+                            e.value,
+                            e.result,
+                            e.key,
+                            e.at,
+                            e.issuer,
+                            e.extra_weight,
+                        )
+                    )
+                await conn.copy_records_to_table(
+                    "evidence",
+                    columns=[
+                        "idx",
+                        "seq",
+                        "agent",
+                        "dimension",
+                        "source",
+                        "value",
+                        "result",
+                        "key",
+                        "at",
+                        "issuer",
+                        "extra_weight",
+                    ],
+                    records=records,
+                )
+            if out.ladder:
+                await ladder.insert(conn, out.ladder)
+            if out.snapshots:
+                await conn.copy_records_to_table(
+                    "snapshots",
+                    columns=["idx", "agent", "at", "total", "adjusted", "model_version"],
+                    records=[
+                        (
+                            s.index,
+                            s.snapshot.agent,
+                            s.snapshot.at,
+                            s.snapshot.total,
+                            s.adjusted,
+                            s.snapshot.model_version,
+                        )
+                        for s in out.snapshots
+                    ],
+                )
+            if after is not None:
+                await after(conn, start, rows[-1]["idx"] + 1)
+            await conn.execute(
+                "UPDATE projection_state SET next_index = $1 WHERE name = 'log'", rows[-1]["idx"] + 1
+            )
+            return out
+
+    async def projected_size(self) -> int:
+        n: int = await self.pool.fetchval("SELECT next_index FROM projection_state WHERE name = 'log'")
+        return n
+
+    async def evidence_since(self, start: int, end: int) -> list[EvidenceRow]:
+        rows = await self.pool.fetch(
+            "SELECT idx, seq, agent, dimension, source, value, result, key, at, issuer, extra_weight "
+            "FROM evidence WHERE idx >= $1 AND idx < $2 ORDER BY idx, seq",
+            start,
+            end,
+        )
+        return [_evidence_row(r) for r in rows]
+
+    async def evidence_of(self, agent: str, after: tuple[int, int], limit: int) -> list[EvidenceRow]:
+        """``agent``'s evidence after the cursor ``(index, seq)`` in log order, at most ``limit`` rows."""
+        rows = await self.pool.fetch(
+            "SELECT idx, seq, agent, dimension, source, value, result, key, at, issuer, extra_weight "
+            "FROM evidence WHERE agent = $1 AND (idx, seq) > ($2, $3) ORDER BY idx, seq LIMIT $4",
+            agent,
+            after[0],
+            after[1],
+            limit,
+        )
+        return [_evidence_row(r) for r in rows]
+
+    async def snapshots_since(self, start: int, end: int) -> list[tuple[int, Snapshot, int | None]]:
+        rows = await self.pool.fetch(
+            "SELECT idx, agent, at, total, adjusted, model_version FROM snapshots "
+            "WHERE idx >= $1 AND idx < $2 ORDER BY idx, agent",
+            start,
+            end,
+        )
+        return [
+            (
+                r["idx"],
+                Snapshot(agent=r["agent"], at=r["at"], total=r["total"], model_version=r["model_version"]),
+                r["adjusted"],
+            )
+            for r in rows
+        ]
+
+    async def card(self, key_id: str) -> Card | None:
+        """The newest card of ``key_id``, with the type and controller its first card fixed."""
+        r = await self.pool.fetchrow(
+            "SELECT idx, leaf FROM entries WHERE subject = $1 AND kind = ANY($2::text[]) ORDER BY idx DESC LIMIT 1",
+            key_id,
+            list(CARD_KINDS),
+        )
+        return None if r is None else _card(r["idx"], bytes(r["leaf"]))
+
+    async def agent_names_since(self, start: int) -> list[tuple[int, str, str]]:
+        """(index, agent id, display name) of every agent card logged at ``start`` or later, in log order."""
+        rows = await self.pool.fetch(
+            "SELECT idx, leaf FROM entries WHERE kind = ANY($1::text[]) AND idx >= $2 ORDER BY idx",
+            list(CARD_PREDICATE_TYPES),
+            start,
+        )
+        out = []
+        for r in rows:
+            card = _card(r["idx"], bytes(r["leaf"]))
+            out.append((card.index, card.id, card.name))
+        return out
+
+    async def agent_ids(self) -> list[str]:
+        """Every key registered as an agent."""
+        rows = await self.pool.fetch("SELECT id FROM keys WHERE kind = 'agent' ORDER BY id")
+        return [r["id"] for r in rows]
+
+
+def _card(index: int, leaf: bytes) -> Card:
+    stmt = audit.parse_leaf(leaf).statement
+    reg = registration_of(stmt)
+    p = stmt.predicate
+    assert reg is not None
+    assert isinstance(p, AgentCard | PartyCard | ServiceCard)
+    endpoint = p.endpoint if isinstance(p, AgentCard) else None
+    return Card(index, reg.id, reg.kind, p.name, endpoint, reg.controller, msgspec.to_builtins(p))
+
+
+def _evidence_row(r: asyncpg.Record) -> EvidenceRow:
+    at: dt.datetime = r["at"]
+    item = EvidenceItem(
+        agent=r["agent"],
+        dimension=r["dimension"],
+        source=r["source"],
+        at=at,
+        value=r["value"],
+        result=r["result"],
+        key=r["key"],
+        issuer=r["issuer"],
+        extra_weight=r["extra_weight"],
+    )
+    return EvidenceRow(r["idx"], r["seq"], item)
