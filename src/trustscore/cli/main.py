@@ -57,6 +57,7 @@ COMMAND_MODULES = (
     "trustscore.cli.sessions",
     "trustscore.cli.scope",
     "trustscore.cli.reverify",
+    "trustscore.cli.webhooks",
 )
 
 

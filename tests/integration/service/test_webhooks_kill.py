@@ -4,6 +4,7 @@ restart every event reaches the receiver, each id accepted once, in log order pe
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,6 +15,8 @@ import pytest
 from tests.integration.service.conftest import ServerProcess
 from tests.integration.webhooks.parties import agent_card, market_card, negative_event, subscription
 from tests.integration.webhooks.receiver import Receiver
+from trustscore.cli.main import main
+from trustscore.ledger import keys
 
 ENV = {
     "TRUSTSCORE_OUTBOUND_ALLOW_LOOPBACK": "true",
@@ -82,5 +85,46 @@ def test_kill_9_between_cause_and_delivery_loses_nothing(webhook_server: ServerP
         time.sleep(0.5)
         assert receiver.bad == []
         assert receiver.per_agent() == expected  # every event, first receipts in log order per agent
+    finally:
+        receiver.stop()
+
+
+def test_cli_subscribes_shows_deliveries_and_unsubscribes(
+    webhook_server: ServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = webhook_server
+    receiver = Receiver().start()
+    try:
+        receiver.public_key = httpx.get(server.url + "/v1/webhooks/key").json()["public_key"]
+        market, card = market_card()
+        post(server, "/v1/log/entries", card)
+        agent, card = agent_card()
+        post(server, "/v1/log/entries", card)
+        key_file = tmp_path / "market.key"
+        keys.write_key_file(key_file, market)
+        base = ["--server", server.url, "--json"]
+        assert (
+            main(["subscribe", receiver.url, "--key", str(key_file), "--event", "event.negative", *base]) == 0
+        )
+        sid = json.loads(capsys.readouterr().out)["subscription"]
+        post(server, "/v1/events", negative_event(market, agent.id))
+        wait(lambda: len(receiver.accepted) == 1)
+
+        def delivered() -> bool:
+            assert main(["subscription", "deliveries", str(sid), *base]) == 0
+            return bool(json.loads(capsys.readouterr().out)["delivered"] == 1)
+
+        wait(delivered)
+        assert main(["unsubscribe", str(sid), "--key", str(key_file), *base]) == 0
+        assert json.loads(capsys.readouterr().out)["subscription"] == sid
+        # a loopback URL with a server that does not allow it, and a malformed URL: one line, exit 1
+        assert (
+            main(
+                ["subscribe", "ftp://x.example/", "--key", str(key_file), "--event", "event.negative", *base]
+            )
+            == 1
+        )
+        err = capsys.readouterr().err
+        assert err.startswith("trustscore: error:") and len(err.strip().splitlines()) == 1
     finally:
         receiver.stop()
