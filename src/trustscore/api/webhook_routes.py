@@ -13,7 +13,7 @@ from litestar.params import FromPath, Parameter, QueryParameter
 
 from trustscore.api.addresses import client_address
 from trustscore.api.evidence_routes import AppendedOut, write_route
-from trustscore.api.openapi import MAX_INDEX, READ_PROBLEMS
+from trustscore.api.openapi import MAX_INDEX, READ_PROBLEMS, STARTING
 from trustscore.canonical import b64encode
 from trustscore.errors import InvalidInput
 from trustscore.kinds.parties import check_key_id
@@ -81,14 +81,16 @@ class WebhookController(Controller):
         return Response(out, status_code=200 if a.duplicate else 201)
 
     @get(
-        "/v1/subscriptions/{subscription_id:int}/deliveries",
+        "/v1/subscriptions/{index:int}/deliveries",
         operation_id="getDeliveries",
         responses=READ_PROBLEMS,
     )
     async def deliveries(
         self,
         webhooks: Webhooks,
-        subscription_id: Annotated[int, Parameter(ge=0, le=MAX_INDEX)],
+        index: Annotated[
+            int, Parameter(ge=0, le=MAX_INDEX, description="the subscription's id: its log index")
+        ],
         after: Annotated[
             str | None, QueryParameter(description="the previous page's `next` cursor (SEQ.ATTEMPT)")
         ] = None,
@@ -96,8 +98,8 @@ class WebhookController(Controller):
     ) -> DeliveriesPage:
         """Every delivery attempt of a subscription with its outcome, newest first, paged; with the
         number of deliveries pending, delivered and dead-lettered."""
-        rows = await webhooks.attempts(subscription_id, parse_cursor(after), limit)
-        counts = await webhooks.store.counts(subscription_id)
+        rows = await webhooks.attempts(index, parse_cursor(after), limit)
+        counts = await webhooks.store.counts(index)
         items = [
             AttemptOut(
                 a.event_id,
@@ -114,7 +116,7 @@ class WebhookController(Controller):
         ]
         cursor = f"{rows[-1].event_seq}.{rows[-1].attempt}" if len(rows) == limit else None
         return DeliveriesPage(
-            subscription_id,
+            index,
             counts.get("pending", 0),
             counts.get("delivered", 0),
             counts.get("dead", 0),
@@ -122,14 +124,14 @@ class WebhookController(Controller):
             cursor,
         )
 
-    @get("/v1/webhooks/key", operation_id="getWebhookKey", sync_to_thread=False)
+    @get("/v1/webhooks/key", operation_id="getWebhookKey", sync_to_thread=False, responses=STARTING)
     def key(self, webhooks: Webhooks) -> WebhookKey:
         """The service key every webhook is signed with (Standard Webhooks ``v1a``, Ed25519)."""
         return WebhookKey(
             webhooks.key.id, webhooks.public_key, webhooks.config.max_attempts or schedule.MAX_ATTEMPTS
         )
 
-    @get("/feed.atom", operation_id="getFeed", media_type=feeds.MEDIA_TYPE, responses={200: FEED})
+    @get("/feed.atom", operation_id="getFeed", media_type=feeds.MEDIA_TYPE, responses={200: FEED, **STARTING})
     async def feed(
         self, request: Request[Any, Any, Any], webhooks: Webhooks, feed_length: FeedLength
     ) -> Response[bytes]:
