@@ -159,11 +159,14 @@ def run(server: Server, receiver: Receiver, args: argparse.Namespace) -> None:
         receiver.down = True
         for env in envs[args.latency_events :]:
             post(c, "/v1/events", env)
+        print(f"(posted {args.events} events while the receiver answers 503)", flush=True)
         time.sleep(2.0)  # every event derived; heads retried at least once
         done = len(receiver.received)
         receiver.down = False
         started = time.perf_counter()
         while len(receiver.received) < done + args.events:
+            if time.perf_counter() - started > 600:
+                raise RuntimeError(f"only {len(receiver.received) - done} of {args.events} delivered in 600 s")
             time.sleep(0.01)
         seconds = time.perf_counter() - started
         rate = args.events / seconds
