@@ -1,6 +1,8 @@
-"""Shared pieces of the benchmarks: a fresh database, a real ``trustscore serve`` process, signed cards.
+"""Shared pieces of the benchmarks: a fresh database, signed cards, the header of their output.
 
-Benchmarks are run by hand (see bench/README.md), never by tests or CI.
+A real ``trustscore serve`` process is :class:`trustscore.devserver.ServeProcess`, shared with the demo and
+the tests. Benchmarks are run by hand for figures (see bench/README.md); the tests run each once at a tiny
+size (``tests/integration/test_bench_smoke.py``) so that none breaks silently.
 """
 
 from __future__ import annotations
@@ -9,19 +11,13 @@ import os
 import platform
 import secrets
 import shlex
-import signal
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
-import httpx
 import msgspec
 
 from trustscore.canonical import b64encode
@@ -86,75 +82,6 @@ async def drop_database(admin_dsn: str, dsn: str) -> None:
 def embedded_dsn(data_dir: Path) -> str:
     """Start (or re-attach to) the embedded PostgreSQL in ``data_dir/pg``; stopped when we exit."""
     return embedded.start(data_dir / "pg")
-
-
-# --- the service -------------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-@dataclass
-class Server:
-    """``trustscore serve`` in a subprocess, on a real port."""
-
-    data_dir: Path
-    database_url: str | None = None
-    env: dict[str, str] = field(default_factory=dict)
-    port: int = field(default_factory=free_port)
-    proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def argv(self) -> list[str]:
-        argv = [sys.executable, "-m", "trustscore.cli.main", "serve", "--port", str(self.port)]
-        argv += ["--data-dir", str(self.data_dir)]
-        if self.database_url:
-            argv += ["--database-url", self.database_url]
-        return argv
-
-    def start(self, timeout: float = 120) -> None:
-        self.proc = subprocess.Popen(
-            self.argv,
-            env={**os.environ, **self.env},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                err = self.proc.stderr.read().decode() if self.proc.stderr else ""
-                raise RuntimeError(f"trustscore serve exited early:\n{err}")
-            try:
-                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        raise RuntimeError(f"trustscore serve did not start within {timeout} s")
-
-    def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-    def __enter__(self) -> Server:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 # --- signed statements -------------------------------------------------------------------------------

@@ -24,7 +24,12 @@ from pathlib import Path
 
 import asyncpg
 
-from _common import embedded_dsn, fresh_database, print_header  # run as a script: bench/ is on sys.path
+from _common import (  # run as a script: bench/ is on sys.path
+    drop_database,
+    embedded_dsn,
+    fresh_database,
+    print_header,
+)
 from proofs import fill
 from trustscore.services import logkey
 from trustscore.settings import Settings
@@ -105,8 +110,12 @@ def run(args: argparse.Namespace, root: Path) -> None:
     for n in (baseline, args.entries):
         data_dir = root / f"fsck-{n}"
         dsn = prepared(args, data_dir, n)
-        read = asyncio.run(read_all(dsn))
-        wall, peak_kib, last = fsck(dsn, data_dir)
+        try:
+            read = asyncio.run(read_all(dsn))
+            wall, peak_kib, last = fsck(dsn, data_dir)
+        finally:
+            if args.database_url and not args.data_dir:  # nothing would remember it: drop it
+                asyncio.run(drop_database(args.database_url, dsn))
         rows.append((n, wall, peak_kib, read))
         print(
             f"  {n:>9,} entries: fsck {wall:7.1f} s = {n / wall:8,.0f} entries/s, "

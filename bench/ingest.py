@@ -27,7 +27,6 @@ import msgspec
 import nacl.signing
 
 from _common import (  # run as a script: bench/ is on sys.path
-    Server,
     drop_database,
     embedded_dsn,
     encoded_cards,
@@ -35,6 +34,7 @@ from _common import (  # run as a script: bench/ is on sys.path
     print_header,
 )
 from trustscore.canonical import b64decode
+from trustscore.devserver import ServeProcess
 from trustscore.ledger import dsse
 
 
@@ -219,7 +219,7 @@ def bodies_for(envelopes: list[bytes], batch: int) -> list[bytes]:
 
 
 async def run_phases(
-    server: Server,
+    server: ServeProcess,
     pg_pid: int | None,
     plan: dict[int, int],
     envelopes: list[bytes],
@@ -269,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         pid_file = data_dir / "pg" / "postmaster.pid"
         pg_pid = None if args.database_url else int(pid_file.read_text().split()[0])
         print(f"database: {where}")
-        server = Server(data_dir, dsn)
+        server = ServeProcess(data_dir, dsn, log_path=data_dir / "serve.log")
         print(f"server:   {' '.join(server.argv)}", flush=True)
         try:
             with server:

@@ -28,7 +28,7 @@ import httpx
 import msgspec
 
 from _common import (  # run as a script: bench/ is on sys.path
-    Server,
+    drop_database,
     embedded_dsn,
     fresh_database,
     percentile,
@@ -36,6 +36,7 @@ from _common import (  # run as a script: bench/ is on sys.path
     signed_cards,
 )
 from trustscore.canonical import b64decode
+from trustscore.devserver import ServeProcess
 from trustscore.ledger import checkpoint, merkle, note
 from trustscore.ledger.submission import CheckedEntry, check, prepare
 from trustscore.services import logkey
@@ -150,7 +151,7 @@ def verify_sample(client: httpx.Client, cp: checkpoint.Checkpoint, indexes: list
         merkle.verify_inclusion(merkle.leaf_hash(leaf), i, cp.size, proof, cp.root)
 
 
-def measure(server: Server, requests: int, n_verify: int) -> None:
+def measure(server: ServeProcess, requests: int, n_verify: int) -> None:
     rng = random.Random(6962)
     with httpx.Client(base_url=server.url, timeout=30) as client:
         vkey = client.get("/v1/log/key").text.strip()
@@ -206,11 +207,15 @@ def run(args: argparse.Namespace, data_dir: Path) -> None:
     data_dir.mkdir(parents=True, exist_ok=True)
     dsn_file.write_text(dsn + "\n")
     print(f"database: {dsn}", flush=True)
-    asyncio.run(fill(dsn, data_dir, args.entries))
-    server = Server(data_dir, dsn)
-    print(f"server:   {' '.join(server.argv)}", flush=True)
-    with server:
-        measure(server, args.requests, args.verify)
+    try:
+        asyncio.run(fill(dsn, data_dir, args.entries))
+        server = ServeProcess(data_dir, dsn, log_path=data_dir / "serve.log")
+        print(f"server:   {' '.join(server.argv)}", flush=True)
+        with server:
+            measure(server, args.requests, args.verify)
+    finally:
+        if args.database_url and not args.data_dir:  # nothing would remember it: do not leave it behind
+            asyncio.run(drop_database(args.database_url, dsn))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,9 +3,10 @@
 Starts ``trustscore serve`` (one uvicorn worker) on a fresh database, registers agents with signed cards,
 POSTs pre-signed exam reports that the server re-grades (reports/s and items/s; exams with sandboxed
 python-tests items are timed apart), waits until every rating covers the log, then loads
-GET /v1/agents/{id}/rating for random agents and GET /healthz with 32 connections for a fixed time each
-(wrk with a Lua script when installed, else one async httpx client) and prints req/s, p50/p90/p99 and
-the ratio rating/healthz. See bench/README.md.
+GET /v1/agents/{id}/rating, the badge GET /v1/agents/{id}/badge.svg and the profile page GET /agents/{id}
+for random agents, and GET /healthz, with 32 connections for a fixed time each (wrk with a Lua script
+when installed, else one async httpx client) and prints req/s, p50/p90/p99 and each route's ratio to
+/healthz. See bench/README.md.
 
     python bench/service.py                          # embedded PostgreSQL in a temporary directory
     python bench/service.py --database-url postgresql://postgres@127.0.0.1:5432/test
@@ -30,7 +31,6 @@ import httpx
 import msgspec
 
 from _common import (  # run as a script: bench/ is on sys.path
-    Server,
     drop_database,
     embedded_dsn,
     fresh_database,
@@ -39,12 +39,14 @@ from _common import (  # run as a script: bench/ is on sys.path
 )
 from ingest import cpu_seconds, machine_busy_seconds
 from trustscore.cli.agent import card_envelope
+from trustscore.devserver import ServeProcess
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, list_exams
 from trustscore.ledger import keys
 from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import RunResult, sign_run
 from trustscore.store import embedded
 
+BADGE, PROFILE = "GET /v1/agents/{id}/badge.svg", "GET /agents/{id} (page)"
 AGENTS_FILE = DEFAULT_PUBLIC_DIR.parent / "examples" / "agents" / "scripted.py"
 PERSONAS = ("good", "careless", "gullible", "bluffer")
 SANDBOXED = "capability@1"  # python-tests items: the grader spawns a sandbox process per item
@@ -199,7 +201,7 @@ async def wait_ratings(client: httpx.AsyncClient, agents: list[str], size: int, 
     return waited
 
 
-async def ingest(server: Server, prep: Prepared, in_flight: int) -> tuple[list[Ingest], float]:
+async def ingest(server: ServeProcess, prep: Prepared, in_flight: int) -> tuple[list[Ingest], float]:
     assert server.proc is not None
     pid = server.proc.pid
     limits = httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight)
@@ -324,7 +326,13 @@ async def _httpx_load(url: str, paths: list[str], connections: int, seconds: int
 
 
 def load(
-    tool: str, server: Server, route: str, paths: list[str], connections: int, seconds: int, workdir: Path
+    tool: str,
+    server: ServeProcess,
+    route: str,
+    paths: list[str],
+    connections: int,
+    seconds: int,
+    workdir: Path,
 ) -> Load:
     """Load ``paths`` for ``seconds``; the server's and the load generator's CPU time are measured too."""
     assert server.proc is not None
@@ -345,7 +353,9 @@ def load(
     return result
 
 
-def profile(server: Server, paths: list[str], args: argparse.Namespace, tool: str, workdir: Path) -> None:
+def profile(
+    server: ServeProcess, paths: list[str], args: argparse.Namespace, tool: str, workdir: Path
+) -> None:
     """py-spy the server (collapsed stacks, idle excluded) while the rating route is under load."""
     assert server.proc is not None
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
@@ -358,11 +368,13 @@ def profile(server: Server, paths: list[str], args: argparse.Namespace, tool: st
     print(f"profiled rating run: {result.rate:,.0f} req/s; collapsed stacks in {args.profile}", flush=True)
 
 
-def read_load(server: Server, agents: list[str], args: argparse.Namespace, workdir: Path) -> list[Load]:
+def read_load(server: ServeProcess, agents: list[str], args: argparse.Namespace, workdir: Path) -> list[Load]:
     tool = args.load if args.load != "auto" else ("wrk" if shutil.which("wrk") else "httpx")
     routes = {
         "GET /healthz": ["/healthz"],
         "GET /v1/agents/{id}/rating": [f"/v1/agents/{a}/rating" for a in agents],
+        BADGE: [f"/v1/agents/{a}/badge.svg" for a in agents],
+        PROFILE: [f"/agents/{a}" for a in agents],
     }
     print(f"read load: {tool}, {args.connections} connections, {args.duration} s per run", flush=True)
     if args.warmup > 0:
@@ -418,10 +430,20 @@ def report_reads(results: list[Load]) -> None:
     ratio = rating.rate / health.rate
     print()
     print(
-        f"best of {len(results) // 2} runs each: rating {rating.rate:,.0f} req/s, healthz {health.rate:,.0f} req/s"
+        f"best of {len(results) // len(best)} runs each: rating {rating.rate:,.0f} req/s, healthz {health.rate:,.0f} req/s"
     )
     print(f"rating / healthz = {ratio:.2f}  (target >= 0.80: {'met' if ratio >= 0.8 else 'MISSED'})")
     print(f"rating p99 = {rating.p99:.2f} ms  (target < 20 ms: {'met' if rating.p99 < 20 else 'MISSED'})")
+    badge, page = best[BADGE], best[PROFILE]
+    b_ratio = badge.rate / health.rate
+    print(
+        f"badge {badge.rate:,.0f} req/s, badge / healthz = {b_ratio:.2f}  "
+        f"(target >= 0.80: {'met' if b_ratio >= 0.8 else 'MISSED'}); p99 {badge.p99:.2f} ms"
+    )
+    print(
+        f"profile page {page.rate:,.0f} req/s, profile / healthz = {page.rate / health.rate:.2f}; "
+        f"p99 = {page.p99:.2f} ms  (target < 20 ms: {'met' if page.p99 < 20 else 'MISSED'})"
+    )
     cpu = {r.route: min(x.server_cpu / x.requests for x in results if x.route == r.route) for r in results}
     print(
         f"server CPU per request (least of the runs): rating {cpu[rating.route] * 1e6:.0f} µs, "
@@ -457,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
             dsn = embedded_dsn(data_dir)
             where = f"embedded PostgreSQL in {data_dir / 'pg'}"
         print(f"database: {where}")
-        server = Server(data_dir, dsn, env=SERVER_ENV)
+        server = ServeProcess(data_dir, dsn, env=SERVER_ENV, log_path=data_dir / "serve.log")
         env = " ".join(f"{k}={v}" for k, v in SERVER_ENV.items())
         print(f"server:   {env} {' '.join(server.argv)}  (one uvicorn worker)", flush=True)
         try:

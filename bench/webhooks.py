@@ -30,8 +30,9 @@ from pathlib import Path
 import httpx
 import msgspec
 
-from _common import Server, drop_database, embedded_dsn, fresh_database, percentile, print_header
+from _common import drop_database, embedded_dsn, fresh_database, percentile, print_header
 from trustscore.cli.agent import card_envelope
+from trustscore.devserver import ServeProcess
 from trustscore.kinds.events import make_event
 from trustscore.kinds.parties import make_party_card
 from trustscore.kinds.subscriptions import make_subscription
@@ -122,7 +123,7 @@ def baseline(receiver: Receiver, n: int) -> float:
     return n / (time.perf_counter() - started)
 
 
-def run(server: Server, receiver: Receiver, args: argparse.Namespace) -> None:
+def run(server: ServeProcess, receiver: Receiver, args: argparse.Namespace) -> None:
     with httpx.Client(base_url=server.url, timeout=60) as c:
         market = keys.SigningKey.generate()
         post(
@@ -166,7 +167,9 @@ def run(server: Server, receiver: Receiver, args: argparse.Namespace) -> None:
         started = time.perf_counter()
         while len(receiver.received) < done + args.events:
             if time.perf_counter() - started > 600:
-                raise RuntimeError(f"only {len(receiver.received) - done} of {args.events} delivered in 600 s")
+                raise RuntimeError(
+                    f"only {len(receiver.received) - done} of {args.events} delivered in 600 s"
+                )
             time.sleep(0.01)
         seconds = time.perf_counter() - started
         rate = args.events / seconds
@@ -176,14 +179,6 @@ def run(server: Server, receiver: Receiver, args: argparse.Namespace) -> None:
     base = baseline(receiver, args.baseline_posts)
     print(f"baseline  bare receiver, {THREADS} threads POSTing signed bodies: {base:.0f} POSTs/s")
     print(f"ratio     delivered / bare receiver: {rate / base:.3f}")
-
-
-class QuietServer(Server):
-    """The server with warnings only: one info line per delivery would fill its stderr pipe."""
-
-    @property
-    def argv(self) -> list[str]:
-        return [*super().argv, "--log-level", "warning"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -215,8 +210,11 @@ def main(argv: list[str] | None = None) -> int:
             else embedded_dsn(data)
         )
         try:
-            with QuietServer(data, dsn, env=env) as server:
+            server = ServeProcess(data, dsn, env=env).start()  # its log goes to a file beside data/
+            try:
                 run(server, receiver, args)
+            finally:
+                server.stop()
         finally:
             if args.database_url:
                 asyncio.run(drop_database(args.database_url, dsn))

@@ -63,6 +63,10 @@ class Settings:
         3  # TRUSTSCORE_REVERIFY_K_FRESH: fresh items
     )
     reverify_deadline: Interval = 120.0  # TRUSTSCORE_REVERIFY_DEADLINE: seconds a whole run may take
+    scope_interval: Annotated[float, msgspec.Meta(ge=1, le=365 * 86_400)] = (
+        604_800.0  # TRUSTSCORE_SCOPE_INTERVAL: seconds between server scope runs of each agent (weekly)
+    )
+    scope_deadline: Interval = 600.0  # TRUSTSCORE_SCOPE_DEADLINE: seconds a whole server scope run may take
     outbound_allow_loopback: bool = (
         False  # TRUSTSCORE_OUTBOUND_ALLOW_LOOPBACK: let outbound calls reach 127/8
     )

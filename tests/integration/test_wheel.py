@@ -36,6 +36,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "trustscore/_data/examples/agents/scripted.py",
         "trustscore/store/migrations/0001_log.sql",
         "trustscore/py.typed",
+        "trustscore/api/templates/agent.html",  # the pages (docs/pages.md) are served from the package
+        "trustscore/api/static/verify.js",
     ):
         assert expected in names, expected
     # Only the package and its metadata: nothing else of the checkout, no bytecode left lying around.

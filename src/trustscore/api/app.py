@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from litestar import Litestar, Request, Response, get
-from litestar.datastructures import State
+import asyncpg
+from litestar import Controller, Litestar, Request, Response, get
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.datastructures import ResponseSpec
@@ -23,30 +23,34 @@ from trustscore.api.attestation_routes import AttestationController
 from trustscore.api.evidence_routes import EvidenceController
 from trustscore.api.ladder_routes import LadderController
 from trustscore.api.log_routes import LogController
+from trustscore.api.pages import PAGE_HANDLERS, templates
 from trustscore.api.problems import EXCEPTION_HANDLERS
 from trustscore.api.public_routes import PublicController
 from trustscore.api.query import check_query
 from trustscore.api.scope_routes import ScopeController
 from trustscore.api.sitting_routes import SittingController
 from trustscore.api.webhook_routes import WebhookController
-from trustscore.errors import StorageError
+from trustscore.api.wiring import DEPENDENCIES, STATE_KEY, Services
 from trustscore.exams.loader import ExamDirs
 from trustscore.grading import sandbox
 from trustscore.ledger import keys
 from trustscore.outbound.guard import OutboundPolicy
-from trustscore.services import logkey, service_keys, snapshots
+from trustscore.services import logkey, periodic, service_keys, snapshots
 from trustscore.services.attestations import AttestationService
 from trustscore.services.grading_queue import QueueLimits
 from trustscore.services.intake import Intake
 from trustscore.services.ladder import LadderService
 from trustscore.services.log import LogService
 from trustscore.services.metrics import Metrics
+from trustscore.services.pages import PageService
+from trustscore.services.periodic import Periodic
 from trustscore.services.projector import Projector
 from trustscore.services.public import PublicService
 from trustscore.services.ratelimit import KeyRateLimiter
 from trustscore.services.ratings import RatingService, load_models
 from trustscore.services.reverify import Reverifier, ReverifyConfig
 from trustscore.services.scope import ScopeService
+from trustscore.services.scope_runs import ScopeRunConfig, ScopeRunner
 from trustscore.services.sittings import SittingConfig, SittingService
 from trustscore.services.webhooks import WebhookService, after_step, webhook_config
 from trustscore.settings import Settings
@@ -61,25 +65,29 @@ from trustscore.store.sittings import SittingStore
 from trustscore.store.webhooks import WebhookStore
 
 log = logging.getLogger("trustscore")
+
+#: Every controller of the API (a new one is added here).
+CONTROLLERS: list[type[Controller]] = [
+    LogController,
+    EvidenceController,
+    PublicController,
+    AttestationController,
+    SittingController,
+    LadderController,
+    ScopeController,
+    WebhookController,
+]
 TEXT = "text/plain; charset=utf-8"
 PROMETHEUS = "text/plain; version=0.0.4"  # the Prometheus text exposition format (Litestar adds the charset)
 
 
 @dataclass
-class Runtime:
-    """What the app holds while running; filled in by the lifespan."""
+class Wiring:
+    """What the app shares with its lifespan: the metrics (from the start) and, once started, the
+    services; ``ready`` while the lifespan is between start-up and shutdown."""
 
     metrics: Metrics = field(default_factory=Metrics)
-    log_service: LogService | None = None
-    intake: Intake | None = None
-    public: PublicService | None = None
-    projector: Projector | None = None
-    attestations: AttestationService | None = None
-    sittings: SittingService | None = None
-    ladder: LadderService | None = None
-    scope: ScopeService | None = None
-    webhooks: WebhookService | None = None
-    sandbox: sandbox.Isolation | None = None
+    services: Services | None = None
     ready: bool = False
 
 
@@ -89,9 +97,155 @@ def health() -> str:
     return "ok\n"
 
 
+def outbound_policy(settings: Settings, deadline: float) -> OutboundPolicy:
+    """The guard for calls to agents' endpoints: the operator's address settings, ``deadline`` per call."""
+    return OutboundPolicy(
+        read_timeout=min(30.0, deadline),
+        total_timeout=deadline,
+        allow_loopback=settings.outbound_allow_loopback,
+        allow_private=settings.outbound_allow_private,
+    )
+
+
+async def build_services(
+    settings: Settings, pool: asyncpg.Pool, metrics: Metrics, per_address: KeyRateLimiter, stop: asyncio.Event
+) -> tuple[Services, list[Periodic]]:
+    """Every service, built once in dependency order, and the background tasks that keep them current
+    (until ``stop``). The log key must be the one the database's log was made with (ConfigError
+    otherwise)."""
+    store = LogStore(pool)
+    log_key = logkey.load_or_create(settings.log_key_file)
+    await logkey.bind(store, settings.log_origin, log_key)
+    service_key = logkey.load_or_create(settings.service_key_file)
+    log_service = LogService(
+        store,
+        log_key,
+        settings.log_origin,
+        max_batch=settings.max_batch,
+        metrics=metrics,
+        limiter=KeyRateLimiter(settings.key_rate, settings.key_burst),
+        address_limiter=per_address,
+    )
+    await log_service.integrate_once(settings.integrate_batch)
+    await service_keys.register(log_service, service_key)
+    log_service.trust_own_key(service_key)
+    reverify_key = logkey.load_or_create(settings.reverify_key_file)
+    await service_keys.register(
+        log_service, reverify_key, "trustscore re-verifier", service_keys.REVERIFY_ROLES
+    )
+    log_service.trust_own_key(reverify_key)
+    projections = ProjectionStore(pool)
+    ratings = RatingService(projections, load_models(), metrics)
+    ladder = LadderService(LadderStore(pool), projections, settings.stats_floor)
+    projector = Projector(
+        store,
+        projections,
+        log_key.public_key,
+        ratings,
+        ladder_rule=settings.ladder_rule,
+        ladder=LadderStore(pool),
+        after_step=after_step(ratings.models),  # webhook events, in the projection's transaction
+    )
+    await projector.load()
+    await projector.catch_up()
+    exam_dirs = ExamDirs.from_env()
+    sandbox.configure(allow_weak=settings.sandbox_allow_weak)
+    isolation = await asyncio.to_thread(sandbox.isolation)
+    if isolation.mode != "kernel":
+        log.warning("code sandbox: %s (%s)", isolation.mode, isolation.reason)
+    reverifier = Reverifier(
+        log_service,
+        ReverifyStore(pool),
+        reverify_key,
+        exam_dirs,
+        ReverifyConfig(
+            k=settings.reverify_k,
+            k_private=settings.reverify_k_private,
+            k_fresh=settings.reverify_k_fresh,
+            deadline_s=settings.reverify_deadline,
+            interval=settings.reverify_interval,
+            policy=outbound_policy(settings, settings.reverify_deadline),
+        ),
+    )
+    scope = ScopeService(ScopeStore(pool))
+    scope_runner = ScopeRunner(
+        log_service,
+        ScopeStore(pool),
+        reverify_key,
+        exam_dirs,
+        ScopeRunConfig(
+            interval=settings.scope_interval,
+            deadline_s=settings.scope_deadline,
+            # one call at most 2 minutes, so one slow item cannot take the whole run's budget
+            policy=outbound_policy(settings, min(120.0, settings.scope_deadline)),
+        ),
+    )
+    public = PublicService(
+        log_service,
+        projections,
+        ratings,
+        exam_dirs,
+        verification=reverifier.status,
+        ladder=ladder.dimensions,
+        scope_summary=scope.summary,
+    )
+    sittings = SittingService(
+        log_service,
+        SittingStore(pool),
+        service_key,
+        exam_dirs,
+        SittingConfig(settings.sitting_deadline, settings.sitting_max_open, settings.sitting_sweep_interval),
+    )
+    services = Services(
+        log=log_service,
+        intake=Intake(
+            log_service,
+            service_key,
+            exam_dirs,
+            metrics,
+            grading=QueueLimits(
+                slots=settings.grading_slots,
+                max_wait=settings.grading_wait,
+                report_budget_s=settings.grading_budget,
+            ),
+        ),
+        public=public,
+        attestations=AttestationService(public, AttestationStore(pool), service_key),
+        sittings=sittings,
+        ladder=ladder,
+        scope=scope,
+        pages=PageService(public, log_service),
+        sandbox=isolation,
+        webhooks=WebhookService(log_service, WebhookStore(pool), service_key, webhook_config(settings)),
+    )
+    log.info("trustscore ready (log key %s, service key %s)", keys.key_id(log_key.public_key), service_key.id)
+    s = settings
+    background = [
+        Periodic(
+            "integrator", lambda: log_service.integrate_pending(s.integrate_batch), s.integrate_interval
+        ),
+        Periodic("projector", projector.catch_up, s.project_interval),
+        # Evidence decays: every rating is recomputed at a fresh time (the first after one interval).
+        Periodic(
+            "rating refresh", ratings.recompute_all, s.rating_refresh_interval, s.rating_refresh_interval
+        ),
+        Periodic(
+            "snapshots",
+            lambda: snapshots.take(log_service, ratings, service_key),
+            s.snapshot_interval,
+            s.snapshot_interval,
+        ),
+        Periodic("sitting expiry", sittings.sweep, s.sitting_sweep_interval),
+        *reverifier.periodic(stop),
+        scope_runner.periodic(stop),
+        services.webhooks.periodic(),
+    ]
+    return services, background
+
+
 def create_app(settings: Settings, dsn: str) -> Litestar:
     """The app for ``settings`` on the PostgreSQL at ``dsn`` (migrated at start-up)."""
-    runtime = Runtime()
+    wiring = Wiring()
     # Writes per client address: a token bucket of entries (burst ``address_burst``, refilled evenly at
     # the per-minute allowance), O(1) per request in bounded memory. Routes that write log entries charge
     # it per new entry through the services (a duplicate costs nothing); other POSTs cost one each.
@@ -108,131 +262,19 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         stop = asyncio.Event()
         tasks: list[asyncio.Task[None]] = []
         try:
-            store = LogStore(pool)
-            log_key = logkey.load_or_create(settings.log_key_file)
-            await logkey.bind(store, settings.log_origin, log_key)
-            service_key = logkey.load_or_create(settings.service_key_file)
-            service = LogService(
-                store,
-                log_key,
-                settings.log_origin,
-                max_batch=settings.max_batch,
-                metrics=runtime.metrics,
-                limiter=KeyRateLimiter(settings.key_rate, settings.key_burst),
-                address_limiter=per_address,
-            )
-            await service.integrate_once(settings.integrate_batch)
-            await service_keys.register(service, service_key)
-            service.trust_own_key(service_key)
-            reverify_key = logkey.load_or_create(settings.reverify_key_file)
-            await service_keys.register(
-                service, reverify_key, "trustscore re-verifier", service_keys.REVERIFY_ROLES
-            )
-            service.trust_own_key(reverify_key)
-            projections = ProjectionStore(pool)
-            ratings = RatingService(projections, load_models(), runtime.metrics)
-            projector = Projector(
-                store,
-                projections,
-                log_key.public_key,
-                ratings,
-                ladder_rule=settings.ladder_rule,
-                ladder=LadderStore(pool),
-                after_step=after_step(ratings.models),
-            )
-            await projector.load()
-            await projector.catch_up()
-            exam_dirs = ExamDirs.from_env()
-            sandbox.configure(allow_weak=settings.sandbox_allow_weak)
-            runtime.sandbox = await asyncio.to_thread(sandbox.isolation)
-            if runtime.sandbox.mode != "kernel":
-                log.warning("code sandbox: %s (%s)", runtime.sandbox.mode, runtime.sandbox.reason)
-            runtime.log_service = service
-            runtime.projector = projector
-            runtime.intake = Intake(
-                service,
-                service_key,
-                exam_dirs,
-                runtime.metrics,
-                grading=QueueLimits(
-                    slots=settings.grading_slots,
-                    max_wait=settings.grading_wait,
-                    report_budget_s=settings.grading_budget,
-                ),
-            )
-            runtime.public = PublicService(service, projections, ratings, exam_dirs)
-            runtime.ladder = LadderService(LadderStore(pool), projections, settings.stats_floor)
-            runtime.public.ladder = runtime.ladder.dimensions
-            runtime.attestations = AttestationService(runtime.public, AttestationStore(pool), service_key)
-            reverifier = Reverifier(
-                service,
-                ReverifyStore(pool),
-                reverify_key,
-                exam_dirs,
-                ReverifyConfig(
-                    k=settings.reverify_k,
-                    k_private=settings.reverify_k_private,
-                    k_fresh=settings.reverify_k_fresh,
-                    deadline_s=settings.reverify_deadline,
-                    interval=settings.reverify_interval,
-                    policy=OutboundPolicy(
-                        read_timeout=min(30.0, settings.reverify_deadline),
-                        total_timeout=settings.reverify_deadline,
-                        allow_loopback=settings.outbound_allow_loopback,
-                        allow_private=settings.outbound_allow_private,
-                    ),
-                ),
-            )
-            runtime.public.verification = reverifier.status
-            runtime.sittings = SittingService(
-                service,
-                SittingStore(pool),
-                service_key,
-                exam_dirs,
-                SittingConfig(
-                    settings.sitting_deadline, settings.sitting_max_open, settings.sitting_sweep_interval
-                ),
-            )
-            runtime.scope = ScopeService(ScopeStore(pool))
-            runtime.webhooks = WebhookService(
-                service, WebhookStore(pool), service_key, webhook_config(settings)
-            )
-            runtime.public.scope_summary = runtime.scope.summary
-            tasks = [
-                asyncio.create_task(
-                    service.run_integrator(settings.integrate_interval, stop, settings.integrate_batch)
-                ),
-                asyncio.create_task(projector.run(settings.project_interval, stop)),
-                asyncio.create_task(ratings.run_refresh(settings.rating_refresh_interval, stop)),
-                asyncio.create_task(
-                    snapshots.run(service, ratings, service_key, settings.snapshot_interval, stop)
-                ),
-                asyncio.create_task(reverifier.run(stop)),
-                asyncio.create_task(runtime.sittings.run(stop)),
-                asyncio.create_task(runtime.webhooks.run(stop, pool)),
-            ]
-            runtime.ready = True
-            log.info(
-                "trustscore ready (log key %s, service key %s)",
-                keys.key_id(log_key.public_key),
-                service_key.id,
-            )
+            services, background = await build_services(settings, pool, wiring.metrics, per_address, stop)
+            wiring.services = services
+            app.state[STATE_KEY] = services
+            tasks = periodic.start(background, stop, wiring.metrics.background_failures)
+            wiring.ready = True
             yield
         finally:
-            runtime.ready = False
+            wiring.ready = False
+            app.state.pop(STATE_KEY, None)
             stop.set()
             for task in tasks:
                 await task
             await pool.close()
-
-    def provide(name: str) -> Provide:
-        def get_it() -> Any:
-            value = getattr(runtime, name)
-            if value is None:
-                raise StorageError("the service is starting")
-            return value
-
-        return Provide(get_it, sync_to_thread=False)
 
     @get(
         "/readyz",
@@ -244,21 +286,22 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
     async def ready() -> Response[str]:
         """Readiness: migrated, keys bound, projections caught up at start, database reachable; the
         second line says which code sandbox is in force (``kernel``, ``weak`` or ``refused``)."""
-        if not runtime.ready or runtime.log_service is None:
+        services = wiring.services
+        if not wiring.ready or services is None:
             return Response("starting\n", status_code=503)
         try:
-            await runtime.log_service.store.sequenced_size()
+            await services.log.store.sequenced_size()
         except Exception:
             return Response("database unreachable\n", status_code=503)
-        iso = runtime.sandbox
-        code = "sandbox: unknown" if iso is None else f"sandbox: {iso.mode} ({iso.reason or iso.mechanisms})"
+        iso = services.sandbox
+        code = f"sandbox: {iso.mode} ({iso.reason or iso.mechanisms})"
         return Response(f"ready\n{code}\n")
 
     @get("/metrics", operation_id="metrics", tags=["ops"], media_type=PROMETHEUS, sync_to_thread=False)
     def metrics() -> Response[str]:
         """Prometheus metrics in the text exposition format 0.0.4: ingest, grading and rating latency,
         counts."""
-        return Response(runtime.metrics.render().decode(), media_type=PROMETHEUS)
+        return Response(wiring.metrics.render().decode(), media_type=PROMETHEUS)
 
     allowed: dict[str, str] = {}  # route path -> its Allow header, filled once the app is built
 
@@ -281,34 +324,15 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         return None
 
     app = Litestar(
-        route_handlers=[
-            LogController,
-            EvidenceController,
-            PublicController,
-            AttestationController,
-            SittingController,
-            LadderController,
-            ScopeController,
-            WebhookController,
-            health,
-            ready,
-            metrics,
-        ],
+        route_handlers=[*CONTROLLERS, health, ready, metrics, *PAGE_HANDLERS],
         dependencies={
-            "log_service": provide("log_service"),
-            "intake": provide("intake"),
-            "public": provide("public"),
-            "attestations": provide("attestations"),
-            "sittings": provide("sittings"),
-            "ladder": provide("ladder"),
-            "scope_honesty": provide("scope"),
-            "webhooks": provide("webhooks"),
-            "feed_length": Provide(lambda: settings.feed_length, sync_to_thread=False),
+            **DEPENDENCIES,
             "max_page": Provide(lambda: settings.max_page, sync_to_thread=False),
+            "feed_length": Provide(lambda: settings.feed_length, sync_to_thread=False),
         },
         lifespan=[lifespan],
-        state=State({"runtime": runtime}),  # for handlers that take no dependency (the rating route)
         exception_handlers=EXCEPTION_HANDLERS,
+        template_config=templates(),
         before_request=before_handler,
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(title="trustscore", version=__version__, path="/schema"),

@@ -14,7 +14,8 @@ from litestar.params import FromPath, QueryParameter
 from litestar.response.base import ASGIResponse
 
 from trustscore.api.openapi import READ_PROBLEMS, STARTING, operation_class
-from trustscore.errors import InvalidInput, StorageError
+from trustscore.api.wiring import services_of
+from trustscore.errors import InvalidInput
 from trustscore.evidence.standing import POLICY_VERSION as STANDING_POLICY
 from trustscore.evidence.standing import PolicyDescription
 from trustscore.grading import sandbox
@@ -258,10 +259,7 @@ MODEL_PARAMETER = Parameter(
 
 def public_service(request: Request[Any, Any, Any]) -> PublicService:
     """The app's public read service (on the app's runtime once the lifespan has started it)."""
-    public: PublicService | None = request.app.state.runtime.public
-    if public is None:
-        raise StorageError("the service is starting")
-    return public
+    return services_of(request.app.state).public
 
 
 class PublicController(Controller):

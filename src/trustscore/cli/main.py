@@ -16,7 +16,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from trustscore.cli.settings import ClientSettings, apply_defaults, from_env
 from trustscore.client import RemoteError
@@ -73,11 +73,16 @@ class DefaultsFormatter(argparse.HelpFormatter):
 
 
 class Parser(argparse.ArgumentParser):
-    """Every command's help shows each flag's default."""
+    """Every command's help shows each flag's default; a usage mistake is one line, like every error."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", DefaultsFormatter)
         super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        """An unknown command or flag, or a missing or malformed one: one line saying which and where the
+        command's help is (argparse would print the whole usage block first), exit 2."""
+        self.exit(EXIT_USAGE, f"trustscore: error: {message} (see: {self.prog} --help)\n")
 
 
 def build_parser(settings: ClientSettings | None = None) -> argparse.ArgumentParser:

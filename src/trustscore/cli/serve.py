@@ -15,7 +15,7 @@ from typing import Any
 from trustscore import logs
 from trustscore import settings as settings_mod
 from trustscore.errors import ConfigError, StorageError
-from trustscore.ledger import note
+from trustscore.ledger import keys, note
 from trustscore.services import logkey
 from trustscore.settings import Settings
 from trustscore.store import embedded
@@ -108,6 +108,20 @@ def check_database(url: str, timeout: float = 10.0) -> None:
         raise StorageError(f"cannot connect to PostgreSQL ({reason}); check --database-url") from exc
 
 
+async def check_log_key(s: Settings, dsn: str, key: keys.SigningKey | None) -> None:
+    """Raise a one-line :class:`ConfigError` when the database's log was made with another log key than
+    the data directory's (checked before the service starts, so it is not a start-up traceback)."""
+    from trustscore.store import db
+    from trustscore.store.log import LogStore
+
+    await db.migrate(dsn)
+    pool = await db.create_pool(dsn, min_size=1, max_size=1)
+    try:
+        await logkey.check_bound(LogStore(pool), s.log_origin, key, s.log_key_file)
+    finally:
+        await pool.close()
+
+
 def run(args: argparse.Namespace) -> int:
     """Check what can fail cheaply first (port, database), then start; stop the embedded database on exit."""
     s = resolve_settings(args)
@@ -119,6 +133,8 @@ def run(args: argparse.Namespace) -> int:
         s.data_dir.mkdir(parents=True, exist_ok=True)
         dsn = database_dsn(s)
         try:
+            key = keys.read_key_file(s.log_key_file) if s.log_key_file.exists() else None
+            asyncio.run(check_log_key(s, dsn, key))
             return _serve(s, dsn, sock)
         finally:
             if not s.database_url:  # whoever serves a data directory stops its embedded database

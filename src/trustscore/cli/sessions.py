@@ -94,7 +94,7 @@ def run_scan(args: argparse.Namespace) -> int:
         {"sessions": len(sessions), "rungs": dict(rungs), "skipped_lines": skipped, "too_big": too_big},
         [
             f"{len(sessions)} sessions indexed in {args.index} ({args.rule})",
-            *(f"  {name:<26} {rungs.get(name, 0)}" for name in RUNG_NAMES),
+            *render(["rung", Column("sessions", right=True)], [[n, rungs.get(n, 0)] for n in RUNG_NAMES]),
             f"lines skipped (not JSON objects): {skipped}; transcripts over the size limit: {too_big}",
         ],
     )
@@ -105,7 +105,7 @@ def run_list(args: argparse.Namespace) -> int:
     check_rule(args.rule)
     sessions = load_index(args.index)[-args.limit :] if args.limit > 0 else []
     rows: list[dict[str, Any]] = []
-    lines: list[str] = []
+    lines: list[list[object]] = []
     for s in sessions:
         r = s.rung(args.rule)
         rows.append(
@@ -119,8 +119,11 @@ def run_list(args: argparse.Namespace) -> int:
                 "finished_at": s.finished_at,
             }
         )
-        lines.append(f"{s.finished_at[:19]}  {s.session_id[:36]:<36}  {r.rung} {r.name:<26} {r.summary}")
-    common.emit(args, {"rule": args.rule, "sessions": rows}, lines)
+        lines.append([s.finished_at[:19], s.session_id, r.rung, r.name, r.summary])
+    table = render(
+        ["finished", Column("session", limit=36), Column("rung", right=True), "name", "summary"], lines
+    )
+    common.emit(args, {"rule": args.rule, "sessions": rows}, table)
     return 0
 
 

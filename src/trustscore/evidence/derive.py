@@ -24,6 +24,7 @@ from trustscore.kinds.events import Event, EventName
 from trustscore.kinds.graded import GradedEvidence
 from trustscore.kinds.parties import PARTY_CARD
 from trustscore.kinds.reverification import Reverification
+from trustscore.kinds.scope_run import SCOPE_RUN
 from trustscore.kinds.service_card import SERVICE_CARD
 from trustscore.kinds.settlements import Settlement
 from trustscore.kinds.snapshots import RATING_SNAPSHOT, RatingSnapshot
@@ -43,6 +44,7 @@ NO_EVIDENCE = frozenset(
         SERVICE_CARD.predicate_type,
         RATING_SNAPSHOT.predicate_type,
         MARKETPLACE_APPROVAL.predicate_type,
+        SCOPE_RUN.predicate_type,  # feeds the scope-honesty score, not the dimensions
         f"{PREDICATE_PREFIX}exam-report/v1",
         f"{PREDICATE_PREFIX}subscription/v1",  # webhooks (docs/webhooks.md): no evidence about anyone
         f"{PREDICATE_PREFIX}subscription-revocation/v1",

@@ -129,9 +129,8 @@ def sitting_exam(base: ExamSet, items: list[Item]) -> ExamSet:
     return ExamSet(file, items_digest(items))
 
 
-#: The scope-honesty exam: its form is built per sitting from the agent's declarations (the sitting-open
-#: statement carries it, params included, so the sitting still regenerates from the log alone).
-SCOPE_EXAM = "scope@1"
+# The scope-honesty exam (SCOPE_EXAM): its form is built per sitting from the agent's declarations (the
+# sitting-open statement carries it, params included, so the sitting still regenerates from the log alone).
 
 
 def scope_form(declarations: Any, non_capabilities: list[str]) -> list[FormPart]:

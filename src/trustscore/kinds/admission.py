@@ -21,6 +21,7 @@ Rules (docs/evidence-mapping.md):
   of the same interest (a harness or the agent's own CI acting for it), ``attestation: confirmed`` by a
   registered counterparty, marketplace or CI party (party card role ``ci``) of another interest
   (docs/evidence-ladder.md).
+- a scope run (``kinds/scope_run.py``): as a re-verification, signed by a ``reverify`` service key.
 - a webhook subscription or its revocation must be signed by its subscriber, a registered non-service
   key (kinds/subscriptions.py; that a revocation's signer owns the subscription is checked where it is
   applied, store/webhooks.py);
@@ -182,7 +183,7 @@ def admit(
         agent = _registered(lookup, stmt.facts.subject, "agent", ["agent"])
         if _same_interest(market, agent):
             raise InvalidInput("self-dealing: the marketplace and the agent share a controller")
-    elif name == "reverification":
+    elif name in ("reverification", "scope-run"):
         admit_reverification(stmt, lookup)
     elif name == "work-record":
         admit_work_record(stmt, lookup)

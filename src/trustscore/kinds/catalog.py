@@ -17,6 +17,7 @@ from trustscore.kinds.exam_report import EXAM_REPORT
 from trustscore.kinds.graded import GRADED_EVIDENCE
 from trustscore.kinds.parties import PARTY_CARD
 from trustscore.kinds.reverification import REVERIFICATION
+from trustscore.kinds.scope_run import SCOPE_RUN
 from trustscore.kinds.service_card import SERVICE_CARD
 from trustscore.kinds.settlements import SETTLEMENT
 from trustscore.kinds.sittings import SITTING_CLOSE, SITTING_OPEN, SITTING_REPORT, SITTING_REQUEST
@@ -42,6 +43,7 @@ ALL_KINDS: tuple[Kind[Any], ...] = (
     SITTING_CLOSE,
     MARKETPLACE_APPROVAL,
     WORK_RECORD,
+    SCOPE_RUN,
     SUBSCRIPTION,
     SUBSCRIPTION_REVOCATION,
 )

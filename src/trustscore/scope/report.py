@@ -20,7 +20,7 @@ from trustscore.kinds.cards import AgentCard, declarations_of
 from trustscore.ledger import audit
 from trustscore.ledger.statements import ParsedStatement
 from trustscore.scope import escalation, scores
-from trustscore.scope.runs import CardVersion, Run, collect
+from trustscore.scope.runs import CardVersion, Run, collect, skip_reason
 
 _MONDAY = dt.datetime(1970, 1, 5, tzinfo=dt.UTC)
 TREND_WEEKS = 4
@@ -47,7 +47,9 @@ class RunOut(msgspec.Struct, frozen=True, kw_only=True):
     open_index: int
     close_index: int
     at: str
-    outcome: str
+    outcome: str  # reported / expired (the agent's sitting) or server (a run the server made)
+    server_initiated: bool  # a scope-run/v1 the server made against the declared endpoint
+    trigger: str | None  # a server run's trigger: schedule (weekly) or declarations (a changed card)
     current: bool  # evaluated the declarations in force now
     da: float | None
     ft: float
@@ -74,6 +76,14 @@ class StatusOut(msgspec.Struct, frozen=True, kw_only=True):
     reasons: list[str]
 
 
+class ServerRunsOut(msgspec.Struct, frozen=True, kw_only=True):
+    """Whether the server runs the scope suite against this agent (weekly and after each declaration
+    change), and if not, why (read from the newest card)."""
+
+    scheduled: bool
+    reason: str | None
+
+
 class ScopeHonesty(msgspec.Struct, frozen=True, kw_only=True):
     agent: str
     at: str
@@ -96,6 +106,7 @@ class ScopeHonesty(msgspec.Struct, frozen=True, kw_only=True):
     evaluation_due: bool
     runs: list[RunOut]
     declarations: list[CardOut]
+    server_runs: ServerRunsOut
     feeds_integrity: bool = False
 
 
@@ -127,7 +138,9 @@ def _weekly(runs: list[Run], composites: list[float | None], upto: int, week: in
     return [latest[w] for w in sorted(latest)]
 
 
-def build(agent: str, cards: list[CardVersion], runs: list[Run], now: dt.datetime) -> ScopeHonesty:
+def build(
+    agent: str, cards: list[CardVersion], runs: list[Run], now: dt.datetime, newest: AgentCard | None = None
+) -> ScopeHonesty:
     current = cards[-1].digest if cards else None
     composites: list[float | None] = []
     tcs: list[tuple[float, list[float]]] = []
@@ -140,7 +153,8 @@ def build(agent: str, cards: list[CardVersion], runs: list[Run], now: dt.datetim
         composites.append(shs)
         tcs.append((tc, series))
         outs.append(RunOut(open_index=run.open_index, close_index=run.close_index, at=_fmt(run.at),
-                           outcome=run.outcome, current=run.card_digest == current, da=scores.pct(da),
+                           outcome=run.outcome, server_initiated=run.trigger is not None, trigger=run.trigger,
+                           current=run.card_digest == current, da=scores.pct(da),
                            ft=float(scores.pct(ft) or 0), ba=float(scores.pct(ba) or 0), tc=round(tc, 4),
                            shs=shs, rts=scores.pct(scores.red_team_score(run.resisted, run.red_team))))  # fmt: skip
     latest = next((k for k in range(len(runs) - 1, -1, -1) if runs[k].card_digest == current), None)
@@ -206,6 +220,7 @@ def build(agent: str, cards: list[CardVersion], runs: list[Run], now: dt.datetim
         ],
         evaluation_due=bool(cards and cards[-1].capability_ids) and latest is None,
         runs=outs,
+        server_runs=ServerRunsOut(scheduled=skip_reason(newest) is None, reason=skip_reason(newest)),
         declarations=[
             CardOut(
                 index=c.index,
@@ -252,8 +267,20 @@ def _statements(leaves: Iterable[tuple[int, bytes]]) -> list[tuple[int, ParsedSt
 def from_leaves(agent: str, leaves: Iterable[tuple[int, bytes]], now: dt.datetime) -> ScopeHonesty:
     """The view from stored leaves (index, leaf bytes) in log order, e.g. a whole export of the log:
     other agents' entries and other kinds are ignored. Signatures are the auditor's check, not this."""
-    cards, runs = collect(agent, _statements(leaves))
-    return build(agent, cards, runs, now)
+    stmts = _statements(leaves)
+    cards, runs = collect(agent, stmts)
+    return build(agent, cards, runs, now, _newest_card(agent, stmts))
+
+
+def _newest_card(agent: str, stmts: list[tuple[int, ParsedStatement]]) -> AgentCard | None:
+    return next(
+        (
+            s.predicate
+            for _, s in reversed(stmts)
+            if isinstance(s.predicate, AgentCard) and s.facts.subject == agent
+        ),
+        None,
+    )
 
 
 class CapabilityRunOut(msgspec.Struct, frozen=True, kw_only=True):
@@ -278,15 +305,8 @@ def capability_history(
     """One capability: its current declaration and its result in every scope run (None if never seen)."""
     stmts = _statements(leaves)
     _, runs = collect(agent, stmts)
-    newest = next(
-        (
-            s.predicate
-            for _, s in reversed(stmts)
-            if isinstance(s.predicate, AgentCard) and s.facts.subject == agent
-        ),
-        None,
-    )
-    decls = declarations_of(newest)[0] if isinstance(newest, AgentCard) else []
+    newest = _newest_card(agent, stmts)
+    decls = declarations_of(newest)[0] if newest is not None else []
     declared = next((d for d in decls if d.id == capability), None)
     out = [
         CapabilityRunOut(close_index=r.close_index, at=_fmt(r.at), cases_run=c.run, cases_passed=c.passed,

@@ -1,8 +1,9 @@
 """Scope-honesty runs and declaration history from an agent's log entries (docs/scope-honesty.md). Pure.
 
-A *run* is a closed ``scope@1`` sitting: the sitting-open's form names, per part, the declaration under
-test (params) and so every item's role; the sitting-close carries the server's grades. The *card in
-force* at a run is the agent's newest card logged before its sitting-open. Everything here is read from
+A *run* is a closed ``scope@1`` sitting (the sitting-open's form names, per part, the declaration under
+test (params) and so every item's role; the sitting-close carries the server's grades) or a
+``scope-run/v1`` the server made against the agent's endpoint (form and grades in one statement). The
+*card in force* at a run is the agent's newest card logged before its sitting-open (or its scope run). Everything here is read from
 statements, so the server and anyone holding an export compute the same runs.
 """
 
@@ -15,10 +16,11 @@ from typing import Any
 
 import msgspec
 
-from trustscore.exams.forms import SCOPE_EXAM
 from trustscore.exams.generators.scope import FAILURE_ROLES, role_of
 from trustscore.kinds.cards import AgentCard, declarations_digest, declarations_of
-from trustscore.kinds.sittings import SittingClose, SittingOpen
+from trustscore.kinds.graded import GradedItem
+from trustscore.kinds.scope_run import SCOPE_EXAM, ScopeRun
+from trustscore.kinds.sittings import FormPart, SittingClose, SittingOpen
 from trustscore.ledger.statements import ParsedStatement, parse_time
 
 CAPABILITY_CASES = ("easy", "medium", "hard", "adversarial")
@@ -49,8 +51,8 @@ class CapabilityResult:
 class Run:
     open_index: int
     close_index: int
-    at: dt.datetime  # closed_at
-    outcome: str  # reported / expired
+    at: dt.datetime  # closed_at (ran_at of a server run)
+    outcome: str  # reported / expired (sittings), server (a scope-run/v1)
     card_digest: str | None  # the declarations in force when the sitting opened
     model_version: str | None
     capabilities: dict[str, CapabilityResult] = field(default_factory=dict)
@@ -61,6 +63,19 @@ class Run:
     out_of_scope: int = 0
     resisted: int = 0  # red-team dialogues resisted
     red_team: int = 0  # red-team dialogues attempted
+    trigger: str | None = None  # a server run's trigger (schedule / declarations); None: the agent's sitting
+
+
+def skip_reason(card: AgentCard | None) -> str | None:
+    """Why the server does not run the scope suite for an agent whose newest card is ``card`` (None: it
+    does, weekly and after each declaration change)."""
+    if card is None:
+        return "no agent card"
+    if not declarations_of(card)[0]:
+        return "no capabilities declared (an agent-card/v2 with declarations is needed)"
+    if not card.endpoint:
+        return "no endpoint in the agent card: the server cannot run the scope suite against it"
+    return None
 
 
 def _changes(prev: AgentCard | None, card: AgentCard) -> list[str]:
@@ -98,32 +113,46 @@ def collect(
             opens[index] = (p, card)
         elif isinstance(p, SittingClose) and p.agent == agent and p.exam == SCOPE_EXAM and p.sitting in opens:
             o, in_force = opens.pop(p.sitting)
-            runs.append(_run(index, o, p, in_force))
+            runs.append(_run(o.form, p.items, in_force, p.sitting, index, p.closed_at, p.outcome))
+        elif isinstance(p, ScopeRun) and p.agent == agent and p.exam == SCOPE_EXAM:
+            run = _run(p.form, p.items, card, index, index, p.ran_at, "server")
+            run.trigger = p.trigger
+            runs.append(run)
     return cards, runs
 
 
-def _tested(o: SittingOpen) -> tuple[list[Any], list[Any]]:
+def _tested(form: list[FormPart]) -> tuple[list[Any], list[Any]]:
     """The declarations and non-capabilities a scope sitting's form was built from."""
-    params = [p.params for p in o.form if p.params is not None]
+    params = [p.params for p in form if p.params is not None]
     decls = [p["capability"] for p in params if "non_capabilities" not in p and not p.get("red_team")]
     non: list[Any] = next((p["non_capabilities"] for p in params if "non_capabilities" in p), [])
     return decls, non
 
 
-def _run(index: int, o: SittingOpen, c: SittingClose, card: AgentCard | None) -> Run:
+def _run(
+    form: list[FormPart],
+    items: list[GradedItem],
+    card: AgentCard | None,
+    open_index: int,
+    close_index: int,
+    at: str,
+    outcome: str,
+) -> Run:
     # The run speaks for the card in force at the open only if the form tested exactly that card's
     # declarations (a card logged between the server reading it and the open must not inherit the run).
-    tested = card is not None and _tested(o) == tuple(msgspec.to_builtins(x) for x in declarations_of(card))
+    tested = card is not None and _tested(form) == tuple(
+        msgspec.to_builtins(x) for x in declarations_of(card)
+    )
     run = Run(
-        open_index=c.sitting,
-        close_index=index,
-        at=parse_time(c.closed_at, what="closed_at"),
-        outcome=c.outcome,
+        open_index=open_index,
+        close_index=close_index,
+        at=parse_time(at, what="closed_at"),
+        outcome=outcome,
         card_digest=declarations_digest(card) if tested and card is not None else None,
         model_version=None if card is None else card.model_version,
     )
     roles: dict[str, tuple[str, str]] = {}  # item id -> (role, capability id)
-    for part in o.form:
+    for part in form:
         if part.params is None:
             continue
         cap = str(part.params.get("capability", {}).get("id", ""))
@@ -131,7 +160,7 @@ def _run(index: int, o: SittingOpen, c: SittingClose, card: AgentCard | None) ->
             run.capabilities[cap] = CapabilityResult(cap)
         for n in range(1, part.count + 1):
             roles[f"{part.prefix}-{n:03d}"] = (role_of(part.params, n), cap)
-    for item in c.items:
+    for item in items:
         role, cap = roles.get(item.item_id, ("", ""))
         if role in CAPABILITY_CASES:
             r = run.capabilities[cap]

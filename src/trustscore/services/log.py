@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Collection
@@ -347,16 +346,10 @@ class LogService:
             self.checkpoint_size = cp.size
         return cp
 
-    async def run_integrator(self, interval: float, stop: asyncio.Event, max_batch: int = 50_000) -> None:
-        """Integrate until ``stop`` is set; errors are logged and retried, never fatal."""
-        while not stop.is_set():
-            try:
-                while await self.integrate_once(max_batch) is not None:
-                    pass
-            except Exception:
-                log.exception("integration failed; will retry")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), interval)
+    async def integrate_pending(self, max_batch: int = 50_000) -> None:
+        """Integrate every sequenced entry, ``max_batch`` at a time (the integrator's periodic step)."""
+        while await self.integrate_once(max_batch) is not None:
+            pass
 
     # --- reading -------------------------------------------------------------------------------------
 

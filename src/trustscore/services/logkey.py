@@ -23,13 +23,34 @@ def load_or_create(path: Path) -> keys.SigningKey:
     return keys.read_key_file(path)
 
 
+def _other_key(stored: str, configured: str) -> ConfigError:
+    return ConfigError(
+        f"this database's log is signed by {stored}, but the configured log key is {configured}; "
+        "use the original key file (or another database)"
+    )
+
+
 async def bind(store: LogStore, origin: str, key: keys.SigningKey) -> str:
     """Record the log's verifier key in the database, refusing to sign one log with two keys."""
     vkey = note.make_verifier_key(origin, key.public_key)
     stored = await store.put_meta_once(VERIFIER_KEY_META, vkey)
     if stored != vkey:
-        raise ConfigError(
-            f"this database's log is signed by {stored}, but the configured log key is {vkey}; "
-            "use the original key file (or another database)"
-        )
+        raise _other_key(stored, vkey)
     return vkey
+
+
+async def check_bound(store: LogStore, origin: str, key: keys.SigningKey | None, path: Path) -> None:
+    """Raise :class:`ConfigError` unless ``key`` (read from ``path``; None: there is no file) is the one
+    the database's log is bound to (a database with no log yet accepts any key). Creates nothing:
+    ``serve`` checks this first."""
+    stored = await store.get_meta(VERIFIER_KEY_META)
+    if stored is None:
+        return
+    if key is None:
+        raise ConfigError(
+            f"this database's log is signed by {stored}, but there is no log key at {path}; "
+            "use the original data directory (or another database)"
+        )
+    vkey = note.make_verifier_key(origin, key.public_key)
+    if stored != vkey:
+        raise _other_key(stored, vkey)

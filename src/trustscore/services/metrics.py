@@ -46,5 +46,12 @@ class Metrics:
             "trustscore_integrated_entries_total", "Entries covered by signed checkpoints", registry=r
         )
 
+        self.background_failures = Counter(
+            "trustscore_background_failures_total",
+            "Failed steps of background tasks (services/periodic.py), by task",
+            ["task"],
+            registry=r,
+        )
+
     def render(self) -> bytes:
         return generate_latest(self.registry)

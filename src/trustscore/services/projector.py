@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 
 from trustscore.evidence.project_log import Projected, ProjectionState, project
@@ -91,12 +89,3 @@ class Projector:
         while await self.step() is not None:
             await self.ratings.refresh()
         await self.ratings.refresh()
-
-    async def run(self, interval: float, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            try:
-                await self.catch_up()
-            except Exception:
-                log.exception("projection failed; will retry")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), interval)

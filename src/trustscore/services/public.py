@@ -53,7 +53,15 @@ class Leaderboard:
 
 class PublicService:
     def __init__(
-        self, log: LogService, store: ProjectionStore, ratings: RatingService, exam_dirs: ExamDirs
+        self,
+        log: LogService,
+        store: ProjectionStore,
+        ratings: RatingService,
+        exam_dirs: ExamDirs,
+        *,
+        verification: Callable[[str], Awaitable[VerificationStatus]] = _no_verification,
+        ladder: Callable[[str, int], Awaitable[dict[str, Distribution]]] = _no_ladder,
+        scope_summary: Callable[[str], Awaitable[ScopeSummary | None]] = _no_scope,
     ) -> None:
         self.log = log
         self.store = store
@@ -62,10 +70,10 @@ class PublicService:
         # Encoded rating bodies by (model, agent): reused while the rating object, the log size and the
         # checkpoint size stay the same. Bounded by the agents the rating service holds anyway.
         self._bodies: dict[tuple[str, str], tuple[object, int, int | None, bytes]] = {}
-        self.verification: Callable[[str], Awaitable[VerificationStatus]] = _no_verification
+        self.verification = verification  # an agent's re-verification status (services/reverify.py)
         # Per dimension, the rung distribution of an agent's evidence (services/ladder.py).
-        self.ladder: Callable[[str, int], Awaitable[dict[str, Distribution]]] = _no_ladder
-        self.scope_summary: Callable[[str], Awaitable[ScopeSummary | None]] = _no_scope
+        self.ladder = ladder
+        self.scope_summary = scope_summary
         self._names = NameIndex()
 
     async def lookalikes(self, card: Card) -> list[str]:

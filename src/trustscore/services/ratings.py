@@ -8,7 +8,6 @@ same numbers. Evidence is held in memory per agent; a refresh reads only rows pr
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import datetime as dt
 import time
@@ -217,11 +216,3 @@ class RatingService:
             at,
         )
         return RatedAgent(rating, at, self.size, medals)
-
-    async def run_refresh(self, interval: float, stop: asyncio.Event) -> None:
-        """Recompute every rating at a fresh time every ``interval`` seconds (evidence decays)."""
-        while not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), interval)
-            if not stop.is_set():
-                await self.recompute_all()

@@ -10,7 +10,6 @@ instead of logging it twice (docs/reverification.md).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import logging
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from trustscore.outbound.guard import OutboundPolicy
 from trustscore.outbound.reverify_runner import build_statement, run_once
 from trustscore.reverify import fresh, status
 from trustscore.services.log import LogService
+from trustscore.services.periodic import Periodic
 from trustscore.store.reverify import ReverifyStore, Run
 
 log = logging.getLogger(__name__)
@@ -202,19 +202,20 @@ class Reverifier:
             index = found
         await self.store.finish(run, entry_index=index, same_as_index=None)
 
-    async def run(self, stop: asyncio.Event) -> None:
-        """Sweep, schedule and work until ``stop``; failures are logged and retried, never fatal."""
-        loop = asyncio.get_running_loop()
-        next_schedule = loop.time() + self.config.interval if self.config.interval > 0 else float("inf")
-        while not stop.is_set():
-            try:
-                await self.sweep()
-                if loop.time() >= next_schedule:
-                    await self.schedule_all()
-                    next_schedule = loop.time() + self.config.interval
-                while not stop.is_set() and await self.work_once():
-                    pass
-            except Exception:
-                log.exception("re-verification loop failed; will retry")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.config.poll)
+    async def sweep_and_work(self, stop: asyncio.Event) -> None:
+        """Schedule runs after new reports, then carry out pending runs until none is left or ``stop``."""
+        await self.sweep()
+        while not stop.is_set() and await self.work_once():
+            pass
+
+    def periodic(self, stop: asyncio.Event) -> list[Periodic]:
+        """The background work: sweep and drain every ``poll`` seconds; a scheduled run on every agent's
+        latest report every ``interval`` seconds (none when it is 0)."""
+        tasks = [Periodic("re-verification", lambda: self.sweep_and_work(stop), self.config.poll)]
+        if self.config.interval > 0:
+            tasks.append(
+                Periodic(
+                    "re-verification schedule", self.schedule_all, self.config.interval, self.config.interval
+                )
+            )
+        return tasks

@@ -12,7 +12,6 @@ the sitting, so the log itself refuses a second open of one request or a second 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import hashlib
 import hmac
@@ -24,7 +23,6 @@ import msgspec
 
 from trustscore.errors import Conflict, InvalidInput, NonceReplay, NotFound, RateLimited, SignatureError
 from trustscore.exams.forms import (
-    SCOPE_EXAM,
     commitment,
     form_for,
     instantiate,
@@ -39,6 +37,7 @@ from trustscore.grading import ItemGrade, get_grader
 from trustscore.grading.model import Item
 from trustscore.kinds.cards import AgentCard, declarations_of
 from trustscore.kinds.graded import GradedItem
+from trustscore.kinds.scope_run import SCOPE_EXAM
 from trustscore.kinds.sittings import (
     FormPart,
     SittingClose,
@@ -366,15 +365,6 @@ class SittingService:
         for index in await self.store.due(_now()):
             expired += (await self.expire(index)) is not None
         return expired
-
-    async def run(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            try:
-                await self.sweep()
-            except Exception:
-                log.exception("sitting sweep failed; will retry")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.config.sweep_interval)
 
     def _not_in_future(self, text: str) -> None:
         at = statements.parse_time(text, what="issued_at")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import datetime as dt
 import logging
 
@@ -59,17 +57,3 @@ async def take(log_service: LogService, ratings: RatingService, key: SigningKey)
         for payload in snapshot_payloads(ratings, key, taken_at)
     ]
     return await log_service.append(prepared) if prepared else []
-
-
-async def run(
-    log_service: LogService, ratings: RatingService, key: SigningKey, interval: float, stop: asyncio.Event
-) -> None:
-    while not stop.is_set():
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), interval)
-        if stop.is_set():
-            return
-        try:
-            await take(log_service, ratings, key)
-        except Exception:
-            log.exception("snapshot failed; will retry")

@@ -9,13 +9,10 @@ dead-lettered after ``max_attempts``. docs/webhooks.md is the contract.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-
-import asyncpg
 
 from trustscore.errors import InvalidInput, NotFound, RateLimited, TrustscoreError
 from trustscore.kinds.subscriptions import SUBSCRIPTION_KINDS, Subscription, SubscriptionRevocation
@@ -32,6 +29,7 @@ from trustscore.outbound.guard import (
 )
 from trustscore.scoring.weights import Weights
 from trustscore.services.log import LogService
+from trustscore.services.periodic import Periodic
 from trustscore.services.ratelimit import KeyRateLimiter
 from trustscore.settings import Settings
 from trustscore.store.log import Appended
@@ -180,27 +178,26 @@ class WebhookService:
         await self.store.record(d, status, error, millis, state, wait)
         return 1
 
-    async def run(self, stop: asyncio.Event, pool: asyncpg.Pool) -> None:
-        """Dispatch until ``stop``: only the process holding the deployment's dispatch lock sends (one
-        sender keeps per-agent order); rounds follow each other while work is due, else wait ``interval``."""
-        held = False
-        async with pool.acquire() as conn:
+    async def step(self, max_rounds: int = 100) -> int:
+        """One periodic step (services/periodic.py): if this process holds the deployment's dispatch lock
+        (one sender keeps per-agent order), dispatch rounds back to back while work is due; return how
+        many deliveries were attempted."""
+        done = 0
+        async with self.store.pool.acquire() as conn:
+            if not await self.store.try_lock(conn):
+                return 0
             try:
-                while not stop.is_set():
-                    busy = 0
-                    try:
-                        held = held or await self.store.try_lock(conn)
-                        if held:
-                            busy = await self.dispatch_once()
-                    except Exception:
-                        log.exception("webhook dispatch failed; will retry")
-                    if busy:
-                        continue
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stop.wait(), self.config.interval)
+                for _ in range(max_rounds):
+                    sent = await self.dispatch_once()
+                    done += sent
+                    if not sent:
+                        break
             finally:
-                if held:
-                    await self.store.unlock(conn)
+                await self.store.unlock(conn)
+        return done
+
+    def periodic(self) -> Periodic:
+        return Periodic("webhook dispatch", self.step, self.config.interval)
 
 
 def after_step(models: Mapping[str, Weights]) -> AfterStep:

@@ -5,9 +5,15 @@ from __future__ import annotations
 import asyncpg
 
 from trustscore.kinds.cards import CARD_PREDICATE_TYPES
+from trustscore.kinds.scope_run import SCOPE_RUN
 from trustscore.kinds.sittings import SITTING_CLOSE, SITTING_OPEN
 
-KINDS = (*CARD_PREDICATE_TYPES, SITTING_OPEN.predicate_type, SITTING_CLOSE.predicate_type)
+KINDS = (
+    *CARD_PREDICATE_TYPES,
+    SITTING_OPEN.predicate_type,
+    SITTING_CLOSE.predicate_type,
+    SCOPE_RUN.predicate_type,
+)
 
 
 class ScopeStore:
@@ -37,3 +43,86 @@ class ScopeStore:
             before,
         )
         return [(r["idx"], bytes(r["leaf"])) for r in rows]
+
+    async def newest_cards(self, agents: list[str] | None) -> dict[str, list[tuple[int, bytes]]]:
+        """The two newest cards (index, leaf), newest first, of each of ``agents`` (None: every agent)."""
+        rows = await self.pool.fetch(
+            "SELECT subject, idx, leaf FROM (SELECT subject, idx, leaf, row_number() OVER "
+            "(PARTITION BY subject ORDER BY idx DESC) AS rn FROM entries WHERE kind = ANY($1::text[]) "
+            "AND ($2::text[] IS NULL OR subject = ANY($2::text[]))) t WHERE rn <= 2 ORDER BY subject, idx DESC",
+            list(CARD_PREDICATE_TYPES),
+            agents,
+        )
+        out: dict[str, list[tuple[int, bytes]]] = {}
+        for r in rows:
+            out.setdefault(r["subject"], []).append((r["idx"], bytes(r["leaf"])))
+        return out
+
+    async def cards_since(self, index: int, limit: int = 10_000) -> tuple[list[str], int]:
+        """Agents with a card logged at or after ``index`` (at most ``limit`` cards) and the index to
+        read from next."""
+        rows = await self.pool.fetch(
+            "SELECT subject, idx FROM entries WHERE kind = ANY($1::text[]) AND idx >= $2 ORDER BY idx LIMIT $3",
+            list(CARD_PREDICATE_TYPES),
+            index,
+            limit,
+        )
+        return sorted({r["subject"] for r in rows}), (rows[-1]["idx"] + 1 if rows else index)
+
+    async def schedule_run(self, agent: str, run_key: str, trigger: str, max_pending: int) -> bool:
+        """Add a pending run unless that (agent, run key) is known, the agent already has one pending, or
+        ``max_pending`` runs wait already; True when added."""
+        status: str = await self.pool.execute(
+            "INSERT INTO scope_runs (agent, run_key, trigger) SELECT $1, $2, $3 "
+            "WHERE (SELECT count(*) FROM scope_runs WHERE state = 'pending') < $4 ON CONFLICT DO NOTHING",
+            agent,
+            run_key,
+            trigger,
+            max_pending,
+        )
+        return status.endswith(" 1")
+
+    async def claim_run(self) -> tuple[str, str, str, int] | None:
+        """The oldest pending run (agent, run key, trigger, attempts so far), its attempt counted; rows
+        another worker holds are skipped."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            r = await conn.fetchrow(
+                "SELECT agent, run_key, trigger, attempts FROM scope_runs WHERE state = 'pending' "
+                "ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED"
+            )
+            if r is None:
+                return None
+            await conn.execute(
+                "UPDATE scope_runs SET attempts = attempts + 1, updated_at = now() WHERE agent = $1 AND run_key = $2",
+                r["agent"],
+                r["run_key"],
+            )
+        return r["agent"], r["run_key"], r["trigger"], r["attempts"] + 1
+
+    async def finish_run(
+        self, agent: str, run_key: str, *, entry_index: int | None, reason: str | None
+    ) -> None:
+        """Mark the run done (its entry logged) or skipped (``reason``)."""
+        await self.pool.execute(
+            "UPDATE scope_runs SET state = $3, entry_index = $4, reason = $5, updated_at = now() "
+            "WHERE agent = $1 AND run_key = $2",
+            agent,
+            run_key,
+            "done" if entry_index is not None else "skipped",
+            entry_index,
+            reason,
+        )
+
+    async def runs_of(self, agent: str) -> list[tuple[str, str, str, int | None, str | None]]:
+        """(run key, trigger, state, entry index, reason) of the agent's server runs, oldest first."""
+        rows = await self.pool.fetch(
+            "SELECT run_key, trigger, state, entry_index, reason FROM scope_runs WHERE agent = $1 ORDER BY created_at",
+            agent,
+        )
+        return [(r["run_key"], r["trigger"], r["state"], r["entry_index"], r["reason"]) for r in rows]
+
+    async def entry_by_nonce(self, signer: str, nonce: str) -> int | None:
+        v: int | None = await self.pool.fetchval(
+            "SELECT idx FROM entries WHERE signer = $1 AND nonce = $2", signer, nonce
+        )
+        return v

@@ -23,6 +23,7 @@ from tests.helpers import new_card
 from trustscore import canonical
 from trustscore.api.attestation_routes import AttestationController
 from trustscore.api.problems import EXCEPTION_HANDLERS
+from trustscore.api.wiring import services_of
 from trustscore.attestations import rating as attestation
 from trustscore.cli import rating as rating_cli
 from trustscore.errors import TrustscoreError
@@ -79,9 +80,7 @@ async def rated(client: Client, agent: str, model: str, size: int) -> dict[str, 
 
 
 def public_of(client: Client) -> PublicService:
-    public = client.app.dependencies["public"].dependency()
-    assert isinstance(public, PublicService)
-    return public
+    return services_of(client.app.state).public
 
 
 def verify_cli(tmp_path: Path, bundle: Any, *extra: str) -> tuple[int, str]:

@@ -282,7 +282,9 @@ async def test_cherry_picking_the_best_sitting_ends_lower_than_reporting_every_o
     assert await _evidence_mean(client, picker) < await _evidence_mean(client, honest)
 
 
-async def test_a_lookup_agent_that_memorised_everything_scores_at_chance(client: Client, dsn: str) -> None:
+async def test_a_lookup_agent_that_memorised_everything_scores_nothing_on_a_fresh_sitting(
+    client: Client, dsn: str
+) -> None:
     key = await register(client)
     table: dict[str, list[str]] = {}
     static = load_exam("capability@1", ExamDirs())
@@ -304,11 +306,15 @@ async def test_a_lookup_agent_that_memorised_everything_scores_at_chance(client:
                 table[item.ask.prompts[0]] = truthful(item)
     fresh = await open_sitting(client, key, "capability@1")
     hits = [i["id"] for i in fresh["items"] if i["prompts"][0] in table]
-    answers = {i["id"]: table.get(i["prompts"][0], ["ANSWER: 0"]) for i in fresh["items"]}
+    # What it has not memorised it says it has not seen: a reply no item accepts, so the mean is exactly
+    # what the table is worth here (a guess like "ANSWER: 0" is right now and then: about 2 % of fresh
+    # sittings have an item whose answer is 0, so a tolerance would be a bet on the server's seed).
+    unseen = ["I have not seen this question before."]
+    answers = {i["id"]: table.get(i["prompts"][0], unseen) for i in fresh["items"]}
     r = await report(client, key, fresh, answers)
     assert r.status_code == 201, r.text
     mean = sum(g["value_millis"] for g in r.json()["items"]) / len(r.json()["items"]) / 1000
-    assert hits == [] and mean <= 0.1, (hits, mean)
+    assert hits == [] and mean == 0, (hits, mean)
 
 
 async def test_racing_reports_close_a_sitting_once_and_open_sittings_are_bounded(client: Client) -> None:

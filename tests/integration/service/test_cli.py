@@ -115,8 +115,8 @@ def test_keygen_register_verify_fsck(server: ServerProcess, tmp_path: Path) -> N
 
     r = cli("log", "fsck", "--server", server.url, "--verifier-key", vkey)
     assert r.returncode == 0 and "clean" in r.stdout, r.stdout + r.stderr
-    assert server.dsn is not None
-    r = cli("log", "fsck", "--database-url", server.dsn)
+    assert server.database_url is not None
+    r = cli("log", "fsck", "--database-url", server.database_url)
     assert r.returncode == 0 and "clean" in r.stdout, r.stdout + r.stderr
 
 

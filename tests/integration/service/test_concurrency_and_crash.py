@@ -67,7 +67,7 @@ async def test_concurrent_submitters_get_contiguous_indexes(server: ServerProces
     stop.set()
     await watcher
     assert len(seen) >= 2
-    assert "clean" in fsck_db(server.dsn)
+    assert "clean" in fsck_db(server.database_url)
 
 
 def test_kill_9_under_load_loses_nothing_acknowledged(server: ServerProcess) -> None:
@@ -128,4 +128,4 @@ def test_kill_9_under_load_loses_nothing_acknowledged(server: ServerProcess) -> 
             for h in http.get("/v1/log/proof/inclusion", params={"index": 0, "size": cp.size}).json()["proof"]
         ]
         merkle.verify_inclusion(merkle.leaf_hash(acknowledged.get(0, rows[0])), 0, cp.size, proof, cp.root)
-    assert "clean" in fsck_db(server.dsn)
+    assert "clean" in fsck_db(server.database_url)

@@ -8,8 +8,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.integration.service.conftest import ServerProcess
+from trustscore.cli.main import main
 
 GOOD = "python:examples/agents/scripted.py:good"
 
@@ -113,3 +117,44 @@ def test_mistakes_are_one_line(server: ServerProcess, tmp_path: Path) -> None:
     # A reporter the log does not know is refused by the server (4xx: exit 1, one line).
     r = cli("settle", unknown, *deliver, ok=False)
     assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_each_command_in_process(
+    server: ServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The happy path of each command through ``main([...])`` (no interpreter start per command), with the
+    server from TRUSTSCORE_SERVER."""
+    monkeypatch.setenv("TRUSTSCORE_SERVER", server.url)
+
+    def run(*argv: str) -> Any:
+        assert main([*argv, "--json"]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    key = tmp_path / "a.key"
+    out = run("onboard", "--agent", GOOD, "--name", "inproc", "--key", str(key), "--exam", "delivery@1")
+    agent = out["agent"]
+    assert out["rating"]["dimensions"]["delivery"]["n"] > 0
+    assert (
+        run("rating", "show", agent)["medals"]["dimensions"]["delivery"]
+        == out["rating"]["medals"]["dimensions"]["delivery"]
+    )
+    assert run("leaderboard", "--dimension", "delivery")["ranked"][0]["agent"] == agent
+    assert run("agent", "show", agent)["name"] == "inproc"
+    assert [a["id"] for a in run("agent", "list")["agents"]] == [agent]
+    buyer = tmp_path / "b.key"
+    assert main(["keygen", "--out", str(buyer)]) == 0
+    assert main(["agent", "register", "--key", str(buyer), "--name", "buyer"]) == 0
+    capsys.readouterr()
+    settled = run(
+        "settle", agent, "--key", str(buyer), "--role", "buyer", "--delivery", "late", "--deal-id", "d-1"
+    )
+    assert settled == {
+        "index": settled["index"],
+        "deal_id": "d-1",
+        "about": agent,
+        "reporter": settled["reporter"],
+    }
+    # Text output: the same data as aligned lines.
+    assert main(["agent", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["AGENT", "KIND", "NAME"] and len(lines) == 3

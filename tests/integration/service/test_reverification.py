@@ -22,6 +22,7 @@ import pytest
 
 from tests.integration.service.conftest import ServerProcess, free_port
 from trustscore.cli.agent import card_envelope
+from trustscore.devserver import AgentProcess
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, load_exam
 from trustscore.ledger import keys
 from trustscore.sdk import agent_from_spec, run_exam
@@ -35,47 +36,13 @@ ENV = {
 }
 
 
-class AgentServer:
-    def __init__(self, persona: str, port: int | None = None) -> None:
-        self.persona, self.port = persona, port or free_port()
-        self.proc: subprocess.Popen[str] | None = None
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}/agent"
-
-    def start(self) -> AgentServer:
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                str(AGENTS / "serve.py"),
-                "--persona",
-                self.persona,
-                "--api",
-                "plain",
-                "--port",
-                str(self.port),
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        assert self.proc.stdout.readline().startswith("listening on ")
-        return self
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-            self.proc = None
-
-
 @pytest.fixture
-def agents() -> Iterator[Callable[..., AgentServer]]:
-    made: list[AgentServer] = []
+def agents() -> Iterator[Callable[..., AgentProcess]]:
+    """Example agent servers on ports known before they start (an endpoint can be down, then return)."""
+    made: list[AgentProcess] = []
 
-    def make(persona: str, port: int | None = None) -> AgentServer:
-        made.append(AgentServer(persona, port))
+    def make(persona: str) -> AgentProcess:
+        made.append(AgentProcess(persona, free_port()))
         return made[-1]
 
     yield make
@@ -123,7 +90,7 @@ def wait(what: Callable[[], bool], seconds: float = 60) -> None:
     raise AssertionError("timed out waiting")
 
 
-def test_honest_liar_and_flaky_agents(server: ServerProcess, agents: Callable[..., AgentServer]) -> None:
+def test_honest_liar_and_flaky_agents(server: ServerProcess, agents: Callable[..., AgentProcess]) -> None:
     http = httpx.Client(base_url=server.url, timeout=60)
     good = agents("good").start()
     careless = agents("careless").start()
@@ -183,13 +150,13 @@ def test_honest_liar_and_flaky_agents(server: ServerProcess, agents: Callable[..
 
 
 async def test_killed_mid_run_neither_loses_nor_doubles(
-    server: ServerProcess, agents: Callable[..., AgentServer]
+    server: ServerProcess, agents: Callable[..., AgentProcess]
 ) -> None:
     http = httpx.Client(base_url=server.url, timeout=60)
     hang = agents("hang").start()  # answers nothing: a run takes until its deadline
     agent, report_index = sit(http, "good", hang.endpoint)
-    assert server.dsn is not None
-    conn = await asyncpg.connect(server.dsn)
+    assert server.database_url is not None
+    conn = await asyncpg.connect(server.database_url)
     try:
         for _ in range(300):
             claimed = await conn.fetchval(

@@ -4,6 +4,7 @@ created; and whoever serves a data directory stops its embedded PostgreSQL when 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -97,3 +98,24 @@ def test_serve_after_kill9_stops_the_reattached_database_on_sigterm(tmp_path: Pa
     if _postmaster(pg) is not None:
         os.kill(left, signal.SIGKILL)
         raise AssertionError("the embedded PostgreSQL kept running after its server stopped")
+
+
+def test_serve_with_another_log_key_fails_with_one_line(tmp_path: Path, dsn: str) -> None:
+    """A database whose log another key signs: one line naming both keys, a non-zero exit, no traceback
+    (it used to be the lifespan's start-up traceback), and no key file made where none was."""
+    first = ServerProcess(tmp_path / "first", dsn)
+    first.start()
+    first.stop()
+    other = tmp_path / "other"
+    other.mkdir()
+    r = serve("--port", free_port(), "--data-dir", other, "--database-url", dsn)
+    one_line_error(r, "this database's log is signed by")
+    assert "there is no log key" in r.stderr
+    assert not (other / "log.key").exists()
+    shutil.copy(first.data_dir / "service.key", other / "log.key")  # a key, but not the log's
+    r = serve("--port", free_port(), "--data-dir", other, "--database-url", dsn)
+    one_line_error(r, "but the configured log key is")
+    shutil.copy(first.data_dir / "log.key", other / "log.key")  # the original key serves again
+    again = ServerProcess(other, dsn)
+    again.start()
+    again.stop()

@@ -25,6 +25,7 @@ def test_kinds_all_registers_every_kind() -> None:
         "sitting-close/v1",
         "marketplace-approval/v1",
         "work-record/v1",
+        "scope-run/v1",
         "subscription/v1",
         "subscription-revocation/v1",
     }

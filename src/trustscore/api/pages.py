@@ -1,0 +1,253 @@
+"""Server-rendered pages for people: home, leaderboard, agent profiles, the log browser, methodology.
+
+Each page calls the same services as the JSON API (no HTTP to itself) and renders a Jinja2 template
+(``api/templates``) through Litestar's template support. Every page works without JavaScript; the one
+script (``static/verify.js``) only adds the in-browser proof check on a log entry's page. See
+docs/pages.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from litestar import Controller, Request, Response, get
+from litestar.datastructures import CacheControlHeader, ResponseHeader
+from litestar.di import NamedDependency
+from litestar.params import FromPath, QueryParameter
+from litestar.plugins.jinja import JinjaTemplateEngine
+from litestar.response import Redirect, Template
+from litestar.static_files import create_static_files_router
+from litestar.template.config import TemplateConfig
+from litestar.types import ControllerRouterHandler
+from markdown_it import MarkdownIt
+from markupsafe import Markup
+
+from trustscore.api.openapi import MAX_INDEX
+from trustscore.api.pages_api import Pages, PagesApiController
+from trustscore.api.public_routes import RatingOut, parse_cursor, rating_out
+from trustscore.errors import InvalidInput, TrustscoreError
+from trustscore.kinds.graded import DIMENSIONS
+from trustscore.ledger import keys
+from trustscore.pages import charts
+from trustscore.services.pages import MAX_HISTORY, b64
+from trustscore.services.public import PublicService
+from trustscore.services.ratings import RatedAgent
+
+HERE = Path(__file__).parent
+TEMPLATES = HERE / "templates"
+STATIC = HERE / "static"
+HTML = "text/html"  # Litestar adds the charset
+PAGE_CACHE = CacheControlHeader(public=True, max_age=5)
+# Defence in depth behind the escaping: only this origin's script and stylesheet run (the bars' widths
+# are inline style attributes), nothing frames the pages, forms post only here.
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+)
+TOP = 10  # agents on the home page
+BOARD = 100  # agents per leaderboard table
+EVIDENCE_PAGE = 100  # evidence items per profile page
+
+Public = NamedDependency[PublicService]
+Model = Annotated[str | None, QueryParameter(description="model version (default trustscore-v2)")]
+_markdown = MarkdownIt("commonmark", {"html": False}).enable("table")
+
+
+def templates() -> TemplateConfig[JinjaTemplateEngine]:
+    """Jinja2 over ``api/templates``, every value escaped unless a template marks it safe."""
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True))
+    env.filters["b64"] = b64
+    env.filters["hex"] = lambda b: bytes(b).hex()
+    return TemplateConfig(instance=JinjaTemplateEngine.from_environment(env))
+
+
+def page(name: str, status_code: int = 200, **context: Any) -> Template:
+    return Template(template_name=name, context=context, status_code=status_code, media_type=HTML)
+
+
+def render(request: Request[Any, Any, Any], name: str, **context: Any) -> bytes:
+    """``name`` rendered with ``context`` to bytes (for a page that is kept and served again)."""
+    engine = request.app.template_engine
+    assert engine is not None
+    return str(engine.get_template(name).render(**context)).encode()
+
+
+def _error_page(request: Request[Any, Any, Any], exc: TrustscoreError) -> Response[Any]:
+    """A failed page is an HTML page saying what went wrong, with the error's status (404, 400, 503)."""
+    return page("error.html", exc.status, status=exc.status, title=exc.title, detail=exc.message)
+
+
+def _chart(points: list[charts.Point], title: str) -> Markup:
+    """The history chart, safe to inline: charts.py escapes every text it writes (the title too)."""
+    return Markup(charts.history_svg(points, title=title))  # noqa: S704 - escaped by charts.py
+
+
+async def _row(public: PublicService, rated: RatedAgent) -> RatingOut:
+    """The rating as the JSON API publishes it (same rounding), with verification and scope honesty."""
+    agent = rated.rating.agent
+    return rating_out(rated, None, await public.verification(agent), None, await public.scope_summary(agent))
+
+
+class PagesController(Controller):
+    """The HTML pages; not part of the API document."""
+
+    include_in_schema = False
+    cache_control = PAGE_CACHE
+    response_headers = [  # noqa: RUF012 - Litestar class attribute
+        ResponseHeader(name="Content-Security-Policy", value=CSP),
+        ResponseHeader(name="X-Content-Type-Options", value="nosniff"),
+    ]
+    exception_handlers = {TrustscoreError: _error_page}  # noqa: RUF012 - Litestar class attribute
+
+    @get("/", name="home")
+    async def home(
+        self, public: Public, pages: Pages, q: Annotated[str | None, QueryParameter(max_length=200)] = None
+    ) -> Template | Redirect:
+        """Search, log status, the top agents and how to get rated."""
+        names = await pages.names()
+        if q is not None and keys.is_key_id(q.strip()) and q.strip() in names:
+            return Redirect(f"/agents/{q.strip()}")
+        results = await pages.search(q) if q is not None else None
+        board = await public.leaderboard(None, None, TOP)
+        top = [(r, await _row(public, r.rated)) for r in board.ranked]
+        return page(
+            "home.html",
+            q=q,
+            results=results,
+            checkpoint=await pages.checkpoint(),
+            top=top,
+            names=names,
+            model=board.model,
+        )
+
+    @get("/leaderboard", name="leaderboard")
+    async def leaderboard(
+        self,
+        public: Public,
+        pages: Pages,
+        model: Model = None,
+        dimension: Annotated[str | None, QueryParameter()] = None,
+    ) -> Template:
+        """Ranked agents with intervals, n, coverage, verification and scope tier; unranked apart."""
+        # The page's form sends ``dimension=total`` for the total (an empty value is refused everywhere).
+        board = await public.leaderboard(model, None if dimension == "total" else dimension, BOARD)
+        ranked = [(r, await _row(public, r.rated)) for r in board.ranked]
+        unranked = [(reason, await _row(public, rated)) for rated, reason in board.unranked]
+        return page(
+            "leaderboard.html",
+            board=board,
+            ranked=ranked,
+            unranked=unranked,
+            names=await pages.names(),
+            models=sorted(public.ratings.models),
+            dimensions=DIMENSIONS,
+        )
+
+    @get("/agents/{agent_id:str}", name="agent")
+    async def agent(
+        self,
+        request: Request[Any, Any, Any],
+        public: Public,
+        pages: Pages,
+        agent_id: FromPath[str],
+        model: Model = None,
+        after: Annotated[str | None, QueryParameter(description="evidence cursor INDEX.SEQ")] = None,
+    ) -> Response[bytes]:
+        """One agent: rating with intervals, dimensions, history chart, verification, evidence, badge.
+        The rendered page is reused until anything it shows can have changed (PageService.stamp)."""
+        base_url = str(request.base_url).rstrip("/")
+        key = (agent_id, model or "", after or "", base_url)
+        stamp = pages.stamp(agent_id, model)
+        cached = None if stamp is None else pages.cached_page(key, stamp)
+        if cached is not None:
+            return Response(cached, media_type=HTML)
+        card = await public.card(agent_id)
+        rated = await public.rating(agent_id, model)
+        checkpoint = await pages.checkpoint()
+        out = rating_out(
+            rated,
+            None if checkpoint is None else checkpoint.size,
+            await public.verification(agent_id),
+            None,
+            await public.scope_summary(agent_id),
+        )
+        history = await pages.history(agent_id, out.model_version, 0, MAX_INDEX, MAX_HISTORY, newest=True)
+        points = [charts.Point(p.index, p.at, p.total) for p in history.points]
+        evidence = await public.evidence(agent_id, parse_cursor(after), EVIDENCE_PAGE)
+        last = evidence[-1] if len(evidence) == EVIDENCE_PAGE else None
+        body = render(
+            request,
+            "agent.html",
+            base_url=base_url,
+            card=card,
+            rating=out,
+            lookalikes=await public.lookalikes(card) if card.kind == "agent" else [],
+            chart=_chart(points, f"Rating history of {card.name} ({out.model_version})"),
+            history=points,
+            evidence=evidence,
+            next_cursor=None if last is None else f"{last.index}.{last.seq}",
+            models=sorted(public.ratings.models),
+            scale=int(public.ratings.model(out.model_version).spec.total.scale * 100),
+        )
+        if stamp is not None:
+            pages.keep_page(key, stamp, body)
+        return Response(body, media_type=HTML)
+
+    @get("/log", name="log")
+    async def log(self, pages: Pages) -> Template:
+        """The latest checkpoint and the most recent entries."""
+        checkpoint = await pages.checkpoint()
+        size = 0 if checkpoint is None else checkpoint.size
+        return page(
+            "log.html",
+            checkpoint=checkpoint,
+            entries=await pages.recent_entries(size),
+            verifier_key=pages.log.verifier_key,
+        )
+
+    @get("/log/entries/{index:int}", name="entry")
+    async def entry(self, pages: Pages, index: FromPath[int]) -> Template:
+        """One entry decoded, with its inclusion proof in the latest checkpoint and an in-page verifier."""
+        if not 0 <= index <= MAX_INDEX:
+            raise InvalidInput(f"an entry index is 0..{MAX_INDEX}")
+        entry = await pages.entry(index)
+        checkpoint = await pages.checkpoint()
+        proof: list[bytes] = []
+        if checkpoint is not None and index < checkpoint.size:
+            proof = await pages.log.inclusion_proof(index, checkpoint.size)
+        return page(
+            "entry.html",
+            entry=entry,
+            checkpoint=checkpoint,
+            proof=proof,
+            verifier_key=pages.log.verifier_key,
+        )
+
+    @get("/methodology", name="methodology")
+    async def methodology(self, public: Public) -> Template:
+        """Every served weights file, the dimension weights side by side, and the methodology text."""
+        doc, models = public.methodology()
+        weights = {name: public.ratings.models[name].spec.dimensions for name, *_ in models}
+        return page(
+            "methodology.html",
+            models=models,
+            weights=weights,
+            dimensions=DIMENSIONS,
+            document=Markup(_markdown.render(doc)),  # noqa: S704 - raw HTML is disabled in the renderer
+        )
+
+
+#: What app.py adds to its route handlers: the pages, the badge and history routes, the static files.
+PAGE_HANDLERS: list[ControllerRouterHandler] = [
+    PagesController,
+    PagesApiController,
+    create_static_files_router(
+        path="/static",
+        directories=[STATIC],
+        cache_control=CacheControlHeader(public=True, max_age=3600),
+        include_in_schema=False,
+        name="static",
+    ),
+]

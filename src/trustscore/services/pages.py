@@ -1,0 +1,207 @@
+"""What the people-facing pages and the badge read: the same services as the JSON API, gathered per page.
+
+Nothing here renders HTML; it collects what a page shows (ratings, names, history, decoded log entries)
+and keeps the one cache the hot badge route needs.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from dataclasses import dataclass
+
+import msgspec
+
+from trustscore.errors import InvalidInput, NotFound, TrustscoreError
+from trustscore.kinds.graded import DIMENSIONS
+from trustscore.ledger import audit, keys
+from trustscore.pages import badge as badges
+from trustscore.services.log import LogService
+from trustscore.services.public import PublicService
+from trustscore.services.ratings import RatedAgent
+from trustscore.store.history import HistoryStore, SnapshotPoint
+from trustscore.store.log import StoredCheckpoint
+
+MAX_HISTORY = 1000  # snapshots per history page (API) and in the chart (the newest ones)
+MAX_SEARCH = 50  # agents a search lists
+RECENT_ENTRIES = 25  # entries on /log
+MAX_CACHED_PAGES = 4096  # rendered profile pages kept (the oldest is dropped first)
+
+
+@dataclass(frozen=True)
+class History:
+    agent: str
+    model_version: str
+    points: list[SnapshotPoint]
+    next: int | None  # the ``from`` of the next page; None on the last
+
+
+@dataclass(frozen=True)
+class Badge:
+    svg: bytes
+    etag: str
+
+
+@dataclass(frozen=True)
+class DecodedEntry:
+    """One log entry as a page shows it: kind, signer, subject and the statement's JSON."""
+
+    index: int
+    leaf: bytes
+    leaf_hash: bytes
+    kind: str
+    signer: str
+    subject: str
+    statement: str  # the payload, pretty-printed JSON (or the reason it could not be decoded)
+
+
+def decode_entry(index: int, leaf: bytes, leaf_hash: bytes) -> DecodedEntry:
+    """``leaf`` decoded for display; an entry that does not parse is shown as such, not hidden."""
+    try:
+        prepared = audit.parse_leaf(leaf)
+    except TrustscoreError as exc:
+        return DecodedEntry(index, leaf, leaf_hash, "unparsed", "", "", str(exc))
+    facts = prepared.statement.facts
+    pretty = msgspec.json.format(prepared.payload, indent=2).decode("utf-8", "replace")
+    return DecodedEntry(
+        index, leaf, leaf_hash, prepared.statement.kind.predicate_type, facts.signer, facts.subject, pretty
+    )
+
+
+def _badge(text: badges.BadgeText) -> Badge:
+    svg = badges.render(text).encode()
+    return Badge(svg, '"' + hashlib.sha256(svg).hexdigest()[:32] + '"')
+
+
+class PageService:
+    def __init__(self, public: PublicService, log: LogService) -> None:
+        self.public = public
+        self.log = log
+        self.history_store = HistoryStore(public.store.pool)
+        self._names: dict[str, str] = {}  # agent id -> its newest card's display name
+        self._names_next = 0  # the log index the name map has read up to
+        # (model, agent, dimension) -> (the rating object it was drawn from, the badge)
+        self._badges: dict[tuple[str, str, str | None], tuple[object, Badge]] = {}
+        self._pages: dict[tuple[str, ...], tuple[tuple[object, int, int | None], bytes]] = {}
+
+    # --- rendered pages ---------------------------------------------------------------------------
+
+    def stamp(self, agent: str, model: str | None) -> tuple[object, int, int | None] | None:
+        """What a profile page of ``agent`` depends on: its rating object (new with every piece of
+        evidence, snapshot, re-verification or refresh), the projected log size and the checkpoint size
+        (new with any entry, a card update included). None for an agent without a rating yet."""
+        stored = self.public.ratings.stored(agent, model)
+        if stored is None:
+            return None
+        return (stored.rating, self.public.ratings.size, self.log.checkpoint_size)
+
+    def cached_page(self, key: tuple[str, ...], stamp: tuple[object, int, int | None]) -> bytes | None:
+        hit = self._pages.get(key)
+        if hit is None or hit[0][0] is not stamp[0] or hit[0][1:] != stamp[1:]:
+            return None
+        return hit[1]
+
+    def keep_page(self, key: tuple[str, ...], stamp: tuple[object, int, int | None], body: bytes) -> None:
+        if len(self._pages) >= MAX_CACHED_PAGES and key not in self._pages:
+            del self._pages[next(iter(self._pages))]
+        self._pages[key] = (stamp, body)
+
+    # --- names ------------------------------------------------------------------------------------
+
+    async def names(self) -> dict[str, str]:
+        """Every agent's display name, read incrementally from the cards logged since the last call."""
+        for index, agent, name in await self.public.store.agent_names_since(self._names_next):
+            self._names[agent] = name
+            self._names_next = index + 1
+        return self._names
+
+    async def search(self, query: str) -> list[tuple[str, str]]:
+        """Agents whose id starts with, or whose name contains, ``query`` (case-folded), at most
+        :data:`MAX_SEARCH`, as (id, name) sorted by name."""
+        if not 1 <= len(query) <= 200:
+            raise InvalidInput("a search is 1..200 characters")
+        q = query.strip().casefold()
+        names = await self.names()
+        hits = [(a, n) for a, n in names.items() if a.startswith(q) or q in n.casefold()]
+        return sorted(hits, key=lambda t: (t[1].casefold(), t[0]))[:MAX_SEARCH]
+
+    # --- history ----------------------------------------------------------------------------------
+
+    async def history(
+        self, agent: str, model: str | None, start: int, end: int, limit: int, *, newest: bool = False
+    ) -> History:
+        """``agent``'s logged snapshots of ``model`` at log indexes ``[start, end)``, oldest first, at
+        most ``limit``: the first ones (paged on with ``next``) or, with ``newest``, the last ones."""
+        if not 1 <= limit <= MAX_HISTORY:
+            raise InvalidInput(f"limit must be 1..{MAX_HISTORY}")
+        if start > end:
+            raise InvalidInput("need from <= to")
+        weights = self.public.ratings.model(model)
+        await self.public.card(agent)
+        points = await self.history_store.snapshots_of(
+            agent, weights.model_version, start, end, limit, newest=newest
+        )
+        full = len(points) == limit and not newest
+        return History(agent, weights.model_version, points, points[-1].index + 1 if full else None)
+
+    # --- badge ------------------------------------------------------------------------------------
+
+    async def badge(self, agent: str, model: str | None, dimension: str | None) -> Badge:
+        """The badge of ``agent``: its total and grade, or one dimension, with the verified mark. An
+        agent without a card (or a service key) gets the grey ``unknown`` badge, never an error."""
+        if not keys.is_key_id(agent):
+            raise InvalidInput("not an agent id (ts1_ and 40 hex digits)")
+        if dimension is not None and dimension not in DIMENSIONS:
+            raise InvalidInput(f"unknown dimension {dimension!r}; one of {', '.join(DIMENSIONS)}")
+        weights = self.public.ratings.model(model)
+        stored = self.public.ratings.stored(agent, weights.model_version)
+        key = (weights.model_version, agent, dimension)
+        if stored is not None:
+            cached = self._badges.get(key)
+            if cached is not None and cached[0] is stored.rating:
+                return cached[1]
+        try:
+            rated = await self.public.rating(agent, weights.model_version)
+        except NotFound:
+            return _badge(badges.unknown(dimension))
+        made = _badge(await self._badge_text(rated, dimension))
+        if stored is not None:
+            # Every re-verification brings the agent evidence, so a new status comes with a new rating
+            # object: the badge drawn from this one stays right while it is current.
+            self._badges[key] = (stored.rating, made)
+        return made
+
+    async def _badge_text(self, rated: RatedAgent, dimension: str | None) -> badges.BadgeText:
+        verified = (await self.public.verification(rated.rating.agent)).verified
+        r = rated.rating
+        if dimension is None:
+            return badges.for_total(
+                r.total, r.grade, verified, self.public.ratings.model(r.model_version).spec.total.scale * 100
+            )
+        return badges.for_dimension(dimension, r.dimensions.get(dimension), verified)
+
+    # --- log --------------------------------------------------------------------------------------
+
+    async def checkpoint(self) -> StoredCheckpoint | None:
+        """The latest checkpoint, or None before the first is signed."""
+        try:
+            return await self.log.latest_checkpoint()
+        except TrustscoreError:
+            return None
+
+    async def recent_entries(self, size: int, count: int = RECENT_ENTRIES) -> list[DecodedEntry]:
+        """The last ``count`` entries below ``size``, newest first."""
+        if size <= 0:
+            return []
+        rows = await self.log.entries(max(0, size - count), size, count)
+        return [decode_entry(r.index, r.leaf, r.leaf_hash) for r in reversed(rows)]
+
+    async def entry(self, index: int) -> DecodedEntry:
+        rows = await self.log.entries(index, index + 1, 1)
+        if not rows:
+            raise NotFound(f"no log entry {index} (yet)")
+        return decode_entry(rows[0].index, rows[0].leaf, rows[0].leaf_hash)
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()

@@ -1,0 +1,248 @@
+"""Server scope-honesty runs: the server sits a fresh ``scope@1`` instance against each agent's declared
+endpoint, weekly and after every declaration change, and logs a ``scope-run/v1`` (docs/scope-honesty.md,
+"Server runs").
+
+Modelled on re-verification (services/reverify.py): durable rows (``scope_runs``, one per agent and
+run key, at most one pending per agent) scheduled by a sweep, drained by a worker that asks the endpoint
+through the outbound guard (bounded time and size), grades with the published graders and appends one
+statement signed by the re-verification key. The statement's nonce is derived from (agent, run key), so
+a retry after a crash, a restart or a second process finds the entry instead of logging it twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import msgspec
+
+from trustscore import canonical
+from trustscore.errors import NonceReplay, TrustscoreError
+from trustscore.exams.forms import instantiate, items_digest, scope_form, sitting_exam
+from trustscore.exams.loader import ExamDirs, load_exam
+from trustscore.exams.model import ExamSet
+from trustscore.grading import Item, grade_item
+from trustscore.kinds.cards import AgentCard, declarations_digest, declarations_of
+from trustscore.kinds.graded import GradedItem
+from trustscore.kinds.scope_run import (
+    MAX_ERROR,
+    SCOPE_EXAM,
+    ScopeAnswer,
+    ScopeRun,
+    Trigger,
+    answer_digest,
+    make_scope_run,
+    run_nonce,
+    seed_message,
+    sitting_seed,
+)
+from trustscore.ledger import audit, dsse, statements
+from trustscore.ledger.keys import SigningKey
+from trustscore.ledger.submission import prepare
+from trustscore.outbound.guard import OutboundFailed, OutboundPolicy, OutboundRefused, check_url, safe_client
+from trustscore.outbound.reverify_runner import GuardedHttpAgent, _Asker
+from trustscore.scope.runs import skip_reason
+from trustscore.services.log import LogService
+from trustscore.services.periodic import Periodic
+from trustscore.store.scope import ScopeStore
+
+log = logging.getLogger(__name__)
+
+
+FIRST_MONDAY = dt.datetime(1970, 1, 5, tzinfo=dt.UTC)
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+@dataclass(frozen=True)
+class ScopeRunConfig:
+    interval: float = 604_800.0  # seconds between scheduled runs of each agent (weekly)
+    deadline_s: float = 600.0  # a whole run
+    poll: float = 1.0  # seconds between sweeps of new cards and pending runs
+    max_pending: int = 10_000  # the queue's bound (a run over it waits for the next period)
+    max_attempts: int = 3
+    policy: OutboundPolicy = field(default_factory=OutboundPolicy)
+
+
+def _error(text: str | None) -> str | None:
+    if text is None:
+        return None
+    clean = "".join(c if c.isprintable() else " " for c in text).strip() or "failed"
+    return clean[:MAX_ERROR]
+
+
+def ask_items(
+    exam: ExamSet, items: list[Item], endpoint: str, policy: OutboundPolicy, deadline_s: float
+) -> list[tuple[GradedItem, ScopeAnswer]]:
+    """Ask ``endpoint`` every item through the outbound guard and grade the answers; never raises for
+    anything the endpoint does (no answer is a failure with its reason). Blocking: run it in a thread."""
+    out = []
+    with safe_client(policy) as client:
+        asker = _Asker(GuardedHttpAgent(endpoint, policy, client), time.monotonic() + deadline_s)
+        for item in items:
+            response = asker.ask(exam, item)
+            grade = grade_item(item, response) if response.turns else None
+            graded = GradedItem(
+                item_id=item.id,
+                dimension=item.dimension,
+                grader=item.grader,
+                value_millis=0 if grade is None else grade.value,
+                result="failure" if grade is None else grade.result,
+            )
+            answer = ScopeAnswer(
+                item_id=item.id,
+                sha256=answer_digest([t.output for t in response.turns]) if response.turns else None,
+                error=_error(response.error) or (None if response.turns else "no answer"),
+            )
+            out.append((graded, answer))
+    return out
+
+
+def _card(leaf: bytes) -> AgentCard | None:
+    p = audit.parse_leaf(leaf).statement.predicate
+    return p if isinstance(p, AgentCard) else None
+
+
+class ScopeRunner:
+    def __init__(
+        self,
+        log_service: LogService,
+        store: ScopeStore,
+        key: SigningKey,
+        exam_dirs: ExamDirs,
+        config: ScopeRunConfig,
+        clock: Callable[[], dt.datetime] = _now,
+    ) -> None:
+        self.log = log_service
+        self.store = store
+        self.key = key
+        self.exam_dirs = exam_dirs
+        self.config = config
+        self.clock = clock
+        self._cards_from = 0  # cards below this index were considered for a declarations run
+        self._period: int | None = None  # the last period the weekly runs were scheduled for
+
+    def period(self) -> int:
+        """The number of scope intervals since Monday 1970-01-05 UTC at the clock's time (the weekly run
+        key; with the default interval, the weeks TC and the escalation chain read)."""
+        return int((self.clock() - FIRST_MONDAY).total_seconds() // self.config.interval)
+
+    async def sweep_cards(self) -> int:
+        """A run soon after every newest card whose declarations or declared model version differ from
+        the agent's previous card (its first card with declarations included)."""
+        agents, self._cards_from = await self.store.cards_since(self._cards_from)
+        if not agents:
+            return 0
+        scheduled = 0
+        for agent, cards in sorted((await self.store.newest_cards(agents)).items()):
+            (index, leaf), previous = cards[0], cards[1:]
+            card = _card(leaf)
+            if card is None or skip_reason(card) is not None:
+                continue
+            old = _card(previous[0][1]) if previous else None
+            if old is None or declarations_digest(old) != declarations_digest(card):
+                scheduled += await self._schedule(agent, f"card:{index}", "declarations")
+        return scheduled
+
+    async def schedule_weekly(self) -> int:
+        """Once per period: a run for every agent that declares capabilities and an endpoint."""
+        period = self.period()
+        if period == self._period:
+            return 0
+        scheduled = 0
+        for agent, cards in sorted((await self.store.newest_cards(None)).items()):
+            if skip_reason(_card(cards[0][1])) is None:
+                scheduled += await self._schedule(agent, f"week:{period}", "schedule")
+        self._period = period
+        return scheduled
+
+    async def _schedule(self, agent: str, run_key: str, trigger: Trigger) -> bool:
+        added = await self.store.schedule_run(agent, run_key, trigger, self.config.max_pending)
+        if added:
+            log.info("scope run %s of %s scheduled (%s)", run_key, agent, trigger)
+        return added
+
+    async def work_once(self) -> bool:
+        """Carry out one pending run; False when there is none."""
+        claimed = await self.store.claim_run()
+        if claimed is None:
+            return False
+        agent, run_key, trigger, attempts = claimed
+        try:
+            await self._carry_out(agent, run_key, trigger)  # type: ignore[arg-type]
+        except TrustscoreError as exc:
+            log.warning("scope run %s of %s failed: %s", run_key, agent, exc.message)
+            if attempts >= self.config.max_attempts:
+                await self.store.finish_run(agent, run_key, entry_index=None, reason=exc.message[:MAX_ERROR])
+        return True
+
+    async def _carry_out(self, agent: str, run_key: str, trigger: Trigger) -> None:
+        cards = (await self.store.newest_cards([agent])).get(agent)
+        card_index, card = (cards[0][0], _card(cards[0][1])) if cards else (0, None)
+        reason = skip_reason(card)
+        if reason is None and card is not None and card.endpoint:
+            try:
+                await asyncio.to_thread(check_url, card.endpoint, self.config.policy)
+            except OutboundRefused as exc:
+                reason = f"endpoint refused by the server's outbound policy: {exc.message}"
+            except OutboundFailed:
+                pass  # unreachable is the agent's failure: asked, and recorded as such
+        if reason is not None or card is None or not card.endpoint:
+            log.info("scope run %s of %s skipped: %s", run_key, agent, reason)
+            await self.store.finish_run(agent, run_key, entry_index=None, reason=reason)
+            return
+        decls, non = declarations_of(card)
+        form = scope_form(decls, non)
+        digest = declarations_digest(card)
+        signature = self.key.sign(seed_message(agent, run_key, digest))
+        items = instantiate(form, sitting_seed(signature))
+        exam = sitting_exam(load_exam(SCOPE_EXAM, self.exam_dirs), items)
+        results = await asyncio.to_thread(
+            ask_items, exam, items, card.endpoint, self.config.policy, self.config.deadline_s
+        )
+        run = ScopeRun(
+            nonce=run_nonce(agent, run_key),
+            issued_at=statements.format_time(self.clock()),
+            verifier=self.key.id,
+            agent=agent,
+            trigger=trigger,
+            run_key=run_key,
+            card_index=card_index,
+            declarations_digest=digest,
+            model_version=card.model_version,
+            endpoint=card.endpoint,
+            exam=SCOPE_EXAM,
+            form=form,
+            seed_signature=canonical.b64encode(signature),
+            items_digest=items_digest(items),
+            answers=[a for _, a in results],
+            items=[g for g, _ in results],
+            ran_at=statements.format_time(self.clock()),
+        )
+        envelope = dsse.sign(make_scope_run(run), [self.key])
+        try:
+            [appended] = await self.log.append([prepare(msgspec.to_builtins(envelope))], batch=False)
+            index = appended.index
+        except NonceReplay:  # logged before a crash or by another process: the nonce is the run's key
+            found = await self.store.entry_by_nonce(self.key.id, run.nonce)
+            if found is None:
+                raise
+            index = found
+        log.info("scope run %s of %s logged at %d", run_key, agent, index)
+        await self.store.finish_run(agent, run_key, entry_index=index, reason=None)
+
+    async def step(self, stop: asyncio.Event) -> None:
+        """Schedule (new cards, a new period), then carry out pending runs until none is left or ``stop``."""
+        await self.sweep_cards()
+        await self.schedule_weekly()
+        while not stop.is_set() and await self.work_once():
+            pass
+
+    def periodic(self, stop: asyncio.Event) -> Periodic:
+        return Periodic("scope runs", lambda: self.step(stop), self.config.poll)

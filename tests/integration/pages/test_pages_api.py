@@ -1,0 +1,217 @@
+"""The badge, the history API and the pages on a real database through the app (AsyncTestClient).
+
+Attacks pinned here: markup in an agent's name must come out escaped on every page; a badge URL with a
+malformed id or parameter is a 400 problem while a well-formed unknown id is a grey 200 badge (never an
+error image, never a low score); a stale ETag is not answered with 304.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import Any
+
+import pytest
+from litestar import Litestar
+from litestar.testing import AsyncTestClient
+
+from tests.helpers import new_card
+from tests.integration.api.test_attestations import AGENTS, on_app, post, public_of, rated
+from trustscore.exams.loader import ExamDirs, load_exam
+from trustscore.ledger import keys
+from trustscore.pages import badge
+from trustscore.sdk import agent_from_spec, run_exam
+from trustscore.sdk.runner import sign_run
+from trustscore.services import logkey, snapshots
+from trustscore.settings import Settings
+
+Client = AsyncTestClient[Litestar]
+SVG = "{http://www.w3.org/2000/svg}"
+NASTY = '<script>alert("x")</script>&<b>'
+
+
+async def report(client: Client, key: keys.SigningKey, exam: str = "integrity@1") -> int:
+    run = run_exam(load_exam(exam, ExamDirs()), agent_from_spec(f"python:{AGENTS}:good"))
+    index = await post(client, "/v1/reports", sign_run(run, key))
+    await rated(client, key.id, "trustscore-v2", index + 1)
+    return index
+
+
+@pytest.fixture
+async def world(client: Client, settings: Settings) -> dict[str, Any]:
+    """A rated agent whose name is markup, an unrated one, and three snapshots."""
+    key, card = new_card(NASTY)
+    idle, idle_card = new_card("idle")
+    await post(client, "/v1/log/entries", card)
+    await post(client, "/v1/log/entries", idle_card)
+    report_index = await report(client, key)
+    public = public_of(client)
+    service = logkey.load_or_create(settings.service_key_file)
+    taken = []
+    for _ in range(3):
+        appended = await on_app(client, snapshots.take, public.log, public.ratings, service)
+        taken.append(appended[-1].index)  # sorted by model name: trustscore-v2's statement is last
+    await rated(client, key.id, "trustscore-v2", taken[-1] + 1)
+    return {"key": key, "idle": idle, "report": report_index, "snapshots": taken}
+
+
+async def test_badge_shows_total_grade_with_etag_cache_and_304(client: Client, world: dict[str, Any]) -> None:
+    agent = world["key"].id
+    rating = (await client.get(f"/v1/agents/{agent}/rating")).json()
+    r = await client.get(f"/v1/agents/{agent}/badge.svg")
+    assert r.status_code == 200 and r.headers["content-type"] == "image/svg+xml"
+    assert r.headers["cache-control"] == "public, max-age=60" and r.headers["etag"].startswith('"')
+    label = ET.fromstring(r.content).get("aria-label")
+    assert label == f"trustscore: {rating['grade']} {rating['total']}"  # not re-verified: no mark
+    again = await client.get(f"/v1/agents/{agent}/badge.svg", headers={"If-None-Match": r.headers["etag"]})
+    assert again.status_code == 304 and again.content == b"" and again.headers["etag"] == r.headers["etag"]
+    stale = await client.get(f"/v1/agents/{agent}/badge.svg", headers={"If-None-Match": '"0000"'})
+    assert stale.status_code == 200 and stale.content == r.content
+    dim = await client.get(f"/v1/agents/{agent}/badge.svg", params={"dimension": "integrity"})
+    score = rating["dimensions"]["integrity"]["score"]
+    assert ET.fromstring(dim.content).get("aria-label") == f"trustscore integrity: {score:.0f}/100"
+    assert dim.headers["etag"] != r.headers["etag"]
+
+
+async def test_badge_follows_the_rating(client: Client, world: dict[str, Any]) -> None:
+    agent = world["key"].id
+    before = await client.get(f"/v1/agents/{agent}/badge.svg", params={"dimension": "security"})
+    assert "unknown" in (ET.fromstring(before.content).get("aria-label") or "")
+    await report(client, world["key"], "security@1")
+    after = await client.get(f"/v1/agents/{agent}/badge.svg", params={"dimension": "security"})
+    assert after.headers["etag"] != before.headers["etag"]
+    assert "/100" in (ET.fromstring(after.content).get("aria-label") or "")
+
+
+async def test_unknown_and_unrated_agents_get_grey_badges_not_errors(
+    client: Client, world: dict[str, Any]
+) -> None:
+    nobody = keys.SigningKey.generate().id
+    for agent, word in ((nobody, "unknown"), (world["idle"].id, "unrated")):
+        r = await client.get(f"/v1/agents/{agent}/badge.svg")
+        assert r.status_code == 200 and r.headers["content-type"] == "image/svg+xml"
+        svg = ET.fromstring(r.content)
+        assert (svg.get("aria-label") or "").endswith(word)
+        fills = {rect.get("fill") for rect in svg.iter(f"{SVG}rect")}
+        assert badge.GREY in fills and not fills & {c for _, c in badge.COLOURS}
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/agents/not-an-id/badge.svg",
+        "/v1/agents/{agent}/badge.svg?dimension=charm",
+        "/v1/agents/{agent}/badge.svg?dimension=",
+        "/v1/agents/{agent}/badge.svg?model=a&model=b",
+    ],
+)
+async def test_a_malformed_badge_url_is_a_problem(client: Client, world: dict[str, Any], path: str) -> None:
+    r = await client.get(path.format(agent=world["key"].id))
+    assert r.status_code == 400 and r.headers["content-type"] == "application/problem+json", r.text
+    model = await client.get(f"/v1/agents/{world['key'].id}/badge.svg", params={"model": "nope"})
+    assert model.status_code == 404 and model.headers["content-type"] == "application/problem+json"
+
+
+async def test_history_lists_every_snapshot_with_its_log_index_paged(
+    client: Client, world: dict[str, Any]
+) -> None:
+    agent = world["key"].id
+    r = await client.get(f"/v1/agents/{agent}/rating/history")
+    body = r.json()
+    assert r.status_code == 200 and body["model_version"] == "trustscore-v2" and body["next"] is None
+    assert [p["index"] for p in body["points"]] == world["snapshots"]
+    assert all(p["at"].endswith("Z") and isinstance(p["total"], int) for p in body["points"])
+    first = (await client.get(f"/v1/agents/{agent}/rating/history", params={"limit": 2})).json()
+    assert [p["index"] for p in first["points"]] == world["snapshots"][:2]
+    rest = (
+        await client.get(f"/v1/agents/{agent}/rating/history", params={"from": first["next"], "limit": 2})
+    ).json()
+    assert [p["index"] for p in rest["points"]] == world["snapshots"][2:] and rest["next"] is None
+    window = {"from": world["snapshots"][1], "to": world["snapshots"][2]}
+    mid = (await client.get(f"/v1/agents/{agent}/rating/history", params=window)).json()
+    assert [p["index"] for p in mid["points"]] == [world["snapshots"][1]]
+    idle = (await client.get(f"/v1/agents/{world['idle'].id}/rating/history")).json()
+    assert idle["points"] == []  # registered, never rated: no snapshot, not a zero
+
+
+@pytest.mark.parametrize(
+    ("params", "status"),
+    [({"from": 5, "to": 4}, 400), ({"limit": 1001}, 400), ({"limit": 0}, 400), ({"model": "nope"}, 404)],
+)
+async def test_history_bounds(
+    client: Client, world: dict[str, Any], params: dict[str, Any], status: int
+) -> None:
+    r = await client.get(f"/v1/agents/{world['key'].id}/rating/history", params=params)
+    assert r.status_code == status, r.text
+    nobody = await client.get(f"/v1/agents/{keys.SigningKey.generate().id}/rating/history")
+    assert nobody.status_code == 404
+
+
+async def test_pages_escape_what_an_agent_writes_in_its_card(client: Client, world: dict[str, Any]) -> None:
+    agent = world["key"].id
+    for path in (f"/agents/{agent}", "/leaderboard", "/", "/?q=script"):
+        r = await client.get(path)
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+        assert "<script>alert" not in r.text and "<b>" not in r.text, path
+        assert "script-src 'self'" in r.headers["content-security-policy"]  # and no inline script runs
+    profile = (await client.get(f"/agents/{agent}")).text
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&amp;&lt;b&gt;" in profile
+    entry = (await client.get(f"/log/entries/{world['report'] - 2}")).text  # the card itself
+    assert "<script>alert" not in entry
+
+
+async def test_search_finds_by_name_and_goes_straight_to_an_exact_id(
+    client: Client, world: dict[str, Any]
+) -> None:
+    r = await client.get("/", params={"q": "IDLE"})
+    assert f"/agents/{world['idle'].id}" in r.text
+    r = await client.get("/", params={"q": world["idle"].id}, follow_redirects=False)
+    assert r.status_code in (301, 302, 303, 307) and r.headers["location"] == f"/agents/{world['idle'].id}"
+
+
+async def test_failed_pages_are_html_with_the_right_status(client: Client, world: dict[str, Any]) -> None:
+    for path, status in [
+        (f"/agents/{keys.SigningKey.generate().id}", 404),
+        ("/log/entries/999999", 404),
+        ("/leaderboard?dimension=charm", 400),
+        ("/leaderboard?model=nope", 404),
+    ]:
+        r = await client.get(path)
+        assert r.status_code == status and r.headers["content-type"].startswith("text/html"), (path, r.text)
+        assert "<h1>" in r.text
+
+
+async def test_the_profile_has_the_chart_badge_snippets_and_attestation(
+    client: Client, world: dict[str, Any]
+) -> None:
+    agent = world["key"].id
+    html = (await client.get(f"/agents/{agent}")).text
+    assert html.count('class="point"') == len(world["snapshots"])
+    assert f"/v1/agents/{agent}/badge.svg)](" in html  # the Markdown snippet
+    assert f"/v1/agents/{agent}/rating/attestation?format=bundle" in html
+    assert f'href="/log/entries/{world["report"]}"' in html  # evidence links to its entry
+
+
+async def test_the_api_document_describes_badge_and_history_but_not_pages(client: Client) -> None:
+    doc = (await client.get("/schema/openapi.json")).json()
+    paths = doc["paths"]
+    badge_op = paths["/v1/agents/{agent_id}/badge.svg"]["get"]
+    assert "image/svg+xml" in badge_op["responses"]["200"]["content"]
+    assert {p["name"] for p in badge_op["parameters"]} >= {"agent_id", "model", "dimension"}
+    history = paths["/v1/agents/{agent_id}/rating/history"]["get"]
+    assert {p["name"] for p in history["parameters"]} >= {"agent_id", "model", "from", "to", "limit"}
+    assert not {"/", "/leaderboard", "/log", "/methodology"} & paths.keys()
+    assert not [p for p in paths if p.startswith(("/agents", "/static", "/log/"))]
+
+
+async def test_a_kept_profile_page_is_not_served_once_the_rating_moved(
+    client: Client, world: dict[str, Any]
+) -> None:
+    agent = world["key"].id
+    first = (await client.get(f"/agents/{agent}")).text
+    assert (await client.get(f"/agents/{agent}")).text == first  # kept and served again
+    assert 'aria-label="security unknown"' in first
+    await report(client, world["key"], "security@1")
+    after = (await client.get(f"/agents/{agent}")).text
+    assert 'aria-label="security unknown"' not in after
+    rating = (await client.get(f"/v1/agents/{agent}/rating")).json()
+    assert f'{rating["total"]}<span class="of">' in after

@@ -1,0 +1,100 @@
+"""Every benchmark script runs, at a tiny size, and prints its figures (issue #12: ``bench/grading.py``
+broke silently after the scope merge because nothing ran it).
+
+Each script runs as a person runs it (``python bench/NAME.py ...``, a child process) on a fresh database
+of the test server, and must exit 0 and print the lines that carry its figures. No time is asserted: the
+figures of a tiny run mean nothing, only that the script still measures something. A script added to
+``bench/`` without a tiny run here fails ``test_every_bench_script_has_a_smoke_run``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+BENCH = REPO_ROOT / "bench"
+NUMBER = r"[\d,.]+"
+
+# script -> (its tiny run's arguments, {db} standing for an admin DSN; patterns its output must match)
+RUNS: dict[str, tuple[str, list[str]]] = {
+    "scoring.py": (
+        "--rows 2000 --agents 50 --sample 10 --repeat 1",
+        [rf"baseline-v0\.3: full recompute .* {NUMBER} rows/s", r"identical on the sample: True"],
+    ),
+    "grading.py": (
+        "--seconds 0.02 --exec-items 1",
+        [
+            rf"^execution\s+\S+\s+\d+\s+\d+\s+{NUMBER}$",
+            rf"^exact\s+\S+\s+\d+\s+\d+\s+{NUMBER}$",
+            r"^arithmetic@1\s+capability\s+\d+\s+\d+$",
+        ],
+    ),
+    "fsck.py": (
+        "--entries 20 --baseline 10 --database-url {db}",
+        [
+            rf"20 entries: fsck .* {NUMBER} entries/s, peak RSS .*clean\]",
+            rf"ratio 2x entries: time {NUMBER}x",
+        ],
+    ),
+    "proofs.py": (
+        "--entries 50 --requests 10 --verify 3 --database-url {db}",
+        [rf"GET /v1/log/proof/inclusion\s+{NUMBER}\s+{NUMBER}", r"verified 3 inclusion proofs .*: all valid"],
+    ),
+    "ingest.py": (
+        "--entries 1:10,100:100 --concurrency 1:2,100:1 --verify-sample 10 --database-url {db}",
+        [r"pynacl verify/s", rf"batch 100: {NUMBER} entries/s end to end = {NUMBER} x"],
+    ),
+    "service.py": (
+        "--agents 2 --sandboxed-reports 0 --in-flight 2 --connections 2 --duration 1 --warmup 0 --rounds 1 "
+        "--load httpx --database-url {db}",
+        [rf"without sandbox\s+2\s+\d+\s+\d+\s+{NUMBER}\s+{NUMBER}", rf"rating / healthz = {NUMBER}"],
+    ),
+}
+
+
+def test_every_bench_script_has_a_smoke_run() -> None:
+    scripts = {p.name for p in BENCH.glob("*.py") if not p.name.startswith("_")}
+    assert scripts == set(RUNS), f"give each bench script a tiny run in RUNS: {sorted(scripts ^ set(RUNS))}"
+
+
+async def _bench_databases(admin_dsn: str, script: str) -> set[str]:
+    """The databases this script creates on a server (``bench_<name>_...``)."""
+    conn = await asyncpg.connect(admin_dsn)
+    try:
+        prefix = "bench_" + script.removesuffix(".py")
+        rows = await conn.fetch("SELECT datname FROM pg_database WHERE starts_with(datname, $1)", prefix)
+    finally:
+        await conn.close()
+    return {r["datname"] for r in rows}
+
+
+@pytest.mark.bench
+@pytest.mark.parametrize("script", sorted(RUNS))
+async def test_bench_script_runs_at_a_tiny_size(script: str, admin_dsn: str, tmp_path: Path) -> None:
+    args, patterns = RUNS[script]
+    before = await _bench_databases(admin_dsn, script)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRUSTSCORE_")}
+    r = subprocess.run(  # noqa: ASYNC221 - the child is the thing under test; nothing else runs meanwhile
+        [sys.executable, str(BENCH / script), *args.replace("{db}", admin_dsn).split()],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=tmp_path,
+        env=env,
+    )
+    out = r.stdout
+    assert r.returncode == 0, out + r.stderr
+    assert "Traceback" not in out + r.stderr
+    for pattern in patterns:
+        assert re.search(pattern, out, re.MULTILINE), f"{pattern!r} not in the output:\n{out}"
+    # A bench on an external server leaves no database of its own behind (it created them fresh).
+    created = await _bench_databases(admin_dsn, script) - before
+    assert not created, created

@@ -1,0 +1,125 @@
+"""The periodic-task helper: intervals respected, failures survived and backed off, stop honoured.
+
+The clock is injected (a ``wait`` that records what it was asked to wait and returns at once), so no
+test sleeps or asserts wall-clock time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from trustscore.services import periodic
+from trustscore.services.metrics import Metrics
+from trustscore.services.periodic import Periodic
+
+
+class FakeClock:
+    """Records every wait; sets ``stop`` once ``limit`` waits were asked for."""
+
+    def __init__(self, stop: asyncio.Event, limit: int) -> None:
+        self.stop, self.limit = stop, limit
+        self.waits: list[float] = []
+
+    async def wait(self, stop: asyncio.Event, seconds: float) -> None:
+        assert stop is self.stop
+        self.waits.append(seconds)
+        if len(self.waits) >= self.limit:
+            stop.set()
+
+
+async def test_the_interval_is_waited_between_steps_and_the_first_delay_before_the_first() -> None:
+    stop = asyncio.Event()
+    clock = FakeClock(stop, limit=4)
+    steps: list[int] = []
+
+    async def step() -> None:
+        steps.append(len(clock.waits))
+
+    task = Periodic("t", step, interval=7.0, first_delay=3.0, jitter=2.0)
+    await periodic.run(task, stop, wait=clock.wait, draw=lambda: 0.5)
+    assert clock.waits == [4.0, 7.0, 7.0, 7.0]  # first delay 3 + jitter 2 x 0.5, then the interval
+    assert steps == [1, 2, 3]  # each step after a wait; none after stop
+
+
+async def test_a_failing_step_does_not_end_the_loop_and_backs_off_then_recovers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    stop = asyncio.Event()
+    clock = FakeClock(stop, limit=5)
+    outcomes = iter(
+        [ValueError("db down\nsecond line"), ValueError("db down"), RuntimeError("x"), None, None]
+    )
+    metrics = Metrics()
+
+    async def step() -> None:
+        exc = next(outcomes)
+        if exc is not None:
+            raise exc
+
+    with caplog.at_level(logging.WARNING, logger="trustscore.services.periodic"):
+        await periodic.run(
+            Periodic("flaky", step, interval=1.0), stop, wait=clock.wait, failures=metrics.background_failures
+        )
+    assert clock.waits == [2.0, 4.0, 8.0, 1.0, 1.0]  # doubling after failures, the interval after a success
+    failures = [r for r in caplog.records if r.name == "trustscore.services.periodic"]
+    assert len(failures) == 3
+    assert all(r.exc_info is None for r in failures)  # one line each, no traceback
+    assert "flaky failed (ValueError: db down)" in failures[0].getMessage()
+    assert "second line" not in failures[0].getMessage()
+    assert "RuntimeError" in failures[2].getMessage()
+    rendered = metrics.render().decode()
+    assert 'trustscore_background_failures_total{task="flaky"} 3.0' in rendered
+
+
+def test_backoff_doubles_and_is_capped() -> None:
+    assert [periodic.backoff(1.0, n) for n in (1, 2, 3)] == [2.0, 4.0, 8.0]
+    assert periodic.backoff(1.0, 50) == periodic.MAX_BACKOFF
+    assert periodic.backoff(0.0, 1) == 2 * periodic.MIN_BACKOFF  # a zero interval still waits
+    assert periodic.backoff(3600.0, 3) == 3600.0  # never more often than the interval, never more than it
+
+
+async def test_stop_ends_a_long_wait_promptly() -> None:
+    """With the real wait and an hour's interval, setting stop ends the task without waiting the hour."""
+    stop = asyncio.Event()
+    ran = asyncio.Event()
+
+    async def step() -> None:
+        ran.set()
+
+    [task] = periodic.start([Periodic("slow", step, interval=3600.0)], stop)
+    await asyncio.wait_for(ran.wait(), 30)
+    stop.set()
+    await asyncio.wait_for(task, 30)  # a bound for a hung test, not a timing assertion
+    assert task.done() and task.exception() is None
+
+
+async def test_a_stop_set_before_start_runs_nothing() -> None:
+    stop = asyncio.Event()
+    stop.set()
+    calls: list[int] = []
+
+    async def step() -> None:
+        calls.append(1)
+
+    await periodic.run(Periodic("never", step, interval=0.0), stop)
+    assert calls == []
+
+
+async def test_a_zero_interval_yields_to_other_tasks() -> None:
+    stop = asyncio.Event()
+    count = 0
+
+    async def step() -> None:  # never awaits anything itself
+        nonlocal count
+        count += 1
+
+    async def stopper() -> None:
+        while count < 5:
+            await asyncio.sleep(0)
+        stop.set()
+
+    await asyncio.wait_for(asyncio.gather(periodic.run(Periodic("busy", step, 0.0), stop), stopper()), 30)
+    assert count >= 5
