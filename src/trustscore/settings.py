@@ -82,6 +82,15 @@ class Settings:
     sitting_sweep_interval: Interval = 5.0  # TRUSTSCORE_SITTING_SWEEP_INTERVAL: expiry sweeps
     # TRUSTSCORE_LADDER_RULE: the rung rule new ladder rows are written under (docs/evidence-ladder.md)
     ladder_rule: Annotated[str, msgspec.Meta(max_length=64)] = "ladder-rule@1"
+    # Webhooks (docs/webhooks.md); targets obey outbound_allow_loopback / outbound_allow_private.
+    webhook_interval: Interval = 0.5  # TRUSTSCORE_WEBHOOK_INTERVAL: seconds between idle dispatch rounds
+    webhook_max_attempts: Annotated[int, msgspec.Meta(ge=1, le=100)] = 8  # TRUSTSCORE_WEBHOOK_MAX_ATTEMPTS
+    webhook_backoff_base: Interval = 5.0  # TRUSTSCORE_WEBHOOK_BACKOFF_BASE: first retry after ~this (s)
+    webhook_backoff_cap: Interval = 21_600.0  # TRUSTSCORE_WEBHOOK_BACKOFF_CAP: longest wait between tries
+    webhook_rate: Rate = 10.0  # TRUSTSCORE_WEBHOOK_RATE: deliveries per second per subscription (0: no limit)
+    webhook_burst: Positive = 50  # TRUSTSCORE_WEBHOOK_BURST: deliveries a subscription may get at once
+    webhook_timeout: Interval = 10.0  # TRUSTSCORE_WEBHOOK_TIMEOUT: seconds one delivery may take in all
+    feed_length: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 100  # TRUSTSCORE_FEED_LENGTH: Atom entries
     stats_floor: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 20  # TRUSTSCORE_STATS_FLOOR: min group n
 
     @property

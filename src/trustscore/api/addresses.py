@@ -7,7 +7,9 @@ from typing import Any
 from litestar import Request
 
 #: Routes whose cost is counted per new entry written, by the services (docs/service.md).
-ENTRY_ROUTES = frozenset({"/v1/log/entries", "/v1/reports", "/v1/settlements", "/v1/events"})
+ENTRY_ROUTES = frozenset(
+    {"/v1/log/entries", "/v1/reports", "/v1/settlements", "/v1/events", "/v1/subscriptions"}
+)
 
 
 def client_address(request: Request[Any, Any, Any]) -> str:

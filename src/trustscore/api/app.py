@@ -30,6 +30,7 @@ from trustscore.api.public_routes import PublicController
 from trustscore.api.query import check_query
 from trustscore.api.scope_routes import ScopeController
 from trustscore.api.sitting_routes import SittingController
+from trustscore.api.webhook_routes import WebhookController
 from trustscore.api.wiring import DEPENDENCIES, STATE_KEY, Services
 from trustscore.exams.loader import ExamDirs
 from trustscore.grading import sandbox
@@ -52,6 +53,7 @@ from trustscore.services.reverify import Reverifier, ReverifyConfig
 from trustscore.services.scope import ScopeService
 from trustscore.services.scope_runs import ScopeRunConfig, ScopeRunner
 from trustscore.services.sittings import SittingConfig, SittingService
+from trustscore.services.webhooks import WebhookService, after_step, webhook_config
 from trustscore.settings import Settings
 from trustscore.store import db
 from trustscore.store.attestations import AttestationStore
@@ -61,6 +63,7 @@ from trustscore.store.projection_tables import ProjectionStore
 from trustscore.store.reverify import ReverifyStore
 from trustscore.store.scope import ScopeStore
 from trustscore.store.sittings import SittingStore
+from trustscore.store.webhooks import WebhookStore
 
 log = logging.getLogger("trustscore")
 
@@ -73,6 +76,7 @@ CONTROLLERS: list[type[Controller]] = [
     SittingController,
     LadderController,
     ScopeController,
+    WebhookController,
 ]
 TEXT = "text/plain; charset=utf-8"
 PROMETHEUS = "text/plain; version=0.0.4"  # the Prometheus text exposition format (Litestar adds the charset)
@@ -141,6 +145,7 @@ async def build_services(
         ratings,
         ladder_rule=settings.ladder_rule,
         ladder=LadderStore(pool),
+        after_step=after_step(ratings.models),  # webhook events, in the projection's transaction
     )
     await projector.load()
     await projector.catch_up()
@@ -212,6 +217,7 @@ async def build_services(
         scope=scope,
         pages=PageService(public, log_service),
         sandbox=isolation,
+        webhooks=WebhookService(log_service, WebhookStore(pool), service_key, webhook_config(settings)),
     )
     log.info("trustscore ready (log key %s, service key %s)", keys.key_id(log_key.public_key), service_key.id)
     s = settings
@@ -233,6 +239,7 @@ async def build_services(
         Periodic("sitting expiry", sittings.sweep, s.sitting_sweep_interval),
         *reverifier.periodic(stop),
         scope_runner.periodic(stop),
+        services.webhooks.periodic(),
     ]
     return services, background
 
@@ -324,6 +331,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             **DEPENDENCIES,
             **integrations.dependencies,
             "max_page": Provide(lambda: settings.max_page, sync_to_thread=False),
+            "feed_length": Provide(lambda: settings.feed_length, sync_to_thread=False),
         },
         lifespan=[lifespan, integrations.lifespan],  # after the services' lifespan: it reads them
         exception_handlers=EXCEPTION_HANDLERS,

@@ -22,6 +22,7 @@ from trustscore.services.pages import PageService
 from trustscore.services.public import PublicService
 from trustscore.services.scope import ScopeService
 from trustscore.services.sittings import SittingService
+from trustscore.services.webhooks import WebhookService
 
 STATE_KEY = "services"
 
@@ -39,6 +40,7 @@ class Services:
     scope: ScopeService
     pages: PageService
     sandbox: Isolation
+    webhooks: WebhookService
 
 
 def services_of(state: State) -> Services:
@@ -81,6 +83,10 @@ def pages(state: State) -> PageService:
     return services_of(state).pages
 
 
+def webhooks(state: State) -> WebhookService:
+    return services_of(state).webhooks
+
+
 #: Dependency key (the handler's parameter name) -> its provider.
 DEPENDENCIES: dict[str, Provide] = {
     "log_service": Provide(log_service, sync_to_thread=False),
@@ -91,4 +97,5 @@ DEPENDENCIES: dict[str, Provide] = {
     "ladder": Provide(ladder, sync_to_thread=False),
     "scope_honesty": Provide(scope, sync_to_thread=False),
     "pages": Provide(pages, sync_to_thread=False),
+    "webhooks": Provide(webhooks, sync_to_thread=False),
 }

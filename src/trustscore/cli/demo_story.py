@@ -31,6 +31,7 @@ from trustscore.canonical import b64decode, b64encode
 from trustscore.cli.agent import card_envelope
 from trustscore.cli.rating import weights_for
 from trustscore.cli.sitting import check as check_sitting_cli
+from trustscore.cli.table import Column, cell, render
 from trustscore.client import LogClient
 from trustscore.devserver import AgentProcess
 from trustscore.errors import NotFound, NotYetAvailable, StorageError, TrustscoreError, VerificationError
@@ -88,15 +89,12 @@ class DemoClient(LogClient):
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """Rows as plain text in aligned columns (numbers right-aligned), indented two spaces."""
-    cells = [[str(h) for h in headers], *[["-" if c is None else str(c) for c in r] for r in rows]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    numeric = [all(_is_number(r[i]) for r in cells[1:]) and len(cells) > 1 for i in range(len(headers))]
-    lines = []
-    for row in cells:
-        parts = [c.rjust(w) if num else c.ljust(w) for c, w, num in zip(row, widths, numeric, strict=True)]
-        lines.append("  " + "  ".join(parts).rstrip())
-    return "\n".join(lines)
+    """Rows through the CLI's one table renderer, numeric columns right-aligned, indented two spaces."""
+    cells = [[cell(c) for c in r] for r in rows]
+    columns = [
+        Column(h, right=bool(cells) and all(_is_number(r[i]) for r in cells)) for i, h in enumerate(headers)
+    ]
+    return "\n".join("  " + line for line in render(columns, rows))
 
 
 def _row(cells: Sequence[object], widths: Sequence[int], *, numeric: bool) -> str:

@@ -58,6 +58,7 @@ COMMAND_MODULES = (
     "trustscore.cli.scope",
     "trustscore.cli.mcp",
     "trustscore.cli.reverify",
+    "trustscore.cli.webhooks",
 )
 
 

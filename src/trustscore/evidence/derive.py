@@ -46,6 +46,8 @@ NO_EVIDENCE = frozenset(
         MARKETPLACE_APPROVAL.predicate_type,
         SCOPE_RUN.predicate_type,  # feeds the scope-honesty score, not the dimensions
         f"{PREDICATE_PREFIX}exam-report/v1",
+        f"{PREDICATE_PREFIX}subscription/v1",  # webhooks (docs/webhooks.md): no evidence about anyone
+        f"{PREDICATE_PREFIX}subscription-revocation/v1",
     }
 )
 

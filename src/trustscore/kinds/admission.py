@@ -22,6 +22,9 @@ Rules (docs/evidence-mapping.md):
   registered counterparty, marketplace or CI party (party card role ``ci``) of another interest
   (docs/evidence-ladder.md).
 - a scope run (``kinds/scope_run.py``): as a re-verification, signed by a ``reverify`` service key.
+- a webhook subscription or its revocation must be signed by its subscriber, a registered non-service
+  key (kinds/subscriptions.py; that a revocation's signer owns the subscription is checked where it is
+  applied, store/webhooks.py);
 - a marketplace approval or retirement must be signed by the log key (the operator), about a registered
   marketplace.
 """
@@ -38,6 +41,7 @@ from trustscore.kinds.parties import PartyCard
 from trustscore.kinds.service_card import ServiceCard
 from trustscore.kinds.settlements import Settlement
 from trustscore.kinds.sittings import SITTING_KINDS
+from trustscore.kinds.subscriptions import SUBSCRIPTION_KINDS
 from trustscore.kinds.work_records import WorkRecord
 from trustscore.ledger import keys
 from trustscore.ledger.statements import ParsedStatement
@@ -185,6 +189,8 @@ def admit(
         admit_work_record(stmt, lookup)
     elif name in SITTING_KINDS:
         admit_sitting(stmt, lookup)
+    elif name in SUBSCRIPTION_KINDS:
+        _registered(lookup, stmt.facts.signer, "subscriber", ["agent", "counterparty", "marketplace", "ci"])
     elif name == "marketplace-approval":
         if stmt.facts.signer != log_key_id or log_key_id not in signer_ids:
             raise SignatureError("a marketplace approval must be signed by the log key (the operator)")

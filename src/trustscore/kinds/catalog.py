@@ -3,7 +3,7 @@
 Kinds register themselves when their module is imported; this module imports them all in one place:
 agent cards, exam reports, party and service cards, settlements, marketplace events, graded evidence,
 rating snapshots, re-verifications, exam sittings
-the operator's marketplace approvals and work records.
+the operator's marketplace approvals and work records, webhook subscriptions and their revocations.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from trustscore.kinds.service_card import SERVICE_CARD
 from trustscore.kinds.settlements import SETTLEMENT
 from trustscore.kinds.sittings import SITTING_CLOSE, SITTING_OPEN, SITTING_REPORT, SITTING_REQUEST
 from trustscore.kinds.snapshots import RATING_SNAPSHOT
+from trustscore.kinds.subscriptions import SUBSCRIPTION, SUBSCRIPTION_REVOCATION
 from trustscore.kinds.work_records import WORK_RECORD
 from trustscore.ledger.statements import Kind
 
@@ -43,6 +44,8 @@ ALL_KINDS: tuple[Kind[Any], ...] = (
     MARKETPLACE_APPROVAL,
     WORK_RECORD,
     SCOPE_RUN,
+    SUBSCRIPTION,
+    SUBSCRIPTION_REVOCATION,
 )
 
 __all__ = ["ALL_KINDS"]

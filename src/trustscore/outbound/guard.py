@@ -527,3 +527,21 @@ def post_json(
     except httpx.HTTPError as exc:
         raise _failure(_where(target), exc, policy) from exc
     return _json_body(_where(target), response)
+
+
+def post_bytes(
+    client: SafeClient, url: str, body: bytes, policy: OutboundPolicy, *, headers: dict[str, str]
+) -> int:
+    """POST ``body`` as it is (signed bytes: webhooks) to ``url`` within the policy's total time; return
+    the HTTP status, whatever it is. Raises OutboundRefused when the policy forbids the target or a
+    redirect, OutboundFailed when the target is down, slow or too big."""
+    _require(client, policy)
+    target = _parse(url)
+    try:
+        with _within(policy.total_timeout):
+            response = client.post(target, content=body, headers=headers)
+    except httpx.HTTPError as exc:
+        raise _failure(_where(target), exc, policy) from exc
+    if response.has_redirect_location:
+        raise OutboundRefused(f"refused: {_where(target)} redirects; redirects are not followed")
+    return response.status_code

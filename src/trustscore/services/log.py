@@ -43,6 +43,8 @@ ROUTE_OF_KIND = {
     "work-record": "POST /v1/work-records",
     "sitting-request": "POST /v1/sittings",
     "sitting-report": "POST /v1/sittings/{index}/report",
+    "subscription": "POST /v1/subscriptions",
+    "subscription-revocation": "POST /v1/subscriptions",
 }
 
 

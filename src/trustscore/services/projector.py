@@ -12,7 +12,7 @@ from trustscore.ledger import audit
 from trustscore.services.ratings import RatingService
 from trustscore.store.ladder import LadderStore
 from trustscore.store.log import LogStore
-from trustscore.store.projection_tables import ProjectionStore
+from trustscore.store.projection_tables import AfterStep, ProjectionStore
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +28,7 @@ class Projector:
         batch: int = 5000,
         ladder_rule: str = CURRENT_RULE,
         ladder: LadderStore | None = None,
+        after_step: AfterStep | None = None,
     ) -> None:
         self.log_store = log_store
         self.store = store
@@ -36,6 +37,7 @@ class Projector:
         self.batch = batch
         self.ladder_rule = ladder_rule
         self.ladder = ladder
+        self.after_step = after_step  # runs in each step's transaction (webhook events)
         self.state = ProjectionState(log_public_key, ladder_rule=ladder_rule)
 
     async def load(self) -> None:
@@ -75,7 +77,9 @@ class Projector:
 
     async def step(self) -> Projected | None:
         try:
-            return await self.store.step(lambda rows: project(rows, self.state, verify=False), self.batch)
+            return await self.store.step(
+                lambda rows: project(rows, self.state, verify=False), self.batch, self.after_step
+            )
         except BaseException:
             await self.load()  # the transaction rolled back: so must the in-memory state
             raise

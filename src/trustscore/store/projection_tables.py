@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,11 @@ CARD_KINDS = (
     PARTY_CARD.predicate_type,
     SERVICE_CARD.predicate_type,
 )
+
+
+Conn = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
+#: Work done in a projection step's transaction over the entries [start, end) it projects.
+AfterStep = Callable[[Conn, int, int], Awaitable[object]]
 
 
 @dataclass(frozen=True)
@@ -51,9 +56,13 @@ class ProjectionStore:
         self.pool = pool
 
     async def step(
-        self, project: Callable[[list[tuple[int, bytes | None]]], Projected], limit: int
+        self,
+        project: Callable[[list[tuple[int, bytes | None]]], Projected],
+        limit: int,
+        after: AfterStep | None = None,
     ) -> Projected | None:
-        """Project up to ``limit`` unprojected entries in one transaction; None if none or locked."""
+        """Project up to ``limit`` unprojected entries in one transaction; None if none or locked.
+        ``after(conn, start, end)`` runs last in the same transaction (webhook events: store/webhooks.py)."""
         async with self.pool.acquire() as conn, conn.transaction():
             if not await conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", _PROJECTOR_LOCK):
                 return None
@@ -125,6 +134,8 @@ class ProjectionStore:
                         for s in out.snapshots
                     ],
                 )
+            if after is not None:
+                await after(conn, start, rows[-1]["idx"] + 1)
             await conn.execute(
                 "UPDATE projection_state SET next_index = $1 WHERE name = 'log'", rows[-1]["idx"] + 1
             )

@@ -26,6 +26,8 @@ def test_kinds_all_registers_every_kind() -> None:
         "marketplace-approval/v1",
         "work-record/v1",
         "scope-run/v1",
+        "subscription/v1",
+        "subscription-revocation/v1",
     }
     registered = statements.kinds()
     for kind in kinds_all.ALL_KINDS:

@@ -1,0 +1,266 @@
+"""SQL of webhooks: subscriptions, the event outbox, deliveries and their attempts (docs/webhooks.md).
+
+:func:`derive` runs inside the projector's transaction (the one that advances ``projection_state``), so
+events and their deliveries are committed exactly when the entries that caused them are projected: a
+crash before the commit projects them again, after it the outbox holds them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import asyncpg
+
+from trustscore.kinds.cards import CARD_PREDICATE_TYPES, AgentCard
+from trustscore.kinds.events import EVENT, Event
+from trustscore.kinds.settlements import SETTLEMENT, Settlement
+from trustscore.kinds.snapshots import RATING_SNAPSHOT, RatingSnapshot
+from trustscore.kinds.subscriptions import (
+    SUBSCRIPTION,
+    SUBSCRIPTION_REVOCATION,
+    Subscription,
+    SubscriptionRevocation,
+)
+from trustscore.ledger import audit
+from trustscore.webhooks import events as ev
+from trustscore.webhooks.events import GradeOf, WebhookEvent
+
+Conn = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
+CAUSE_KINDS = (
+    *CARD_PREDICATE_TYPES,
+    EVENT.predicate_type,
+    SETTLEMENT.predicate_type,
+    RATING_SNAPSHOT.predicate_type,
+    SUBSCRIPTION.predicate_type,
+    SUBSCRIPTION_REVOCATION.predicate_type,
+)
+_DISPATCH_LOCK = 0x77686F6B  # advisory lock held by the one dispatcher of a deployment
+
+
+@dataclass(frozen=True)
+class Due:
+    """The oldest undelivered event of one (subscription, agent) pair, due now."""
+
+    subscription: int
+    event_seq: int
+    attempts: int
+    url: str
+    event_id: str
+    payload: bytes
+
+
+@dataclass(frozen=True)
+class Attempt:
+    event_seq: int
+    event_id: str
+    type: str
+    agent: str
+    attempt: int
+    at: dt.datetime
+    status: int | None
+    error: str | None
+    millis: int
+    state: str  # the delivery's state now: pending, delivered or dead
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    seq: int
+    id: str
+    type: str
+    agent: str
+    at: dt.datetime
+    payload: bytes
+
+
+async def _active(conn: Conn) -> dict[int, Subscription]:
+    rows = await conn.fetch(
+        "SELECT s.id, e.leaf FROM webhook_subscriptions s JOIN entries e ON e.idx = s.id WHERE s.revoked_at IS NULL"
+    )
+    out = {}
+    for r in rows:
+        p = audit.parse_leaf(bytes(r["leaf"])).statement.predicate
+        assert isinstance(p, Subscription)
+        out[r["id"]] = p
+    return out
+
+
+async def _previous_card(conn: Conn, agent: str, index: int) -> AgentCard | None:
+    leaf = await conn.fetchval(
+        "SELECT leaf FROM entries WHERE subject = $1 AND kind = ANY($2::text[]) AND idx < $3 ORDER BY idx DESC LIMIT 1",
+        agent,
+        list(CARD_PREDICATE_TYPES),
+        index,
+    )
+    if leaf is None:
+        return None
+    p = audit.parse_leaf(bytes(leaf)).statement.predicate
+    return p if isinstance(p, AgentCard) else None
+
+
+async def _previous_totals(conn: Conn, snap: RatingSnapshot, index: int) -> dict[str, int | None]:
+    rows = await conn.fetch(
+        "SELECT DISTINCT ON (s.agent) s.agent, s.total FROM unnest($1::text[]) AS t(agent) "
+        "JOIN snapshots s ON s.agent = t.agent WHERE s.model_version = $2 AND s.idx < $3 "
+        "ORDER BY s.agent, s.idx DESC",
+        [r.agent for r in snap.ratings],
+        snap.model_version,
+        index,
+    )
+    return {r["agent"]: r["total"] for r in rows}
+
+
+async def derive(conn: Conn, start: int, end: int, grade_of: GradeOf) -> int:
+    """Record the events caused by log entries [start, end) and fan each out to the subscriptions active
+    at its index, in ``conn``'s transaction; return how many events were new."""
+    rows = await conn.fetch(
+        "SELECT idx, leaf FROM entries WHERE idx >= $1 AND idx < $2 AND kind = ANY($3::text[]) ORDER BY idx",
+        start,
+        end,
+        list(CAUSE_KINDS),
+    )
+    if not rows:
+        return 0
+    subs = await _active(conn)
+    new = 0
+    for r in rows:
+        index = r["idx"]
+        stmt = audit.parse_leaf(bytes(r["leaf"])).statement
+        p = stmt.predicate
+        found: list[WebhookEvent] = []
+        if isinstance(p, Subscription):
+            await conn.execute(
+                "INSERT INTO webhook_subscriptions (id, subscriber, url, events, agents, threshold) "
+                "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
+                index, p.subscriber, p.url, list(p.events), list(p.agents), p.threshold,
+            )  # fmt: skip
+            subs[index] = p
+        elif isinstance(p, SubscriptionRevocation):
+            owner = subs.get(p.subscription)
+            if owner is not None and owner.subscriber == p.subscriber:  # only its subscriber may end it
+                await conn.execute(
+                    "UPDATE webhook_subscriptions SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL",
+                    p.subscription,
+                    index,
+                )
+                del subs[p.subscription]
+        elif isinstance(p, AgentCard):
+            found = ev.card_changed(
+                index, p, await _previous_card(conn, stmt.facts.subject, index), stmt.facts.subject
+            )
+        elif isinstance(p, Settlement):
+            found = ev.negative_settlement(index, p)
+        elif isinstance(p, Event):
+            found = ev.negative_event(index, p)
+        elif isinstance(p, RatingSnapshot):
+            found = ev.rating_changes(index, p, await _previous_totals(conn, p, index), grade_of)
+        for e in found:
+            new += await _record(conn, e, subs)
+    return new
+
+
+async def _record(conn: Conn, e: WebhookEvent, subs: dict[int, Subscription]) -> int:
+    seq = await conn.fetchval(
+        "INSERT INTO webhook_events (id, idx, type, agent, at, payload) VALUES ($1, $2, $3, $4, $5, $6) "
+        "ON CONFLICT (id) DO NOTHING RETURNING seq",
+        e.id, e.index, e.type, e.agent, e.at, e.body,
+    )  # fmt: skip
+    if seq is None:
+        return 0
+    targets = [(sid, seq, e.agent) for sid, sub in sorted(subs.items()) if sid < e.index and ev.wants(sub, e)]
+    if targets:
+        await conn.executemany(
+            "INSERT INTO webhook_deliveries (subscription, event_seq, agent) VALUES ($1, $2, $3)", targets
+        )
+    return 1
+
+
+class WebhookStore:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+
+    async def due(self, limit: int) -> list[Due]:
+        """The head of each (subscription, agent) queue whose next attempt is due: deliveries of one agent
+        go out one at a time and in order, a retrying head holding back those behind it."""
+        rows = await self.pool.fetch(
+            "SELECT d.subscription, d.event_seq, d.attempts, s.url, e.id, e.payload FROM ("
+            " SELECT DISTINCT ON (subscription, agent) subscription, event_seq, attempts, next_at"
+            " FROM webhook_deliveries WHERE state = 'pending' ORDER BY subscription, agent, event_seq) d"
+            " JOIN webhook_subscriptions s ON s.id = d.subscription AND s.revoked_at IS NULL"
+            " JOIN webhook_events e ON e.seq = d.event_seq"
+            " WHERE d.next_at <= now() ORDER BY d.next_at, d.event_seq LIMIT $1",
+            limit,
+        )
+        return [
+            Due(r["subscription"], r["event_seq"], r["attempts"], r["url"], r["id"], bytes(r["payload"]))
+            for r in rows
+        ]
+
+    async def record(
+        self, d: Due, status: int | None, error: str | None, millis: int, state: str, retry_in: float
+    ) -> None:
+        """Log attempt ``d.attempts + 1`` and move the delivery to ``state`` (pending: retry in ``retry_in`` s)."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute(
+                "INSERT INTO webhook_attempts (subscription, event_seq, attempt, status, error, millis) "
+                "VALUES ($1, $2, $3, $4, $5, $6)",
+                d.subscription, d.event_seq, d.attempts + 1, status, error, millis,
+            )  # fmt: skip
+            await conn.execute(
+                "UPDATE webhook_deliveries SET state = $3, attempts = attempts + 1, "
+                "next_at = now() + make_interval(secs => $4) WHERE subscription = $1 AND event_seq = $2",
+                d.subscription, d.event_seq, state, retry_in,
+            )  # fmt: skip
+
+    async def attempts(self, sid: int, before: tuple[int, int] | None, limit: int) -> list[Attempt]:
+        """Attempts for subscription ``sid``, newest first, after the cursor (event_seq, attempt)."""
+        cursor = before or (2**63 - 1, 0)
+        rows = await self.pool.fetch(
+            "SELECT e.id, e.type, e.agent, a.event_seq, a.attempt, a.at, a.status, a.error, a.millis, d.state "
+            "FROM webhook_attempts a JOIN webhook_events e ON e.seq = a.event_seq "
+            "JOIN webhook_deliveries d ON d.subscription = a.subscription AND d.event_seq = a.event_seq "
+            "WHERE a.subscription = $1 AND (a.event_seq, a.attempt) < ($2, $3) "
+            "ORDER BY a.event_seq DESC, a.attempt DESC LIMIT $4",
+            sid, cursor[0], cursor[1], limit,
+        )  # fmt: skip
+        return [
+            Attempt(
+                r["event_seq"],
+                r["id"],
+                r["type"],
+                r["agent"],
+                r["attempt"],
+                r["at"],
+                r["status"],
+                r["error"],
+                r["millis"],
+                r["state"],
+            )
+            for r in rows
+        ]
+
+    async def events(self, agent: str | None, limit: int) -> list[StoredEvent]:
+        """The newest ``limit`` events (of ``agent``, or of every agent), newest first."""
+        rows = await self.pool.fetch(
+            "SELECT seq, id, type, agent, at, payload FROM webhook_events "
+            "WHERE $1::text IS NULL OR agent = $1 ORDER BY seq DESC LIMIT $2",
+            agent,
+            limit,
+        )
+        return [
+            StoredEvent(r["seq"], r["id"], r["type"], r["agent"], r["at"], bytes(r["payload"])) for r in rows
+        ]
+
+    async def counts(self, sid: int) -> dict[str, int]:
+        rows = await self.pool.fetch(
+            "SELECT state, count(*) AS n FROM webhook_deliveries WHERE subscription = $1 GROUP BY state", sid
+        )
+        return {r["state"]: r["n"] for r in rows}
+
+    async def try_lock(self, conn: Conn) -> bool:
+        got: bool = await conn.fetchval("SELECT pg_try_advisory_lock($1)", _DISPATCH_LOCK)
+        return got
+
+    async def unlock(self, conn: Conn) -> None:
+        await conn.execute("SELECT pg_advisory_unlock($1)", _DISPATCH_LOCK)
