@@ -103,7 +103,10 @@ class PublicService:
         card = await self.card(agent)
         if card.kind == "service":
             raise NotFound(f"{agent} is a service key, which is not rated")
-        return self.ratings.unrated(agent, model)
+        # A refresh may have brought the agent its first evidence while the card was read: its rating
+        # then exists, and an all-null rating stamped with the new log size would be false for that size.
+        rated = self.ratings.rating(agent, model)
+        return rated if rated is not None else self.ratings.unrated(agent, model)
 
     async def rating_body(
         self,
