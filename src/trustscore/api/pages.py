@@ -31,6 +31,8 @@ from trustscore.errors import InvalidInput, TrustscoreError
 from trustscore.kinds.graded import DIMENSIONS
 from trustscore.ledger import keys
 from trustscore.pages import charts
+from trustscore.pages import medals as medal_words
+from trustscore.scoring.medals import MedalsFile
 from trustscore.services.pages import MAX_HISTORY, b64
 from trustscore.services.public import PublicService
 from trustscore.services.ratings import RatedAgent
@@ -60,6 +62,8 @@ def templates() -> TemplateConfig[JinjaTemplateEngine]:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True))
     env.filters["b64"] = b64
     env.filters["hex"] = lambda b: bytes(b).hex()
+    env.globals["medal_why_none"] = medal_words.why_none
+    env.globals["medal_thresholds"] = medal_words.thresholds
     return TemplateConfig(instance=JinjaTemplateEngine.from_environment(env))
 
 
@@ -88,6 +92,12 @@ async def _row(public: PublicService, rated: RatedAgent) -> RatingOut:
     """The rating as the JSON API publishes it (same rounding), with verification and scope honesty."""
     agent = rated.rating.agent
     return rating_out(rated, None, await public.verification(agent), None, await public.scope_summary(agent))
+
+
+def _medal_rules(public: PublicService, model: str) -> MedalsFile | None:
+    """The medals file of ``model``; None when the model has none (no medal rules, not "no medals")."""
+    rules = public.ratings.medals.get(model)
+    return None if rules is None else rules.spec
 
 
 class PagesController(Controller):
@@ -143,6 +153,7 @@ class PagesController(Controller):
             names=await pages.names(),
             models=sorted(public.ratings.models),
             dimensions=DIMENSIONS,
+            medals_defined=board.model in public.ratings.medals,
         )
 
     @get("/agents/{agent_id:str}", name="agent")
@@ -190,6 +201,7 @@ class PagesController(Controller):
             next_cursor=None if last is None else f"{last.index}.{last.seq}",
             models=sorted(public.ratings.models),
             scale=int(public.ratings.model(out.model_version).spec.total.scale * 100),
+            medal_rules=_medal_rules(public, out.model_version),
         )
         if stamp is not None:
             pages.keep_page(key, stamp, body)

@@ -51,12 +51,14 @@ def for_total(total: int | None, grade: str | None, verified: bool, scale: float
     return BadgeText(label_for(None), f"{grade} {total}{mark}", colour(total / scale))
 
 
-def for_dimension(dimension: str, score: float | None, verified: bool) -> BadgeText:
-    """One dimension's score out of 100 (``unknown`` when null), with the verified mark."""
+def for_dimension(dimension: str, score: float | None, verified: bool, medal: str | None = None) -> BadgeText:
+    """One dimension's score out of 100 (``unknown`` when null), its medal in words when it holds one
+    (``91/100 · gold``: text, not a colour), with the verified mark."""
     mark = f" {VERIFIED}" if verified else ""
     if score is None:
         return BadgeText(label_for(dimension), f"unknown{mark}", GREY)
-    return BadgeText(label_for(dimension), f"{score:.0f}/100{mark}", colour(score / 100))
+    held = f" \u00b7 {medal}" if medal else ""
+    return BadgeText(label_for(dimension), f"{score:.0f}/100{held}{mark}", colour(score / 100))
 
 
 def _num(x: float) -> str:

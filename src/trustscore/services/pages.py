@@ -178,7 +178,9 @@ class PageService:
             return badges.for_total(
                 r.total, r.grade, verified, self.public.ratings.model(r.model_version).spec.total.scale * 100
             )
-        return badges.for_dimension(dimension, r.dimensions.get(dimension), verified)
+        held = None if rated.medals is None else rated.medals.dimensions.get(dimension)
+        medal = None if held is None else held.medal
+        return badges.for_dimension(dimension, r.dimensions.get(dimension), verified, medal)
 
     # --- log --------------------------------------------------------------------------------------
 

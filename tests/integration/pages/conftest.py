@@ -1,6 +1,6 @@
 """A real ``trustscore serve`` with real data, and the system's headless Chromium driven by Playwright.
 
-The server holds a rated agent (a graded integrity exam), a registered agent without evidence and a
+The server holds a rated agent (graded integrity and capability exams, a capability medal), a registered agent without evidence and a
 rating snapshot every second. The browser is Debian's ``/usr/bin/chromium`` (Playwright never downloads
 one here); without it the browser tests are skipped with the reason, unless
 ``TRUSTSCORE_REQUIRE_BROWSER=1`` (``.ci/run``), which turns the skip into a failure.
@@ -38,7 +38,7 @@ SNAPSHOTS = 3  # wait for at least this many snapshots of the rated agent
 @dataclass
 class Site:
     url: str
-    rated: str  # a rated agent's id (name "good-agent")
+    rated: str  # a rated agent's id (name "good-agent"), with a capability medal
     fresh: str  # a registered agent without evidence (name "fresh-agent")
     report_index: int  # the log entry of the rated agent's graded report
 
@@ -81,13 +81,16 @@ def _post(url: str, path: str, body: Any) -> int:
 
 
 def seed(url: str) -> Site:
-    """Two agents, one rated by a graded exam; returns once the rated one has ``SNAPSHOTS`` snapshots."""
+    """Two agents, one rated by two graded exams; returns once the rated one has ``SNAPSHOTS`` snapshots."""
     key, card = new_card("good-agent")
     fresh, fresh_card = new_card("fresh-agent")
     _post(url, "/v1/log/entries", card)
     _post(url, "/v1/log/entries", fresh_card)
     run = run_exam(load_exam("integrity@1", ExamDirs()), agent_from_spec(f"python:{AGENTS}:good"))
     report = _post(url, "/v1/reports", sign_run(run, key))
+    # A capability sitting earns a medal (many real, fresh items over a threshold), so pages show one.
+    run = run_exam(load_exam("capability@1", ExamDirs()), agent_from_spec(f"python:{AGENTS}:good"))
+    _post(url, "/v1/reports", sign_run(run, key))
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         r = httpx.get(f"{url}/v1/agents/{key.id}/rating/history", timeout=10)

@@ -35,6 +35,7 @@ def pages_of(site: Site) -> dict[str, str]:
         "home": "/",
         "leaderboard": "/leaderboard",
         "agent": f"/agents/{site.rated}",
+        "agent-no-medal-rules": f"/agents/{site.rated}?model=baseline-v0.3",
         "log": "/log",
         "entry": f"/log/entries/{site.report_index}",
         "methodology": "/methodology",
@@ -91,6 +92,31 @@ def test_leaderboard_links_to_profiles(site: Site, page: Any) -> None:
     page.click(f"a[href='/agents/{site.fresh}']")
     page.wait_for_url(f"**/agents/{site.fresh}")
     assert "fresh-agent" in page.inner_text("h1")
+
+
+def test_medals_are_shown_as_words_on_the_profile_leaderboard_and_badge(site: Site, page: Any) -> None:
+    rating = httpx.get(f"{site.url}/v1/agents/{site.rated}/rating").json()
+    held = {d: e["medal"] for d, e in rating["medals"]["dimensions"].items() if e["medal"]}
+    assert set(held) == {"capability"}, rating["medals"]  # the seed's capability sitting earns one
+    page.goto(f"{site.url}/agents/{site.rated}")
+    medals = page.locator("section[aria-labelledby='medals-h']")
+    row = medals.locator("tr", has=page.locator("th", has_text="capability"))
+    assert row.locator(".medal").inner_text() == held["capability"]  # the word itself is on the page
+    assert "no medal: the score is below bronze" in medals.locator("tr", has_text="integrity").inner_text()
+    assert (
+        "no medal: no score in this dimension yet" in medals.locator("tr", has_text="security").inner_text()
+    )
+    # The pill is a visible word, not a colour: its text is rendered and large enough to read.
+    box = row.locator(".medal").bounding_box()
+    assert box is not None and box["width"] > 20 and box["height"] > 10
+    page.goto(f"{site.url}/agents/{site.rated}?model=baseline-v0.3")
+    assert "Medals are not defined for this model" in page.inner_text("section[aria-labelledby='medals-h']")
+    page.goto(f"{site.url}/leaderboard")
+    board_row = page.locator("table.board tbody tr", has=page.locator(f"a[href='/agents/{site.rated}']"))
+    assert board_row.locator(".medal").inner_text() == f"capability {held['capability']}"
+    page.goto(f"{site.url}/v1/agents/{site.rated}/badge.svg?dimension=capability")
+    label = page.locator("svg").get_attribute("aria-label") or ""
+    assert label.endswith(f"\u00b7 {held['capability']}"), label
 
 
 def test_history_chart_has_one_point_per_snapshot(site: Site, page: Any) -> None:

@@ -7,6 +7,7 @@ error image, never a low score); a stale ETag is not answered with 304.
 
 from __future__ import annotations
 
+import datetime as dt
 import xml.etree.ElementTree as ET
 from typing import Any
 
@@ -215,3 +216,94 @@ async def test_a_kept_profile_page_is_not_served_once_the_rating_moved(
     assert 'aria-label="security unknown"' not in after
     rating = (await client.get(f"/v1/agents/{agent}/rating")).json()
     assert f'{rating["total"]}<span class="of">' in after
+
+
+async def sat(client: Client, name: str, persona: str, exam: str = "capability@1") -> keys.SigningKey:
+    """A new agent that sat ``exam`` answering as ``persona`` (a real graded report: real items)."""
+    key, card = new_card(name)
+    await post(client, "/v1/log/entries", card)
+    run = run_exam(load_exam(exam, ExamDirs()), agent_from_spec(f"python:{AGENTS}:{persona}"))
+    index = await post(client, "/v1/reports", sign_run(run, key))
+    await rated(client, key.id, "trustscore-v2", index + 1)
+    return key
+
+
+def medals_section(html: str) -> str:
+    start = html.index('<section aria-labelledby="medals-h">')
+    return html[start : html.index("</section>", start)]
+
+
+async def test_medals_on_the_profile_leaderboard_and_badge(client: Client, world: dict[str, Any]) -> None:
+    """A good capability sitting earns a medal (many real items, fresh, score over a threshold); a
+    careless one is scored but below bronze; an agent without evidence has no score, not a low one."""
+    good = await sat(client, "medalled", "good")
+    careless = await sat(client, "careless", "careless")
+    rating = (await client.get(f"/v1/agents/{good.id}/rating")).json()
+    held = rating["medals"]["dimensions"]["capability"]
+    assert held["medal"] in ("bronze", "silver", "gold") and held["real_n"] >= 3  # the fixture earns one
+    section = medals_section((await client.get(f"/agents/{good.id}")).text)
+    assert f'<span class="medal {held["medal"]}">{held["medal"]}</span>' in section  # a word, not a colour
+    assert "1 medal under trustscore-v2" in section
+    assert "no medal: no score in this dimension yet (unknown, not low)" in section  # e.g. security
+    assert "bronze 60 · silver 75 · gold 88" in section
+
+    other = (await client.get(f"/v1/agents/{careless.id}/rating")).json()["medals"]["dimensions"]
+    assert other["capability"] == {
+        "medal": None,
+        "real_n": held["real_n"],
+        "freshness": 1.0,
+        "reason": "below_bronze",
+    }
+    section = medals_section((await client.get(f"/agents/{careless.id}")).text)
+    assert "No medal yet" in section and "no medal: the score is below bronze (60)" in section
+    assert 'class="medal ' not in section
+
+    idle = medals_section((await client.get(f"/agents/{world['idle'].id}")).text)
+    assert idle.count("no medal: no score in this dimension yet") == 8 and "no real item" in idle
+
+    # A model without a medals file shows no medal table and says why: null is not "no medals".
+    baseline = medals_section(
+        (await client.get(f"/agents/{good.id}", params={"model": "baseline-v0.3"})).text
+    )
+    assert "Medals are not defined for this model (baseline-v0.3)" in baseline and "<table" not in baseline
+
+    board = (await client.get("/leaderboard")).text
+    row = board[board.index(f'href="/agents/{good.id}"') :]
+    row = row[: row.index("</tr>")]
+    assert f'<span class="medal {held["medal"]}">capability {held["medal"]}</span>' in row
+    row = board[board.index(f'href="/agents/{careless.id}"') :]
+    assert '<span class="unknown">none</span>' in row[: row.index("</tr>")]
+    plain = (await client.get("/leaderboard", params={"model": "baseline-v0.3"})).text
+    assert "Medals are not defined for baseline-v0.3" in plain and 'class="medal ' not in plain
+
+    dim = await client.get(f"/v1/agents/{good.id}/badge.svg", params={"dimension": "capability"})
+    score = rating["dimensions"]["capability"]["score"]
+    label = f"trustscore capability: {score:.0f}/100 · {held['medal']}"
+    assert ET.fromstring(dim.content).get("aria-label") == label
+    total = await client.get(f"/v1/agents/{good.id}/badge.svg")  # the total badge stays short: no medals
+    assert (
+        ET.fromstring(total.content).get("aria-label") == f"trustscore: {rating['grade']} {rating['total']}"
+    )
+    below = await client.get(f"/v1/agents/{careless.id}/badge.svg", params={"dimension": "capability"})
+    assert "·" not in (ET.fromstring(below.content).get("aria-label") or "")
+
+
+async def test_a_medal_lost_to_staleness_changes_the_badge_etag_and_the_page(
+    client: Client, world: dict[str, Any]
+) -> None:
+    """40 days on (freshness 0.5 ** (40 / 30) < 0.5) the medal is gone: the badge loses its medal and
+    gets a new ETag (a client holding the old one gets the new badge, not a 304), the page says stale."""
+    good = await sat(client, "medalled", "good")
+    path = f"/v1/agents/{good.id}/badge.svg"
+    before = await client.get(path, params={"dimension": "capability"})
+    assert "·" in (ET.fromstring(before.content).get("aria-label") or "")
+    await client.get(f"/agents/{good.id}")  # kept: must not be served once the medal moved
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(days=40)
+    public_of(client).ratings.recompute([good.id], at=later)
+    after = await client.get(
+        path, params={"dimension": "capability"}, headers={"If-None-Match": before.headers["etag"]}
+    )
+    assert after.status_code == 200 and after.headers["etag"] != before.headers["etag"]
+    assert "·" not in (ET.fromstring(after.content).get("aria-label") or "")
+    section = medals_section((await client.get(f"/agents/{good.id}")).text)
+    assert "no medal: the newest real evidence is too old (freshness 0.40, at least 0.5 needed" in section

@@ -61,3 +61,17 @@ def test_text_width_is_additive_and_uses_the_table() -> None:
     assert text_width("i") < text_width("m") < text_width("W")
     assert text_width("\u4e2d") == round(DEFAULT_UNITS * 11 / 2048, 1)  # unknown: a digit's width
     assert text_width("ab", 22) == round((UNITS["a"] + UNITS["b"]) * 22 / 2048, 1)
+
+
+def test_a_dimension_badge_names_its_medal_in_words_and_a_medal_changes_the_bytes() -> None:
+    plain = badge.for_dimension("capability", 91.0, verified=True)
+    gold = badge.for_dimension("capability", 91.0, verified=True, medal="gold")
+    assert (
+        gold.message == "91/100 \u00b7 gold \u2713" and gold.colour == plain.colour
+    )  # the word, not a colour
+    assert badge.render(gold) != badge.render(plain)  # so the ETag (digest of the bytes) differs
+    assert badge.render(gold) != badge.render(badge.for_dimension("capability", 91.0, True, medal="silver"))
+    label = ET.fromstring(badge.render(gold)).get("aria-label")
+    assert label == "trustscore capability: 91/100 \u00b7 gold \u2713"
+    # No score is unknown, medal or not (a medal needs a score; never drawn on an unknown).
+    assert badge.for_dimension("capability", None, False, medal="gold").message == "unknown"

@@ -1,0 +1,39 @@
+"""Medals in plain words for the pages: why a dimension holds no medal, and the thresholds of each.
+
+Pure: a dimension's medal entry and the rules file in, text out. A reason the pages do not know yet is
+shown as itself (underscores as spaces), never hidden. The rules are in docs/methodology.md ("Medals").
+"""
+
+from __future__ import annotations
+
+from trustscore.scoring.medals import BELOW, MEDALS, NO_SCORE, STALE, TOO_FEW, DimensionMedal, MedalsFile
+
+
+def why_none(entry: DimensionMedal, rules: MedalsFile, dimension: str) -> str:
+    """Why ``entry`` (of ``dimension``) holds no medal, in a sentence; empty when it holds one."""
+    if entry.medal is not None:
+        return ""
+    if entry.reason == NO_SCORE:
+        return "no score in this dimension yet (unknown, not low)"
+    if entry.reason == TOO_FEW:
+        return (
+            f"{entry.real_n} real evidence item{'' if entry.real_n == 1 else 's'}, "
+            f"{rules.min_real_items} needed (self-reported, simulated and failed re-verification items "
+            "do not count)"
+        )
+    if entry.reason == STALE:
+        fresh = "none" if entry.freshness is None else f"{entry.freshness:.2f}"
+        return (
+            f"the newest real evidence is too old (freshness {fresh}, at least {rules.min_freshness:g} "
+            f"needed; it halves every {rules.half_life_days:g} days)"
+        )
+    if entry.reason == BELOW:
+        bronze = rules.thresholds[dimension].bronze
+        return f"the score is below bronze ({bronze:g})"
+    return (entry.reason or "no reason given").replace("_", " ")
+
+
+def thresholds(rules: MedalsFile, dimension: str) -> str:
+    """The lowest score of each medal of ``dimension``, lowest first: ``bronze 60 · silver 75 · gold 88``."""
+    t = rules.thresholds[dimension]
+    return " \u00b7 ".join(f"{m} {getattr(t, m):g}" for m in reversed(MEDALS))
