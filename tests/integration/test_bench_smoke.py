@@ -57,6 +57,17 @@ RUNS: dict[str, tuple[str, list[str]]] = {
         "--load httpx --database-url {db}",
         [rf"without sandbox\s+2\s+\d+\s+\d+\s+{NUMBER}\s+{NUMBER}", rf"rating / healthz = {NUMBER}"],
     ),
+    "scope_runs.py": (
+        "--runs 1",
+        [rf"server run over guarded HTTP: median {NUMBER} s", rf"ratio \(HTTP run / in-process\): {NUMBER}x"],
+    ),
+    "webhooks.py": (
+        "--agents 2 --events 6 --latency-events 2 --baseline-posts 10 --database-url {db}",
+        [
+            rf"latency\s+2 events, one at a time: p50 {NUMBER} ms",
+            rf"ratio\s+delivered / bare receiver: {NUMBER}",
+        ],
+    ),
 }
 
 
