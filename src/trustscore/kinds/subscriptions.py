@@ -25,6 +25,8 @@ EventType = Literal[
     "settlement.negative",
     "event.negative",
     "card.changed",
+    "verified.changed",
+    "scope.status_changed",
 ]
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 MAX_URL = 2048

@@ -189,3 +189,12 @@ def summarize(
         security_status=security_state(statements).status,
         history=rows,
     )
+
+
+def standing(statements: Sequence[Reverification], endpoint: str | None) -> tuple[bool, LapseReason | None]:
+    """Whether the agent is verified right after its last statement and, if not, why, judged by the log
+    alone: ``endpoint`` is the one its card in force declares, and time passing is not counted (a run
+    going stale is no log entry), so the answer is the same wherever and whenever it is computed. What
+    the ``verified.changed`` webhook event compares before and after each re-verification statement."""
+    why = lapse(statements, endpoint, dt.datetime.min.replace(tzinfo=dt.UTC), 0)
+    return verified(statements) and why is None, why

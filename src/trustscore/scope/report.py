@@ -142,16 +142,10 @@ def build(
     agent: str, cards: list[CardVersion], runs: list[Run], now: dt.datetime, newest: AgentCard | None = None
 ) -> ScopeHonesty:
     current = cards[-1].digest if cards else None
-    composites: list[float | None] = []
-    tcs: list[tuple[float, list[float]]] = []
+    composites, tcs = _composites(runs)
     outs: list[RunOut] = []
-    for k, run in enumerate(runs):
-        series = _weekly(runs, composites, k, week_of(run.at))
-        tc = scores.temporal_consistency(series)
+    for run, shs, (tc, _) in zip(runs, composites, tcs, strict=True):
         da, ft, ba = _components(run)
-        shs = None if da is None else scores.composite(da, ft, ba, tc)
-        composites.append(shs)
-        tcs.append((tc, series))
         outs.append(RunOut(open_index=run.open_index, close_index=run.close_index, at=_fmt(run.at),
                            outcome=run.outcome, server_initiated=run.trigger is not None, trigger=run.trigger,
                            current=run.card_digest == current, da=scores.pct(da),
@@ -234,6 +228,30 @@ def build(
             for c in cards
         ],
     )
+
+
+def _composites(runs: list[Run]) -> tuple[list[float | None], list[tuple[float, list[float]]]]:
+    """Each run's SHS (None without declarations) and its TC with the weekly series it was read from."""
+    composites: list[float | None] = []
+    tcs: list[tuple[float, list[float]]] = []
+    for k, run in enumerate(runs):
+        series = _weekly(runs, composites, k, week_of(run.at))
+        tc = scores.temporal_consistency(series)
+        da, ft, ba = _components(run)
+        composites.append(None if da is None else scores.composite(da, ft, ba, tc))
+        tcs.append((tc, series))
+    return composites, tcs
+
+
+def escalation_after(runs: list[Run]) -> tuple[escalation.Status, list[str], escalation.WeeklyScore | None]:
+    """The escalation status right after the last of ``runs``, its reasons and the weekly score it read
+    last, judged by the log alone: at that run's own time (time passing is no log entry). What the
+    ``scope.status_changed`` webhook event compares before and after each scope run."""
+    weeks = _weekly_scores(runs, _composites(runs)[0])
+    if not weeks:
+        return "ok", [], None
+    status, reasons, _ = escalation.status(weeks, weeks[-1].at)
+    return status, reasons, weeks[-1]
 
 
 def _weekly_scores(runs: list[Run], composites: list[float | None]) -> list[escalation.WeeklyScore]:

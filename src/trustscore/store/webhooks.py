@@ -14,7 +14,10 @@ import asyncpg
 
 from trustscore.kinds.cards import CARD_PREDICATE_TYPES, AgentCard
 from trustscore.kinds.events import EVENT, Event
+from trustscore.kinds.reverification import REVERIFICATION, Reverification
+from trustscore.kinds.scope_run import SCOPE_EXAM, SCOPE_RUN, ScopeRun
 from trustscore.kinds.settlements import SETTLEMENT, Settlement
+from trustscore.kinds.sittings import SITTING_CLOSE, SittingClose
 from trustscore.kinds.snapshots import RATING_SNAPSHOT, RatingSnapshot
 from trustscore.kinds.subscriptions import (
     SUBSCRIPTION,
@@ -23,6 +26,11 @@ from trustscore.kinds.subscriptions import (
     SubscriptionRevocation,
 )
 from trustscore.ledger import audit
+from trustscore.ledger.statements import parse_time
+from trustscore.reverify.status import standing
+from trustscore.scope.report import escalation_after
+from trustscore.scope.runs import collect
+from trustscore.store import scope as scope_store
 from trustscore.webhooks import events as ev
 from trustscore.webhooks.events import GradeOf, WebhookEvent
 
@@ -32,6 +40,9 @@ CAUSE_KINDS = (
     EVENT.predicate_type,
     SETTLEMENT.predicate_type,
     RATING_SNAPSHOT.predicate_type,
+    REVERIFICATION.predicate_type,
+    SITTING_CLOSE.predicate_type,
+    SCOPE_RUN.predicate_type,
     SUBSCRIPTION.predicate_type,
     SUBSCRIPTION_REVOCATION.predicate_type,
 )
@@ -111,6 +122,52 @@ async def _previous_totals(conn: Conn, snap: RatingSnapshot, index: int) -> dict
     return {r["agent"]: r["total"] for r in rows}
 
 
+async def _verified_changed(conn: Conn, index: int, agent: str, r: Reverification) -> list[WebhookEvent]:
+    """Compare the agent's standing before and after its re-verification statement at ``index``, both
+    against the endpoint of the card in force at that index (reverify/status.py ``standing``)."""
+    rows = await conn.fetch(
+        "SELECT leaf FROM entries WHERE kind = $1 AND subject = $2 AND idx < $3 ORDER BY idx",
+        REVERIFICATION.predicate_type,
+        agent,
+        index,
+    )
+    earlier = []
+    for row in rows:
+        p = audit.parse_leaf(bytes(row["leaf"])).statement.predicate
+        assert isinstance(p, Reverification)
+        earlier.append(p)
+    card = await _previous_card(conn, agent, index)
+    endpoint = None if card is None else card.endpoint
+    run = {"outcome": r.outcome, "matched_millis": r.matched_millis, "report_index": r.report_index}
+    return ev.verified_changed(
+        index,
+        agent,
+        parse_time(r.ran_at, what="ran_at"),
+        standing(earlier, endpoint),
+        standing([*earlier, r], endpoint),
+        run,
+    )
+
+
+async def _scope_status_changed(conn: Conn, index: int, agent: str) -> list[WebhookEvent]:
+    """Compare the agent's escalation status before and after the scope run closed at ``index``
+    (scope/report.py ``escalation_after``), from its cards and scope sittings logged up to it."""
+    rows = await conn.fetch(
+        "SELECT idx, leaf FROM entries WHERE subject = $1 AND kind = ANY($2::text[]) AND idx <= $3 ORDER BY idx",
+        agent,
+        list(scope_store.KINDS),
+        index,
+    )
+    stmts = [(r["idx"], audit.parse_leaf(bytes(r["leaf"])).statement) for r in rows]
+    runs = collect(agent, stmts)[1]
+    if not runs or runs[-1].close_index != index:
+        return []  # a close of a sitting whose open is not the agent's scope sitting
+    before, _, _ = escalation_after(runs[:-1])
+    after, reasons, week = escalation_after(runs)
+    scores = None if week is None else {"shs": week.shs, "da": week.da, "ft": week.ft, "ba": week.ba}
+    return ev.scope_status_changed(index, agent, runs[-1].at, before, after, reasons, scores)
+
+
 async def derive(conn: Conn, start: int, end: int, grade_of: GradeOf) -> int:
     """Record the events caused by log entries [start, end) and fan each out to the subscriptions active
     at its index, in ``conn``'s transaction; return how many events were new."""
@@ -153,6 +210,10 @@ async def derive(conn: Conn, start: int, end: int, grade_of: GradeOf) -> int:
             found = ev.negative_settlement(index, p)
         elif isinstance(p, Event):
             found = ev.negative_event(index, p)
+        elif isinstance(p, Reverification):
+            found = await _verified_changed(conn, index, stmt.facts.subject, p)
+        elif isinstance(p, SittingClose | ScopeRun) and p.exam == SCOPE_EXAM:
+            found = await _scope_status_changed(conn, index, p.agent)
         elif isinstance(p, RatingSnapshot):
             found = ev.rating_changes(index, p, await _previous_totals(conn, p, index), grade_of)
         for e in found:

@@ -161,6 +161,55 @@ def rating_changes(
     return out
 
 
+def verified_changed(
+    index: int,
+    agent: str,
+    at: dt.datetime,
+    before: tuple[bool, str | None],
+    after: tuple[bool, str | None],
+    run: Mapping[str, Any],
+) -> list[WebhookEvent]:
+    """``verified.changed`` when the re-verification statement at ``index`` moves the agent between
+    verified and not verified; ``before``/``after`` are (verified, lapse reason) just before and right
+    after it (reverify/status.py ``standing``), ``run`` what the run found (outcome, matched_millis,
+    report_index). Nothing when the status stays (a second lapse reason is no change of status)."""
+    if before[0] == after[0]:
+        return []
+    data = {
+        "verified": after[0],
+        "change": "gained" if after[0] else "lost",
+        "reason": after[1],
+        "previous_reason": before[1],
+        **run,
+    }
+    return [_event(index, "verified.changed", agent, at, data)]
+
+
+def _hundredths(value: float) -> int:
+    """A score as an integer number of hundredths of a point (signed payloads carry no floats)."""
+    return round(value * 100)
+
+
+def scope_status_changed(
+    index: int,
+    agent: str,
+    at: dt.datetime,
+    before: str,
+    after: str,
+    reasons: list[str],
+    scores: Mapping[str, float] | None,
+) -> list[WebhookEvent]:
+    """``scope.status_changed`` when the scope run closed at ``index`` moves the agent's escalation status
+    (``ok``, ``soft_alert``, ``warning``, ``suspended``, ``cancelled``) from ``before`` to ``after``;
+    ``reasons`` are the new status's and ``scores`` (shs, da, ft, ba in points) the weekly run it read."""
+    if before == after:
+        return []
+    data: dict[str, Any] = {"from": before, "to": after, "reasons": list(reasons)}
+    if scores is not None:
+        data["scores_hundredths"] = {k: _hundredths(v) for k, v in sorted(scores.items())}
+    return [_event(index, "scope.status_changed", agent, at, data)]
+
+
 def wants(sub: Subscription, event: WebhookEvent) -> bool:
     """Whether ``sub`` asked for ``event``: its type, its agent (or every agent), its threshold."""
     if event.type not in sub.events or (sub.agents and event.agent not in sub.agents):
