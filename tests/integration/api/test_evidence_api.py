@@ -202,7 +202,7 @@ async def test_openapi_document_is_valid_and_describes_bodies_and_problems(clien
     }
     assert set(writes) == {
         "/v1/log/entries", "/v1/reports", "/v1/settlements", "/v1/events", "/v1/sittings",
-        "/v1/sittings/{index}/report", "/v1/work-records",
+        "/v1/sittings/{index}/report", "/v1/work-records", "/v1/subscriptions",
     }  # fmt: skip
     for path, op in writes.items():
         body_schema = op["requestBody"]["content"]["application/json"]["schema"]
