@@ -92,16 +92,22 @@ class Reverifier:
         return scheduled
 
     async def schedule_all(self) -> int:
-        """A scheduled run on each agent's latest report, seeded by the newest checkpoint."""
+        """A scheduled run on each agent's latest report, seeded by the newest checkpoint; none for an agent
+        whose previous run is still pending (the schedule runs beside the worker, so runs slower than the
+        interval would otherwise pile up without bound and starve the runs that new reports bring)."""
+        # New reports get their own run first: a scheduled run seeded by the same checkpoint would have the
+        # same (agent, report, seed) and take the report run's place.
+        await self.sweep()
         cp = await self.log.latest_checkpoint()
         endpoints = await self.store.endpoints(None)
+        busy = await self.store.pending_agents()
         latest: dict[str, tuple[int, bytes]] = {}
         for index, leaf in await self.log.store.leaves_of_kind(EXAM_REPORT.predicate_type, cp.size - 1):
             report = audit.parse_leaf(leaf)
             latest[report.statement.facts.subject] = (index, report.statement_hash)
         scheduled = 0
         for agent, (index, digest) in sorted(latest.items()):
-            if agent in endpoints:
+            if agent in endpoints and agent not in busy:
                 seed = sampling.seed(cp.root, digest, agent)
                 scheduled += await self.store.schedule(
                     Run(agent, index, seed, "schedule", cp.size, endpoints[agent], 0)
@@ -203,10 +209,15 @@ class Reverifier:
         await self.store.finish(run, entry_index=index, same_as_index=None)
 
     async def sweep_and_work(self, stop: asyncio.Event) -> None:
-        """Schedule runs after new reports, then carry out pending runs until none is left or ``stop``."""
-        await self.sweep()
-        while not stop.is_set() and await self.work_once():
-            pass
+        """Schedule runs after new reports and carry out pending runs until none is left or ``stop``.
+
+        The sweep comes before every run, not once: the schedule (its own periodic task) may add runs
+        faster than slow endpoints let them finish, and a report's own run must not wait behind them all.
+        """
+        while not stop.is_set():
+            await self.sweep()
+            if not await self.work_once():
+                return
 
     def periodic(self, stop: asyncio.Event) -> list[Periodic]:
         """The background work: sweep and drain every ``poll`` seconds; a scheduled run on every agent's

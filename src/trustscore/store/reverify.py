@@ -39,6 +39,11 @@ class ReverifyStore:
         )
         return status.endswith(" 1")
 
+    async def pending_agents(self) -> set[str]:
+        """Agents with a run not yet carried out."""
+        rows = await self.pool.fetch("SELECT DISTINCT agent FROM reverify_runs WHERE state = 'pending'")
+        return {r["agent"] for r in rows}
+
     async def claim(self) -> Run | None:
         """The oldest pending run, its attempt counted; rows another worker holds are skipped."""
         async with self.pool.acquire() as conn, conn.transaction():
