@@ -12,6 +12,7 @@ import base64
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,7 @@ from trustscore.ledger import dsse
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "deploy" / "container" / "build.sh"
+SECCOMP = ROOT / "deploy" / "container" / "seccomp.py"
 IMAGE = "localhost/trustscore:test"
 UID = "10001"
 RUNTIME = os.environ.get("TRUSTSCORE_CONTAINER_RUNTIME", "runc")
@@ -60,20 +62,63 @@ def image() -> str:
     return IMAGE
 
 
+class Containers:
+    """Containers (and named volumes) a test starts, all removed afterwards."""
+
+    def __init__(self, image: str) -> None:
+        self.image = image
+        self.names: list[str] = []
+        self.volumes: list[str] = []
+
+    def volume(self) -> str:
+        name = f"trustscore-test-{os.getpid()}-{time.monotonic_ns()}"
+        self.volumes.append(name)
+        return name
+
+    def run(self, *options: str, command: tuple[str, ...] = ()) -> str:
+        """``podman run --detach OPTIONS IMAGE COMMAND``; returns the container's name."""
+        name = f"trustscore-test-{os.getpid()}-{time.monotonic_ns()}"
+        self.names.append(name)
+        r = subprocess.run(
+            [*RUN, "--name", name, *options, self.image, *command], capture_output=True, text=True
+        )
+        assert r.returncode == 0, r.stdout + r.stderr
+        return name
+
+    def close(self) -> None:
+        for name in self.names:
+            podman("rm", "--force", "--ignore", name, check=False)
+        for volume in self.volumes:
+            podman("volume", "rm", "--force", volume, check=False)
+
+
 @pytest.fixture
-def container(image: str) -> Iterator[list[str]]:
-    """Start ``podman run`` with the given arguments (append them, then call ``started``); removed after."""
-    name = f"trustscore-test-{os.getpid()}-{time.monotonic_ns()}"
-    args = [*RUN, "--name", name]
-    yield args
-    podman("rm", "--force", "--ignore", name, check=False)
+def containers(image: str) -> Iterator[Containers]:
+    c = Containers(image)
+    try:
+        yield c
+    finally:
+        c.close()
 
 
-def started(args: list[str], image: str, *command: str) -> str:
-    """Run the container and return its name."""
-    r = subprocess.run([*args, image, *command], capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return args[args.index("--name") + 1]
+@pytest.fixture
+def sandbox_profile(tmp_path: Path) -> Path:
+    """The seccomp profile deploy/container/seccomp.py writes from podman's default."""
+    profile = tmp_path / "seccomp.json"
+    with profile.open("w") as out:
+        subprocess.run([sys.executable, str(SECCOMP)], stdout=out, check=True)
+    return profile
+
+
+def stopped_cleanly(name: str) -> None:
+    """``podman stop`` sends SIGTERM: the service stops its embedded PostgreSQL and exits 0."""
+    podman("stop", "--time", "60", name)
+    assert podman("inspect", "--format", "{{.State.ExitCode}}", name).strip() == "0", podman("logs", name)
+
+
+def verifier_key(name: str) -> str:
+    [line] = [x for x in podman("logs", name).splitlines() if x.startswith("log verifier key: ")]
+    return line
 
 
 def wait_healthy(name: str, base: str) -> httpx.Response:
@@ -90,6 +135,17 @@ def wait_healthy(name: str, base: str) -> httpx.Response:
             break
         time.sleep(1)
     raise AssertionError(f"{name} never answered /healthz:\n{podman('logs', name, check=False)}")
+
+
+def log_size(base: str) -> int:
+    """The size of the server's signed checkpoint, once it has one holding its two service cards."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        r = httpx.get(f"{base}/v1/log/checkpoint", timeout=10)
+        if r.status_code == 200 and int(r.text.splitlines()[1]) >= 2:
+            return int(r.text.splitlines()[1])
+        time.sleep(0.5)
+    raise AssertionError(f"no checkpoint with the service cards at {base}")
 
 
 def uids_and_commands(name: str) -> list[tuple[str, str]]:
@@ -110,9 +166,11 @@ def uids_and_commands(name: str) -> list[tuple[str, str]]:
     return found
 
 
-def test_default_command_serves_the_embedded_database_as_non_root(image: str, container: list[str]) -> None:
+def test_default_command_serves_the_embedded_database_as_non_root(containers: Containers) -> None:
     port = free_port()
-    name = started([*container, "--publish", f"127.0.0.1:{port}:8080"], image)  # the image's own CMD
+    data = containers.volume()
+    publish = ("--publish", f"127.0.0.1:{port}:8080", "--volume", f"{data}:/data")
+    name = containers.run(*publish)  # the image's own CMD: serve on 0.0.0.0:8080, data in /data
     base = f"http://127.0.0.1:{port}"
     assert wait_healthy(name, base).text.strip() == "ok"
     ready = httpx.get(f"{base}/readyz", timeout=10)
@@ -127,21 +185,40 @@ def test_default_command_serves_the_embedded_database_as_non_root(image: str, co
     assert any("postgres" in cmd for _, cmd in processes), processes  # the embedded server, as 10001
     owner = podman("exec", name, "stat", "-c", "%u %a", "/data/pg").split()
     assert owner == [UID, "700"], owner
+    size = log_size(base)
+    first_key = verifier_key(name)
+    stopped_cleanly(name)
 
-    # `podman stop` sends SIGTERM: the service stops its embedded PostgreSQL and exits 0.
-    podman("stop", "--time", "60", name)
-    assert podman("inspect", "--format", "{{.State.ExitCode}}", name).strip() == "0"
+    # A new container on the same volume serves the same log: same key, same checkpoint size or more.
+    again = containers.run(*publish)
+    wait_healthy(again, base)
+    assert verifier_key(again) == first_key
+    assert log_size(base) >= size
+    stopped_cleanly(again)
 
 
-async def test_external_database_takes_a_signed_card(image: str, container: list[str], dsn: str) -> None:
+async def test_external_database_takes_a_signed_card(
+    containers: Containers, dsn: str, sandbox_profile: Path
+) -> None:
     if not os.environ.get("TRUSTSCORE_TEST_DATABASE_URL"):
         pytest.skip("needs an external PostgreSQL reachable from the host: set TRUSTSCORE_TEST_DATABASE_URL")
     port = free_port()
-    # Host network: the container reaches the PostgreSQL the host does. seccomp=unconfined lets the code
-    # sandbox make its namespaces and install its own seccomp filter (docs/container.md).
-    args = [*container, "--network", "host", "--security-opt", "seccomp=unconfined"]
-    command = ["serve", "--host", "127.0.0.1", "--port", str(port), "--data-dir", "/data"]
-    name = started(args, image, *command, "--database-url", dsn)
+    # Host network: the container reaches the PostgreSQL the host does. The sandbox's seccomp profile
+    # (podman's default plus sethostname) lets the code sandbox make its namespaces (docs/container.md).
+    command = (
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--data-dir",
+        "/data",
+        "--database-url",
+        dsn,
+    )
+    name = containers.run(
+        "--network", "host", "--security-opt", f"seccomp={sandbox_profile}", command=command
+    )
     base = f"http://127.0.0.1:{port}"
     wait_healthy(name, base)
     podman("exec", name, "test", "!", "-e", "/data/pg")  # no embedded database was made
