@@ -1,0 +1,87 @@
+"""The log as C2SP tlog-tiles (docs/tiles.md): the latest checkpoint, hash tiles and entry bundles,
+read from the stored tree nodes and entries. A full tile never changes, so it is kept in a bounded
+in-process cache; a partial tile is a prefix of its full tile and is built on each request.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from trustscore.errors import NotFound, NotYetAvailable
+from trustscore.ledger import tiles
+from trustscore.ledger.tiles import Tile
+from trustscore.store.log import LogStore
+
+DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
+
+
+class TileTooLarge(NotFound):
+    """An entry bundle holding an entry longer than the uint16 length prefix of tlog-tiles allows."""
+
+    code = "entry-too-large-for-tiles"
+    title = "Entry too large for a tlog-tiles entry bundle"
+
+
+class TileService:
+    """Serve tiles of the tree of the latest checkpoint (any width up to it)."""
+
+    def __init__(self, store: LogStore, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+        self.store = store
+        self.cache_bytes = cache_bytes
+        self._cache: OrderedDict[Tile, bytes] = OrderedDict()
+        self._cached = 0
+
+    async def checkpoint(self) -> str:
+        """The latest signed checkpoint note."""
+        cp = await self.store.latest_checkpoint()
+        if cp is None:
+            raise NotYetAvailable("no checkpoint has been signed yet")
+        return cp.signed_note
+
+    async def tile(self, path: str) -> tuple[Tile, bytes]:
+        """The tile at ``path`` (``tile/...``) and its bytes; 404 beyond the latest checkpoint."""
+        tile = tiles.parse_path(path)
+        if (data := self._cache.get(tile)) is not None:
+            self._cache.move_to_end(tile)
+            return tile, data
+        cp = await self.store.latest_checkpoint()
+        size = 0 if cp is None else cp.size
+        have = tiles.width_at(tile.level or 0, tile.index, size)
+        if have < tile.width:
+            raise NotYetAvailable(
+                f"{tile.path()} is beyond the latest checkpoint (size {size}"
+                + (f", where it has width {have})" if have else ")")
+            )
+        data = await (self._bundle(tile) if tile.is_entries else self._hashes(tile))
+        if tile.full:
+            self._keep(tile, data)
+        return tile, data
+
+    async def _hashes(self, tile: Tile) -> bytes:
+        ids = tiles.tile_nodes(tile)
+        nodes = await self.store.nodes(ids)
+        if len(nodes) != len(ids):
+            raise NotYetAvailable(f"{tile.path()} is not integrated yet")
+        return tiles.encode_hashes([nodes[i] for i in ids])
+
+    async def _bundle(self, tile: Tile) -> bytes:
+        start = tiles.WIDTH * tile.index
+        rows = await self.store.entries(start, start + tile.width)
+        if [r.index for r in rows] != list(range(start, start + tile.width)):
+            raise NotYetAvailable(f"{tile.path()} is not stored yet")
+        for r in rows:
+            if len(r.leaf) > tiles.MAX_ENTRY:
+                raise TileTooLarge(
+                    f"entry {r.index} is {len(r.leaf)} bytes, more than the {tiles.MAX_ENTRY} a tlog-tiles "
+                    f"entry bundle can carry: fetch it from /v1/log/entries?start={r.index}&end={r.index + 1}"
+                )
+        return tiles.encode_bundle([r.leaf for r in rows])
+
+    def _keep(self, tile: Tile, data: bytes) -> None:
+        if len(data) > self.cache_bytes:
+            return
+        self._cache[tile] = data
+        self._cached += len(data)
+        while self._cached > self.cache_bytes:
+            _, old = self._cache.popitem(last=False)
+            self._cached -= len(old)
