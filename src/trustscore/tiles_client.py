@@ -23,7 +23,7 @@ from trustscore.ledger.tiles import Tile
 
 MAX_CHECKPOINT = 64 * 1024
 MAX_BUNDLE = tiles.WIDTH * (2 + tiles.MAX_ENTRY)
-_CACHE_TILES = 4096  # full hash tiles kept (32 MiB): they never change
+CACHE_TILES = 4096  # full hash tiles kept (32 MiB): they never change
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,12 @@ class TileClient:
     """Read a tiled log at ``source``: an http(s) URL prefix or a local directory (a static mirror)."""
 
     def __init__(
-        self, source: str, *, timeout: float = 30.0, transport: httpx.BaseTransport | None = None
+        self,
+        source: str,
+        *,
+        timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+        cache_tiles: int = CACHE_TILES,
     ) -> None:
         self.source = source.rstrip("/")
         self._http: httpx.Client | None = None
@@ -51,6 +56,7 @@ class TileClient:
             if not self._dir.is_dir():
                 raise InvalidInput(f"tiles source {source!r} is neither an http(s) URL nor a directory")
         self._cache: dict[Tile, bytes] = {}
+        self.cache_tiles = cache_tiles
         self.fetched = 0  # resources fetched (not counting the cache)
         self.size: int | None = None  # of the last checkpoint read (unverified: bounds key scans only)
 
@@ -122,7 +128,7 @@ class TileClient:
             if tile.full:
                 raise
             return self._cut(tile)
-        if tile.full and not tile.is_entries and len(self._cache) < _CACHE_TILES:
+        if tile.full and not tile.is_entries and len(self._cache) < self.cache_tiles:
             self._cache[tile] = data
         return data
 

@@ -310,7 +310,9 @@ class TreeCheck:
             hashes = self._upper(tile)
             self._pending[band] = (tile, hashes)
         if hashes[index - WIDTH * n] != h:
-            raise ProofError(f"{tile.path()} hash {index - WIDTH * n} does not match the tiles below it")
+            raise ProofError(
+                f"the tiles below {tile.path()} do not hash to its hash {index - WIDTH * n}: one of them is wrong"
+            )
 
     def finish(self, root: bytes) -> bytes:
         """Return ``root`` if the fed tree has it; else raise :class:`ProofError`."""

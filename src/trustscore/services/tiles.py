@@ -44,31 +44,31 @@ class TileService:
         if (data := self._cache.get(tile)) is not None:
             self._cache.move_to_end(tile)
             return tile, data
-        cp = await self.store.latest_checkpoint()
-        size = 0 if cp is None else cp.size
-        have = tiles.width_at(tile.level or 0, tile.index, size)
-        if have < tile.width:
-            raise NotYetAvailable(
-                f"{tile.path()} is beyond the latest checkpoint (size {size}"
-                + (f", where it has width {have})" if have else ")")
-            )
         data = await (self._bundle(tile) if tile.is_entries else self._hashes(tile))
         if tile.full:
             self._keep(tile, data)
         return tile, data
 
     async def _hashes(self, tile: Tile) -> bytes:
+        # Tree nodes are written with the checkpoint that covers them, in one transaction: a tile whose
+        # nodes all exist is within the latest checkpoint, and one query answers both.
         ids = tiles.tile_nodes(tile)
         nodes = await self.store.nodes(ids)
         if len(nodes) != len(ids):
-            raise NotYetAvailable(f"{tile.path()} is not integrated yet")
+            raise NotYetAvailable(f"{tile.path()} is beyond the latest checkpoint")
         return tiles.encode_hashes([nodes[i] for i in ids])
 
     async def _bundle(self, tile: Tile) -> bytes:
+        cp = await self.store.latest_checkpoint()
+        size = 0 if cp is None else cp.size
+        have = tiles.width_at(0, tile.index, size)
+        if have < tile.width:
+            raise NotYetAvailable(
+                f"{tile.path()} is beyond the latest checkpoint (size {size}"
+                + (f", where it has width {have})" if have else ")")
+            )
         start = tiles.WIDTH * tile.index
         rows = await self.store.entries(start, start + tile.width)
-        if [r.index for r in rows] != list(range(start, start + tile.width)):
-            raise NotYetAvailable(f"{tile.path()} is not stored yet")
         for r in rows:
             if len(r.leaf) > tiles.MAX_ENTRY:
                 raise TileTooLarge(
