@@ -60,7 +60,7 @@ def verified_log(
     verifier = common.verifier(verifier_key)
     if server is None and tiles is None:
         raise InvalidInput("name --server or --tiles")
-    with LogClient(server) if server else TileClient(str(tiles)) as client:
+    with TileClient(tiles) if tiles else LogClient(str(server)) as client:
         cp = checkpoint.open_checkpoint(client.checkpoint(), verifier, None)
         size = cp.size if size is None else size
         if not 0 <= size <= cp.size:

@@ -75,7 +75,8 @@ def run_verify(args: argparse.Namespace) -> int:
     verifier = common.verifier(args.verifier_key)
     lines: list[str] = []
     data: dict[str, Any] = {"entries": []}
-    with LogClient(args.server) if args.server else TileClient(args.tiles) as client:
+    # --tiles given wins over a --server that may only be TRUSTSCORE_SERVER's default.
+    with TileClient(args.tiles) if args.tiles else LogClient(args.server) as client:
         log = VerifyingClient(client, verifier)
         signed = _read(args.checkpoint, "checkpoint") if args.checkpoint else client.checkpoint()
         cp = log.open(signed)
@@ -114,11 +115,12 @@ def _trusted(verifier: note.Verifier) -> dict[str, bytes]:
 
 
 def run_fsck(args: argparse.Namespace) -> int:
-    if args.server or args.tiles:
+    # An explicit database or tiles win over a --server that may only be TRUSTSCORE_SERVER's default.
+    if args.tiles or (args.server and args.data_dir is None and args.database_url is None):
         if not args.verifier_key:
-            raise InvalidInput(f"{'--server' if args.server else '--tiles'} needs --verifier-key")
+            raise InvalidInput(f"{'--tiles' if args.tiles else '--server'} needs --verifier-key")
         verifier = common.verifier(args.verifier_key)
-        report = _fsck_http(args.server, verifier) if args.server else _fsck_tiles(args.tiles, verifier)
+        report = _fsck_tiles(args.tiles, verifier) if args.tiles else _fsck_http(args.server, verifier)
     else:
         if args.data_dir is not None and not (args.data_dir / "pg" / "PG_VERSION").is_file():
             raise InvalidInput(f"{args.data_dir} holds no embedded database: pass a served --data-dir")

@@ -3,7 +3,10 @@ tlog-tiles, over HTTP and from a static directory mirror, and refusing a tampere
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -73,6 +76,12 @@ def test_cli_reads_the_log_from_tiles(server: ServerProcess, tmp_path: Path) -> 
     assert r.returncode == 0, r.stderr
     assert f"entry {index}: agent-card by" in r.stdout
     assert cli("log", "fsck", "--tiles", mirror, "--verifier-key", vkey).returncode == 0
+    # --tiles wins over a --server that is only TRUSTSCORE_SERVER's default (here unreachable).
+    env = {**os.environ, "TRUSTSCORE_SERVER": "http://127.0.0.1:1", "TRUSTSCORE_VERIFIER_KEY": vkey}
+    for argv in (["log", "verify", "--tiles", mirror], ["log", "fsck", "--tiles", mirror]):
+        run = subprocess.run([sys.executable, "-m", "trustscore.cli.main", *map(str, argv)],
+                             capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
+        assert run.returncode == 0, run.stderr
 
     # Tampering with any tile, at any level, or with an entry, is caught: one line, non-zero exit.
     for resource, at in (("tile/0/000", 100), (f"tile/0/001.p/{size - 256}", 5), ("tile/1/000.p/1", 31),
