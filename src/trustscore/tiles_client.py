@@ -23,7 +23,7 @@ from trustscore.ledger.tiles import Tile
 
 MAX_CHECKPOINT = 64 * 1024
 MAX_BUNDLE = tiles.WIDTH * (2 + tiles.MAX_ENTRY)
-CACHE_TILES = 4096  # full hash tiles kept (32 MiB): they never change
+CACHE_TILES = 4096  # hash tiles kept (at most 32 MiB): a tile of a given width never changes
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ class TileClient:
             if tile.full:
                 raise
             return self._cut(tile)
-        if tile.full and not tile.is_entries and len(self._cache) < self.cache_tiles:
+        if not tile.is_entries and len(self._cache) < self.cache_tiles:  # any width: immutable
             self._cache[tile] = data
         return data
 

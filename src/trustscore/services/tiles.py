@@ -1,6 +1,6 @@
 """The log as C2SP tlog-tiles (docs/tiles.md): the latest checkpoint, hash tiles and entry bundles,
-read from the stored tree nodes and entries. A full tile never changes, so it is kept in a bounded
-in-process cache; a partial tile is a prefix of its full tile and is built on each request.
+read from the stored tree nodes and entries. A tile of a given width never changes (a partial tile is a
+prefix of every wider one), so every tile served is kept in a bounded in-process LRU cache.
 """
 
 from __future__ import annotations
@@ -45,8 +45,7 @@ class TileService:
             self._cache.move_to_end(tile)
             return tile, data
         data = await (self._bundle(tile) if tile.is_entries else self._hashes(tile))
-        if tile.full:
-            self._keep(tile, data)
+        self._keep(tile, data)  # a tile of a given width never changes, partial or full
         return tile, data
 
     async def _hashes(self, tile: Tile) -> bytes:
