@@ -4,6 +4,7 @@ a full tile never changes once served, and bad paths are problems."""
 from __future__ import annotations
 
 import base64
+from dataclasses import replace
 
 import msgspec
 from litestar import Litestar
@@ -12,7 +13,10 @@ from litestar.testing import AsyncTestClient
 from tests.helpers import new_card
 from tests.integration.api.test_log_api import wait_for_size
 from trustscore.ledger import merkle, tiles
+from trustscore.ledger.submission import check, prepare
 from trustscore.ledger.tiles import Tile
+from trustscore.store import db
+from trustscore.store.log import LogStore
 
 Client = AsyncTestClient[Litestar]
 IMMUTABLE = "public, max-age=31536000, immutable"
@@ -108,3 +112,27 @@ async def test_tiles_beyond_the_checkpoint_and_bad_paths(client: Client) -> None
         assert r.status_code == 400, (bad, r.text)
         assert r.headers["content-type"] == "application/problem+json"
         assert "tile path" in r.json()["detail"]
+
+
+async def test_an_entry_too_large_for_a_bundle_is_a_problem_naming_it(client: Client, dsn: str) -> None:
+    """tlog-tiles bundles carry uint16 lengths; an entry of more bytes cannot be put in one."""
+    size = await append_cards(client, 1)
+    await wait_for_size(client, size)
+    _, env = new_card("big")
+    entry = check(prepare(msgspec.json.decode(msgspec.json.encode(env))), lambda _: None)
+    big = b"x" * (tiles.MAX_ENTRY + 1)  # the store takes what it is given: stand in for a huge report
+    entry = replace(entry, leaf=big, leaf_hash=merkle.leaf_hash(big))
+    pool = await db.create_pool(dsn, min_size=1, max_size=1)
+    try:
+        [appended] = await LogStore(pool).append([entry])
+    finally:
+        await pool.close()
+    cp = await wait_for_size(client, appended.index + 1)
+    r = await client.get(f"/tile/entries/000.p/{cp.size}")
+    assert r.status_code == 404 and r.headers["content-type"] == "application/problem+json"
+    problem = r.json()
+    assert problem["type"].endswith("/entry-too-large-for-tiles")
+    assert f"entry {appended.index} is {tiles.MAX_ENTRY + 1} bytes" in problem["detail"]
+    assert f"/v1/log/entries?start={appended.index}" in problem["detail"]
+    hashes = tiles.decode_hashes(Tile(0, 0, cp.size), await get_tile(client, Tile(0, 0, cp.size)))
+    assert hashes[appended.index] == merkle.leaf_hash(big)  # hash tiles and proofs are unaffected
