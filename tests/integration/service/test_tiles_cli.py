@@ -44,12 +44,20 @@ def test_cli_reads_the_log_from_tiles(server: ServerProcess, tmp_path: Path) -> 
     assert size > 256
     index = 270
 
-    r = cli("log", "verify", "--tiles", server.url, "--verifier-key", vkey, "--index", str(index))
+    saved = tmp_path / "cp.txt"
+    r = cli("log", "verify", "--tiles", server.url, "--verifier-key", vkey, "--index", str(index),
+            "--save-checkpoint", saved)  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert f"tiles: the tree of size {size} rebuilt from" in r.stdout
     assert f"entry {index}: agent-card by" in r.stdout
     api = cli("log", "verify", "--server", server.url, "--verifier-key", vkey, "--index", str(index))
     assert api.stdout.splitlines()[-1] == r.stdout.splitlines()[-1]
+
+    vkey, size = fill(server, 5)  # the log grows: its new tree is consistent with the saved one
+    r = cli("log", "verify", "--tiles", server.url, "--verifier-key", vkey, "--previous-checkpoint", saved)
+    assert r.returncode == 0, r.stderr
+    old_size = int(saved.read_text().split("\n")[1])
+    assert old_size < size and f"consistency: size {old_size} -> {size} verified" in r.stdout, r.stdout
 
     r = cli("log", "fsck", "--tiles", server.url, "--verifier-key", vkey)
     assert r.returncode == 0, r.stderr
