@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
-from litestar import Controller, Response, get
+from litestar import Controller, Request, Response, get
 from litestar.datastructures import CacheControlHeader, ResponseHeader, State
 from litestar.di import NamedDependency, Provide
 from litestar.openapi.datastructures import ResponseSpec
@@ -73,16 +74,20 @@ class TileController(Controller):
                 media_type=OCTETS,
                 generate_examples=False,
             ),
+            304: ResponseSpec(None, description="If-None-Match matched the tile's ETag"),
             **READ_PROBLEMS,
         },
         response_headers=_HEADERS,
     )
-    async def tile(self, tile_service: Tiles, tile_path: FromPath[str]) -> Response[bytes]:
+    async def tile(
+        self, request: Request[Any, Any, Any], tile_service: Tiles, tile_path: FromPath[str]
+    ) -> Response[bytes]:
         """A hash tile ``<L>/<N>[.p/<W>]`` (256 hashes of level 8L, 32 bytes each) or an entry bundle
-        ``entries/<N>[.p/<W>]`` (leaves with big-endian uint16 lengths); 404 beyond the latest checkpoint."""
+        ``entries/<N>[.p/<W>]`` (leaves with big-endian uint16 lengths); 404 beyond the latest checkpoint.
+        A matching ``If-None-Match`` is answered 304 without the body."""
         tile, data = await tile_service.tile("tile/" + tile_path.lstrip("/"))
-        headers = {
-            "ETag": f'"{hashlib.sha256(data).hexdigest()}"',
-            "Cache-Control": IMMUTABLE if tile.full else PARTIAL,
-        }
+        etag = f'"{hashlib.sha256(data).hexdigest()}"'
+        headers = {"ETag": etag, "Cache-Control": IMMUTABLE if tile.full else PARTIAL}
+        if etag in request.headers.get("if-none-match", ""):
+            return Response(b"", status_code=304, headers=headers)
         return Response(data, media_type=OCTETS, headers=headers)

@@ -91,6 +91,11 @@ async def test_a_full_tile_never_changes(client: Client) -> None:
     assert again.content == first.content and again.headers["etag"] == first.headers["etag"]
     assert again.headers["cache-control"] == IMMUTABLE
     assert (await client.get("/tile/entries/000")).content == bundle.content
+    etag = again.headers["etag"]
+    revalidated = await client.get("/tile/0/000", headers={"If-None-Match": etag})
+    assert (
+        revalidated.status_code == 304 and revalidated.content == b"" and revalidated.headers["etag"] == etag
+    )
     # The partial tile at the old width is the prefix of today's tile: it too never changes.
     old_partial = Tile(0, 1, (size - 300) - 256)
     newer = await get_tile(client, tiles.tile_at(0, 1, cp.size))
