@@ -84,10 +84,15 @@ class TileController(Controller):
     ) -> Response[bytes]:
         """A hash tile ``<L>/<N>[.p/<W>]`` (256 hashes of level 8L, 32 bytes each) or an entry bundle
         ``entries/<N>[.p/<W>]`` (leaves with big-endian uint16 lengths); 404 beyond the latest checkpoint.
-        A matching ``If-None-Match`` is answered 304 without the body."""
-        tile, data = await tile_service.tile("tile/" + tile_path.lstrip("/"))
-        etag = f'"{hashlib.sha256(data).hexdigest()}"'
+        Bundles are gzipped for clients that accept it. A matching ``If-None-Match`` is a 304."""
+        gzip_ok = "gzip" in request.headers.get("accept-encoding", "")
+        tile, data, gzipped = await tile_service.tile("tile/" + tile_path.lstrip("/"), gzip_ok=gzip_ok)
+        etag = f'"{hashlib.sha256(data).hexdigest()}"'  # of the bytes sent: one per representation
         headers = {"ETag": etag, "Cache-Control": IMMUTABLE if tile.full else PARTIAL}
+        if tile.is_entries:
+            headers["Vary"] = "Accept-Encoding"
+        if gzipped:
+            headers["Content-Encoding"] = "gzip"
         if etag in request.headers.get("if-none-match", ""):
             return Response(b"", status_code=304, headers=headers)
         return Response(data, media_type=OCTETS, headers=headers)

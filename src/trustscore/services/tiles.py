@@ -5,6 +5,8 @@ prefix of every wider one), so every tile served is kept in a bounded in-process
 
 from __future__ import annotations
 
+import asyncio
+import gzip
 from collections import OrderedDict
 
 from trustscore.errors import NotFound, NotYetAvailable
@@ -28,7 +30,7 @@ class TileService:
     def __init__(self, store: LogStore, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
         self.store = store
         self.cache_bytes = cache_bytes
-        self._cache: OrderedDict[Tile, bytes] = OrderedDict()
+        self._cache: OrderedDict[tuple[Tile, bool], bytes] = OrderedDict()  # (tile, gzipped) -> bytes
         self._cached = 0
 
     async def checkpoint(self) -> str:
@@ -38,15 +40,28 @@ class TileService:
             raise NotYetAvailable("no checkpoint has been signed yet")
         return cp.signed_note
 
-    async def tile(self, path: str) -> tuple[Tile, bytes]:
-        """The tile at ``path`` (``tile/...``) and its bytes; 404 beyond the latest checkpoint."""
+    async def tile(self, path: str, *, gzip_ok: bool = False) -> tuple[Tile, bytes, bool]:
+        """The tile at ``path`` (``tile/...``), its bytes, and whether they are gzipped (entry bundles
+        only, when ``gzip_ok``: the spec asks bundles to be compressed); 404 beyond the latest checkpoint.
+        """
         tile = tiles.parse_path(path)
-        if (data := self._cache.get(tile)) is not None:
-            self._cache.move_to_end(tile)
-            return tile, data
-        data = await (self._bundle(tile) if tile.is_entries else self._hashes(tile))
-        self._keep(tile, data)  # a tile of a given width never changes, partial or full
-        return tile, data
+        gz = gzip_ok and tile.is_entries
+        if (data := self._cached_bytes(tile, gz)) is not None:
+            return tile, data, gz
+        data = self._cached_bytes(tile, False)
+        if data is None:
+            data = await (self._bundle(tile) if tile.is_entries else self._hashes(tile))
+            self._keep((tile, False), data)  # a tile of a given width never changes, partial or full
+        if gz:
+            data = await asyncio.to_thread(gzip.compress, data, 6, mtime=0)  # deterministic bytes
+            self._keep((tile, True), data)
+        return tile, data, gz
+
+    def _cached_bytes(self, tile: Tile, gz: bool) -> bytes | None:
+        data = self._cache.get((tile, gz))
+        if data is not None:
+            self._cache.move_to_end((tile, gz))
+        return data
 
     async def _hashes(self, tile: Tile) -> bytes:
         # Tree nodes are written with the checkpoint that covers them, in one transaction: a tile whose
@@ -76,10 +91,10 @@ class TileService:
                 )
         return tiles.encode_bundle([r.leaf for r in rows])
 
-    def _keep(self, tile: Tile, data: bytes) -> None:
+    def _keep(self, key: tuple[Tile, bool], data: bytes) -> None:
         if len(data) > self.cache_bytes:
             return
-        self._cache[tile] = data
+        self._cache[key] = data
         self._cached += len(data)
         while self._cached > self.cache_bytes:
             _, old = self._cache.popitem(last=False)

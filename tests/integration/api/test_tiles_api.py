@@ -91,6 +91,13 @@ async def test_a_full_tile_never_changes(client: Client) -> None:
     assert again.content == first.content and again.headers["etag"] == first.headers["etag"]
     assert again.headers["cache-control"] == IMMUTABLE
     assert (await client.get("/tile/entries/000")).content == bundle.content
+    # Bundles are gzipped for clients that accept it (each representation its own ETag), not otherwise.
+    plain = await client.get("/tile/entries/000", headers={"Accept-Encoding": "identity"})
+    zipped = await client.get("/tile/entries/000", headers={"Accept-Encoding": "gzip"})
+    assert "content-encoding" not in plain.headers and zipped.headers["content-encoding"] == "gzip"
+    assert plain.content == zipped.content == bundle.content  # httpx decodes the gzipped body
+    assert plain.headers["etag"] != zipped.headers["etag"] and zipped.headers["vary"] == "Accept-Encoding"
+    assert int(zipped.headers["content-length"]) < len(plain.content)
     etag = again.headers["etag"]
     revalidated = await client.get("/tile/0/000", headers={"If-None-Match": etag})
     assert (
