@@ -54,3 +54,15 @@ async def check_bound(store: LogStore, origin: str, key: keys.SigningKey | None,
     vkey = note.make_verifier_key(origin, key.public_key)
     if stored != vkey:
         raise _other_key(stored, vkey)
+
+
+async def check_replica(reads: LogStore, origin: str, key: keys.SigningKey) -> None:
+    """Raise :class:`ConfigError` when the read database holds another log than ``key``'s (a replica
+    of another database); one that has not replayed the binding yet is accepted."""
+    stored = await reads.get_meta(VERIFIER_KEY_META)
+    vkey = note.make_verifier_key(origin, key.public_key)
+    if stored is not None and stored != vkey:
+        raise ConfigError(
+            f"the read database's log is signed by {stored}, not by this log's key {vkey}; "
+            "--read-database-url must name a replica of --database-url"
+        )

@@ -62,9 +62,12 @@ class PublicService:
         verification: Callable[[str], Awaitable[VerificationStatus]] = _no_verification,
         ladder: Callable[[str, int], Awaitable[dict[str, Distribution]]] = _no_ladder,
         scope_summary: Callable[[str], Awaitable[ScopeSummary | None]] = _no_scope,
+        primary: ProjectionStore | None = None,
     ) -> None:
         self.log = log
-        self.store = store
+        self.store = store  # on the read database (a streaming replica, or the primary)
+        # The primary's, when ``store`` is a replica's: asked for a card the replica has not replayed yet.
+        self.primary = primary
         self.ratings = ratings
         self.exam_dirs = exam_dirs
         # Encoded rating bodies by (model, agent): reused while the rating object, the log size and the
@@ -84,6 +87,8 @@ class PublicService:
 
     async def card(self, agent: str) -> Card:
         card = await self.store.card(agent)
+        if card is None and self.primary is not None:
+            card = await self.primary.card(agent)
         if card is None:
             raise NotFound(f"no card for {agent} (yet: cards appear once projected)")
         return card
