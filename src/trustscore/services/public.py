@@ -140,11 +140,15 @@ class PublicService:
             cached = self._bodies[key] = (rated.rating, rated.log_size, size, body)
         return cached[3]
 
-    async def evidence(self, agent: str, after: tuple[int, int], limit: int) -> list[EvidenceRow]:
+    async def evidence(self, agent: str, after: tuple[int, int], limit: int) -> tuple[int, list[EvidenceRow]]:
+        """The log size the read database had projected, then ``agent``'s evidence after the cursor: every
+        item from an entry below that size is on this page or a later one (read in that order, so a
+        lagging replica says how far it got)."""
         if not 1 <= limit <= 1000:
             raise InvalidInput("limit must be 1..1000")
         await self.card(agent)
-        return await self.store.evidence_of(agent, after, limit)
+        size = await self.store.projected_size()
+        return size, await self.store.evidence_of(agent, after, limit)
 
     async def leaderboard(self, model: str | None, dimension: str | None, limit: int) -> Leaderboard:
         """Agents ranked by total (or one dimension). Registered agents without a score, including those

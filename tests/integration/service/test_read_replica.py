@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import msgspec
 import pytest
@@ -21,6 +22,7 @@ from tests.helpers import new_card
 from tests.integration import pgcluster
 from tests.integration.service.conftest import ServerProcess
 from trustscore import canonical
+from trustscore.kinds.approvals import make_approval
 from trustscore.kinds.parties import make_party_card
 from trustscore.kinds.settlements import make_settlement
 from trustscore.ledger import checkpoint, dsse, keys, merkle, note
@@ -38,10 +40,21 @@ def post(http: httpx.Client, path: str, envelope: Any) -> dict[str, Any]:
     return data
 
 
-def settle(http: httpx.Client, seller: str, deal: str) -> int:
-    """A confirmed settlement with ``seller`` by a fresh buyer; the settlement's log index."""
-    buyer = keys.SigningKey.generate()
-    post(http, "/v1/log/entries", dsse.sign(make_party_card(buyer.public_key, deal, "counterparty"), [buyer]))
+def approved_marketplace(http: httpx.Client, log_key: keys.SigningKey) -> keys.SigningKey:
+    """A marketplace the operator approved: its settlements count in full (docs/methodology.md)."""
+    market = keys.SigningKey.generate()
+    post(
+        http,
+        "/v1/log/entries",
+        dsse.sign(make_party_card(market.public_key, "market", "marketplace"), [market]),
+    )
+    approval = make_approval(operator=log_key.id, marketplace=market.id, action="approve")
+    post(http, "/v1/log/entries", dsse.sign(approval, [log_key]))
+    return market
+
+
+def settle(http: httpx.Client, seller: str, buyer: keys.SigningKey, deal: str) -> int:
+    """A confirmed settlement of ``deal`` with ``seller``, reported by ``buyer``; its log index."""
     statement = make_settlement(
         deal_id=deal,
         seller=seller,
@@ -88,6 +101,26 @@ def checkpoint_scans(cluster: pgcluster.Cluster) -> int:
     return scans
 
 
+def items(page: dict[str, Any]) -> list[tuple[int, int]]:
+    return [(e["index"], e["seq"]) for e in page["items"]]
+
+
+def primary_evidence(pg: pgcluster.Replicated, agent: str, below: int) -> list[tuple[int, int]]:
+    """(index, seq) of ``agent``'s evidence from entries below ``below``, as the primary has it."""
+
+    async def rows() -> list[tuple[int, int]]:
+        conn = await asyncpg.connect(pg.primary.dsn())
+        try:
+            found = await conn.fetch(
+                "SELECT idx, seq FROM evidence WHERE agent = $1 AND idx < $2 ORDER BY idx, seq", agent, below
+            )
+        finally:
+            await conn.close()
+        return [(r["idx"], r["seq"]) for r in found]
+
+    return asyncio.run(rows())
+
+
 def fallbacks(http: httpx.Client, kind: str) -> float:
     """The server's count of reads of ``kind`` the replica could not answer (from /metrics)."""
     prefix = f'trustscore_read_fallbacks_total{{kind="{kind}"}} '
@@ -112,7 +145,8 @@ def test_reads_come_from_a_lagging_replica_name_their_size_and_stay_consistent(t
             verifier = note.parse_verifier_key(server.verifier_key())
             seller_key, seller_card = new_card("seller")
             post(http, "/v1/log/entries", seller_card)
-            first = settle(http, seller_key.id, "deal-1")
+            market = approved_marketplace(http, keys.read_key_file(server.data_dir / "log.key"))
+            first = settle(http, seller_key.id, market, "deal-1")
             rating = wait_for(
                 "a rating covering the settlement",
                 lambda: (
@@ -142,8 +176,8 @@ def test_reads_come_from_a_lagging_replica_name_their_size_and_stay_consistent(t
             # The replica stops replaying; the service goes on writing to the primary.
             asyncio.run(pg.replica.fetchval("SELECT pg_wal_replay_pause()"))
             late_key, late_card = new_card("late")
-            post(http, "/v1/log/entries", late_card)
-            second = settle(http, seller_key.id, "deal-2")
+            paused_at = post(http, "/v1/log/entries", late_card)["entries"][0]["index"]
+            second = settle(http, seller_key.id, market, "deal-2")
             wait_for("the primary's checkpoint covering the new entries", lambda: primary_size(pg) > second)
             size2 = primary_size(pg)
 
@@ -153,6 +187,10 @@ def test_reads_come_from_a_lagging_replica_name_their_size_and_stay_consistent(t
             proves(http, lagging, first)
             tail = http.get("/v1/log/entries", params={"start": cp1.size}).json()
             assert tail == {"entries": [], "next": None}  # following the tail: what the replica holds
+            page = http.get(f"/v1/agents/{seller_key.id}/evidence").json()
+            assert first < page["log_size"] <= paused_at, page  # what the replica had projected
+            assert items(page) == primary_evidence(pg, seller_key.id, page["log_size"])
+            assert {i for i, _ in items(page)} == {first}
             ready = http.get("/readyz")
             assert f"replica: checkpoint {cp1.size} of {size2} ({size2 - cp1.size} behind" in ready.text
 
@@ -183,3 +221,11 @@ def test_reads_come_from_a_lagging_replica_name_their_size_and_stay_consistent(t
             r = http.get("/v1/log/proof/consistency", params={"from": cp1.size, "to": cp2.size})
             checkpoint.verify_consistent(cp1, cp2, [canonical.b64decode(h) for h in r.json()["proof"]])
             proves(http, cp2, second)
+            page = wait_for(
+                "the replica's evidence page to cover the second settlement",
+                lambda: (
+                    (p := http.get(f"/v1/agents/{seller_key.id}/evidence").json())["log_size"] > second and p
+                ),
+            )
+            assert items(page) == primary_evidence(pg, seller_key.id, page["log_size"])
+            assert {i for i, _ in items(page)} == {first, second}
