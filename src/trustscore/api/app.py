@@ -123,10 +123,10 @@ async def build_services(
     database's log was made with (ConfigError otherwise)."""
     store = LogStore(pool)
     log_key = logkey.load_or_create(settings.log_key_file)
-    await logkey.bind(store, settings.log_origin, log_key)
+    bound = await logkey.bind(store, settings.log_origin, log_key)
     reads = None if read_pool is None else LogStore(read_pool)
     if reads is not None:
-        await logkey.check_replica(reads, settings.log_origin, log_key)
+        await logkey.check_replica(reads, bound)
     service_key = logkey.load_or_create(settings.service_key_file)
     log_service = LogService(
         store,

@@ -120,16 +120,25 @@ def check_database(url: str, timeout: float = 10.0, flag: str = "--database-url"
 
 async def check_log_key(s: Settings, dsn: str, key: keys.SigningKey | None) -> None:
     """Raise a one-line :class:`ConfigError` when the database's log was made with another log key than
-    the data directory's (checked before the service starts, so it is not a start-up traceback)."""
+    the data directory's, or the read database holds another log (checked before the service starts, so
+    it is not a start-up traceback)."""
     from trustscore.store import db
     from trustscore.store.log import LogStore
 
     await db.migrate(dsn)
     pool = await db.create_pool(dsn, min_size=1, max_size=1)
     try:
-        await logkey.check_bound(LogStore(pool), s.log_origin, key, s.log_key_file)
+        store = LogStore(pool)
+        await logkey.check_bound(store, s.log_origin, key, s.log_key_file)
+        bound = await store.get_meta(logkey.VERIFIER_KEY_META)
     finally:
         await pool.close()
+    if s.read_database_url:
+        reads = await db.create_pool(s.read_database_url, min_size=1, max_size=1, read_only=True)
+        try:
+            await logkey.check_replica(LogStore(reads), bound)
+        finally:
+            await reads.close()
 
 
 def run(args: argparse.Namespace) -> int:
