@@ -229,3 +229,13 @@ def test_reads_come_from_a_lagging_replica_name_their_size_and_stay_consistent(t
             )
             assert items(page) == primary_evidence(pg, seller_key.id, page["log_size"])
             assert {i for i, _ in items(page)} == {first, second}
+
+            # A replica that goes away takes the process out of rotation; writes still work meanwhile.
+            pg.replica.stop()
+            ready = http.get("/readyz")
+            assert ready.status_code == 503 and ready.text == "read database unreachable\n", ready.text
+            third = settle(http, seller_key.id, market, "deal-3")
+            wait_for(
+                "the primary to integrate a write made while the replica is down",
+                lambda: primary_size(pg) > third,
+            )
