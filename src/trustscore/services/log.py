@@ -387,14 +387,16 @@ class LogService:
 
     async def entries(self, start: int, end: int | None, max_page: int) -> list[StoredEntry]:
         """Entries ``[start, end)``, at most ``max_page``. Without ``end`` (following the log's tail), what
-        the read database holds; with ``end``, a page the replica cannot fill comes from the primary."""
+        the read database holds; with ``end``, a page the replica ends short of what this process knows
+        is integrated comes from the primary (so a range past the log's end stays on the replica)."""
         if start < 0:
             raise InvalidInput("start must be >= 0")
         stop = start + max_page if end is None else min(end, start + max_page)
         if stop <= start:
             raise InvalidInput("end must be greater than start")
         rows = await self.reads.entries(start, stop)
-        if end is not None and len(rows) < stop - start and self.replicated:
+        integrated = min(stop, self.checkpoint_size or 0)
+        if end is not None and start + len(rows) < integrated and self.replicated:
             rows = await self._fallback("entries").entries(start, stop)
         return rows
 

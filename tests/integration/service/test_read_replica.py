@@ -203,6 +203,8 @@ def test_reads_come_from_a_lagging_replica_name_their_size_and_stay_consistent(t
             assert r.status_code == 200, r.text
             r = http.get("/v1/log/entries", params={"start": second, "end": second + 1})
             assert [e["index"] for e in r.json()["entries"]] == [second]
+            beyond = http.get("/v1/log/entries", params={"start": cp1.size, "end": size2 + 1000}).json()
+            assert [e["index"] for e in beyond["entries"]] == list(range(cp1.size, size2))
             assert http.get(f"/v1/log/keys/{late_key.id}").status_code == 200
             assert http.get(f"/v1/agents/{late_key.id}").status_code == 200
             after = {k: fallbacks(http, k) for k in ("proof", "entries", "key")}
