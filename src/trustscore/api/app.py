@@ -319,7 +319,9 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         operation_id="ready",
         tags=["ops"],
         media_type="text/plain",
-        responses={503: ResponseSpec(str, description="starting, or database unreachable", media_type=TEXT)},
+        responses={
+            503: ResponseSpec(str, description="starting, or a database unreachable", media_type=TEXT)
+        },
     )
     async def ready() -> Response[str]:
         """Readiness: migrated, keys bound, projections caught up at start, database reachable (and the
