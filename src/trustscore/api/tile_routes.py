@@ -38,7 +38,7 @@ def tile_service(state: State) -> TileService:
     log = services_of(state).log
     held = state.get(_STATE_KEY)
     if not (isinstance(held, tuple) and held[0] is log):
-        held = (log, TileService(log.store))
+        held = (log, TileService(log.reads, log.store))
         state[_STATE_KEY] = held
     service: TileService = held[1]
     return service

@@ -25,17 +25,22 @@ class TileTooLarge(NotFound):
 
 
 class TileService:
-    """Serve tiles of the tree of the latest checkpoint (any width up to it)."""
+    """Serve tiles of the tree of the latest checkpoint (any width up to it) from ``reads`` (a streaming
+    replica's store, or the primary's); a tile the replica has not replayed yet comes from ``primary``,
+    as :class:`~trustscore.services.log.LogService` does for proofs (docs/operations.md)."""
 
-    def __init__(self, store: LogStore, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
-        self.store = store
+    def __init__(
+        self, reads: LogStore, primary: LogStore | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES
+    ) -> None:
+        self.reads = reads
+        self.stores = [reads] if primary is None or primary is reads else [reads, primary]
         self.cache_bytes = cache_bytes
         self._cache: OrderedDict[tuple[Tile, bool], bytes] = OrderedDict()  # (tile, gzipped) -> bytes
         self._cached = 0
 
     async def checkpoint(self) -> str:
         """The latest signed checkpoint note."""
-        cp = await self.store.latest_checkpoint()
+        cp = await self.reads.latest_checkpoint()
         if cp is None:
             raise NotYetAvailable("no checkpoint has been signed yet")
         return cp.signed_note
@@ -67,22 +72,27 @@ class TileService:
         # Tree nodes are written with the checkpoint that covers them, in one transaction: a tile whose
         # nodes all exist is within the latest checkpoint, and one query answers both.
         ids = tiles.tile_nodes(tile)
-        nodes = await self.store.nodes(ids)
-        if len(nodes) != len(ids):
-            raise NotYetAvailable(f"{tile.path()} is beyond the latest checkpoint")
-        return tiles.encode_hashes([nodes[i] for i in ids])
+        for store in self.stores:
+            nodes = await store.nodes(ids)
+            if len(nodes) == len(ids):
+                return tiles.encode_hashes([nodes[i] for i in ids])
+        raise NotYetAvailable(f"{tile.path()} is beyond the latest checkpoint")
 
     async def _bundle(self, tile: Tile) -> bytes:
-        cp = await self.store.latest_checkpoint()
-        size = 0 if cp is None else cp.size
-        have = tiles.width_at(0, tile.index, size)
-        if have < tile.width:
+        size = 0
+        for store in self.stores:
+            cp = await store.latest_checkpoint()
+            size = 0 if cp is None else cp.size
+            if tiles.width_at(0, tile.index, size) >= tile.width:
+                break
+        else:
+            have = tiles.width_at(0, tile.index, size)
             raise NotYetAvailable(
                 f"{tile.path()} is beyond the latest checkpoint (size {size}"
                 + (f", where it has width {have})" if have else ")")
             )
         start = tiles.WIDTH * tile.index
-        rows = await self.store.entries(start, start + tile.width)
+        rows = await store.entries(start, start + tile.width)
         for r in rows:
             if len(r.leaf) > tiles.MAX_ENTRY:
                 raise TileTooLarge(
