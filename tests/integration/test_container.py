@@ -197,11 +197,13 @@ def test_default_command_serves_the_embedded_database_as_non_root(containers: Co
     stopped_cleanly(again)
 
 
+@pytest.mark.skipif(
+    not os.environ.get("TRUSTSCORE_TEST_DATABASE_URL"),
+    reason="needs an external PostgreSQL reachable from the host: set TRUSTSCORE_TEST_DATABASE_URL",
+)
 async def test_external_database_takes_a_signed_card(
     containers: Containers, dsn: str, sandbox_profile: Path
 ) -> None:
-    if not os.environ.get("TRUSTSCORE_TEST_DATABASE_URL"):
-        pytest.skip("needs an external PostgreSQL reachable from the host: set TRUSTSCORE_TEST_DATABASE_URL")
     port = free_port()
     # Host network: the container reaches the PostgreSQL the host does. The sandbox's seccomp profile
     # (podman's default plus sethostname) lets the code sandbox make its namespaces (docs/container.md).
