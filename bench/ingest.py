@@ -405,6 +405,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"pynacl verify/s (same run, 1 thread): {verify:,.0f} = {1e6 / verify:.0f} µs per signature")
     best = max(ph.rate for ph in phases if ph.batch == max(plan))
     print(f"batch {max(plan)}: {best:,.0f} entries/s end to end = {best / verify:.2f} x single-thread verify")
+    ones, bigs = [ph for ph in phases if ph.batch == 1], [ph for ph in phases if ph.batch == max(plan)]
+    if ones and bigs and max(plan) > 1:
+        one, big = ones[0].cpu.server / ones[0].entries, bigs[0].cpu.server / bigs[0].entries
+        print(
+            f"server CPU per entry, batch 1 / batch {max(plan)}: {one * 1e6:.0f} / {big * 1e6:.0f} µs "
+            f"= {one / big:.2f} x (goal: within 2 x)"
+        )
     print("integration lag = time from the last response of a phase until /v1/log/checkpoint covers it.")
     print("machine = all CPU busy time (includes anything else running); postgres: embedded server only.")
     return 0
