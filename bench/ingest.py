@@ -38,6 +38,7 @@ from _common import (  # run as a script: bench/ is on sys.path
     fresh_database,
     print_header,
 )
+from proofs import fill  # the fast fill of bench/proofs.py (other seeds: no statement is posted twice)
 from trustscore.canonical import b64decode
 from trustscore.devserver import ServeProcess
 from trustscore.ledger import dsse
@@ -78,6 +79,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         choices=("auto", "wrk", "httpx"),
         default="auto",
         help="load generator for batch 1: wrk if on PATH (auto), else httpx; batches always use httpx",
+    )
+    p.add_argument(
+        "--prefill",
+        type=int,
+        default=0,
+        help="entries to put in the log first, through the service layer as bench/proofs.py does "
+        "(cost growth: compare runs at 0, 10^5, 10^6)",
     )
     p.add_argument("--verify-sample", type=int, default=5000, help="signatures for the pynacl verify rate")
     p.add_argument("--keep", action="store_true", help="keep the bench database (external server only)")
@@ -323,8 +331,10 @@ async def run_phases(
     envelopes: list[bytes],
     in_flight: dict[int, int],
     wrk_dir: Path | None,
+    before: int = 0,
 ) -> list[Phase]:
-    """Each phase of ``plan`` in turn; batch 1 with wrk when ``wrk_dir`` is given (its scratch directory)."""
+    """Each phase of ``plan`` in turn, on a log already holding ``before`` entries; batch 1 with wrk when
+    ``wrk_dir`` is given (its scratch directory)."""
     assert server.proc is not None
     phases = []
     done = 0
@@ -337,7 +347,7 @@ async def run_phases(
         else:
             seconds = await post_all(server.url, bodies, n)
         done += count
-        lag = await wait_integrated(server.url, done)
+        lag = await wait_integrated(server.url, before + done)
         phases.append(Phase(batch, count, n, seconds, lag, Cpu.now(server.proc.pid, pg_pid) - cpu0))
         print(f"  batch {batch}: {count} entries in {seconds:.2f} s", flush=True)
     return phases
@@ -378,8 +388,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"load:     batch 1 with {tool}, batches with httpx", flush=True)
         wrk_dir = Path(tmp) if tool == "wrk" else None
         try:
+            if args.prefill:
+                asyncio.run(fill(dsn, data_dir, args.prefill))
+                print(f"log prefilled with {args.prefill:,} entries (service layer, not timed)", flush=True)
             with server:
-                phases = asyncio.run(run_phases(server, pg_pid, plan, envelopes, args.concurrency, wrk_dir))
+                phases = asyncio.run(
+                    run_phases(server, pg_pid, plan, envelopes, args.concurrency, wrk_dir, args.prefill)
+                )
         finally:
             if args.database_url and not args.keep:
                 asyncio.run(drop_database(args.database_url, dsn))

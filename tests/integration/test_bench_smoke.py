@@ -49,7 +49,7 @@ RUNS: dict[str, tuple[str, list[str]]] = {
         [rf"GET /v1/log/proof/inclusion\s+{NUMBER}\s+{NUMBER}", r"verified 3 inclusion proofs .*: all valid"],
     ),
     "ingest.py": (
-        "--entries 1:10,100:100 --concurrency 1:2,100:1 --verify-sample 10 --database-url {db}",
+        "--entries 1:10,100:100 --concurrency 1:2,100:1 --verify-sample 10 --prefill 30 --database-url {db}",
         [
             r"pynacl verify/s",
             rf"batch 100: {NUMBER} entries/s end to end = {NUMBER} x",
