@@ -21,7 +21,6 @@ OCTETS = "application/octet-stream"
 IMMUTABLE = "public, max-age=31536000, immutable"  # a full tile never changes
 PARTIAL = "public, max-age=60"  # a partial tile is superseded by a wider one
 CHECKPOINT_CACHE = CacheControlHeader(public=True, max_age=2)  # the spec: "not beyond a few seconds"
-_STATE_KEY = "tile_service"
 
 _HEADERS = [
     ResponseHeader(name="ETag", documentation_only=True, description="the tile's SHA-256, hex, quoted"),
@@ -34,14 +33,8 @@ _HEADERS = [
 
 
 def tile_service(state: State) -> TileService:
-    """The app's tile service (its full-tile cache lives as long as the running services)."""
-    log = services_of(state).log
-    held = state.get(_STATE_KEY)
-    if not (isinstance(held, tuple) and held[0] is log):
-        held = (log, TileService(log.reads, log.store))
-        state[_STATE_KEY] = held
-    service: TileService = held[1]
-    return service
+    """The app's tile service: the log service's, whose cache its proofs share (docs/tiles.md)."""
+    return services_of(state).log.tiles
 
 
 Tiles = NamedDependency[TileService]

@@ -12,6 +12,7 @@ level band. See ``docs/tiles.md``.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -243,6 +244,40 @@ def node_from_tile(node: merkle.NodeId, tile: Tile, hashes: Sequence[bytes]) -> 
     while len(row) > 1:
         row = [merkle.node_hash(row[i], row[i + 1]) for i in range(0, len(row), 2)]
     return row[0]
+
+
+Subtree = tuple[bytes, ...]
+"""A hash tile's complete nodes by height above its hashes, each height's hashes concatenated:
+``subtree[k][32j : 32j + 32]`` is the node folded from the tile's hashes ``[j << k, (j + 1) << k)``."""
+
+
+def tile_subtree(data: bytes) -> Subtree:
+    """Every complete node of a hash tile's bytes, heights 0..7, folded once so that any node in the tile
+    is then a slice (:func:`node_in_subtree`); about twice the tile's bytes."""
+    size = merkle.HASH_SIZE
+    if len(data) % size or not size <= len(data) <= WIDTH * size:
+        raise ProofError(f"a hash tile is 1..{WIDTH} hashes of {size} bytes, not {len(data)} bytes")
+    out = [data]
+    for _ in range(1, HEIGHT):
+        row = out[-1]
+        pairs = len(row) // (2 * size)
+        out.append(
+            b"".join(
+                hashlib.sha256(b"\x01" + row[2 * size * j : 2 * size * (j + 1)]).digest()
+                for j in range(pairs)
+            )
+        )
+    return tuple(out)
+
+
+def node_in_subtree(node: merkle.NodeId, tile_index: int, subtree: Subtree) -> bytes | None:
+    """The hash of stored ``node`` from the subtree of hash tile ``tile_index`` of the node's level band;
+    None if that tile, of the width it was folded at, does not hold the node complete."""
+    level, index = node
+    rest = level % HEIGHT
+    at = (index - (tile_index << (HEIGHT - rest))) * merkle.HASH_SIZE
+    row = subtree[rest]
+    return row[at : at + merkle.HASH_SIZE] if 0 <= at < len(row) else None
 
 
 Fetch = Callable[[Iterable[Tile]], Mapping[Tile, bytes]]

@@ -25,6 +25,7 @@ from trustscore.ledger.submission import CheckedEntry, Prepared, check, prepare
 from trustscore.services.coalesce import Coalescer
 from trustscore.services.metrics import Metrics
 from trustscore.services.ratelimit import KeyRateLimiter
+from trustscore.services.tiles import TileService
 from trustscore.store.log import Appended, Follow, LogStore, StoredCheckpoint, StoredEntry
 
 assert kinds_all.ALL_KINDS  # the server knows every statement kind
@@ -93,6 +94,11 @@ class LogService:
         self.address_limiter = address_limiter  # entries per client address (docs/service.md)
         self.verifier_key = note.make_verifier_key(origin, log_key.public_key)
         self.checkpoint_size: int | None = None  # of the latest checkpoint this process has seen
+        # Proofs and /tile share one cache of tiles (a tile of a given width never changes).
+        self.tiles = TileService(self.reads, store)
+        # The largest checkpoint each store was seen to hold (a store's checkpoints only grow), so that a
+        # proof within it needs no query: (reads, primary); -1 before any checkpoint.
+        self._covered = [-1, -1]
         self._own_keys: dict[str, bytes] = {log_key.id: log_key.public_key}
         self._waiting: list[tuple[list[CheckedEntry], Follow | None, asyncio.Future[list[Appended]]]] = []
         self._committer: asyncio.Task[None] | None = None
@@ -406,13 +412,20 @@ class LogService:
 
     async def _holding(self, size: int) -> LogStore:
         """The store whose latest checkpoint covers the tree of ``size``: the read database's when it
-        does, else the primary's when it does; NotYetAvailable otherwise."""
-        cp = await self.reads.latest_checkpoint()
-        if cp is not None and size <= cp.size:
+        does, else the primary's when it does; NotYetAvailable otherwise. A size within a checkpoint
+        already seen costs no query."""
+        if size <= self._covered[0]:
             return self.reads
+        cp = await self.reads.latest_checkpoint()
+        if cp is not None:
+            self._covered[0] = max(self._covered[0], cp.size)
+            if size <= cp.size:
+                return self.reads
         if self.replicated:
-            cp = await self.store.latest_checkpoint()
-            if cp is not None and size <= cp.size:
+            if size > self._covered[1]:
+                cp = await self.store.latest_checkpoint()
+                self._covered[1] = max(self._covered[1], -1 if cp is None else cp.size)
+            if size <= self._covered[1]:
                 return self._fallback("proof")
         raise NotYetAvailable(
             f"tree size {size} is beyond the latest checkpoint ({0 if cp is None else cp.size})"
@@ -422,16 +435,17 @@ class LogService:
         if size < 1 or index < 0 or index >= size:
             raise InvalidInput("need 0 <= index < size")
         store = await self._holding(size)
-        return await self._assemble(store, merkle.inclusion_proof_ranges(index, size))
+        return await self._assemble(store, size, merkle.inclusion_proof_ranges(index, size))
 
     async def consistency_proof(self, size1: int, size2: int) -> list[bytes]:
         if size1 < 0 or size2 < size1:
             raise InvalidInput("need 0 <= from <= to")
         store = await self._holding(size2)
-        return await self._assemble(store, merkle.consistency_proof_ranges(size1, size2))
+        return await self._assemble(store, size2, merkle.consistency_proof_ranges(size1, size2))
 
-    async def _assemble(self, store: LogStore, ranges: list[tuple[int, int]]) -> list[bytes]:
-        nodes = await store.nodes(merkle.required_nodes(ranges))
+    async def _assemble(self, store: LogStore, size: int, ranges: list[tuple[int, int]]) -> list[bytes]:
+        """The proof of ``ranges`` of the tree of ``size`` from the tiles of ``store`` (kept in memory)."""
+        nodes = await self.tiles.proof_nodes(merkle.required_nodes(ranges), size, store)
         try:
             return merkle.assemble(ranges, nodes)
         except KeyError as exc:

@@ -8,10 +8,11 @@ from __future__ import annotations
 import asyncio
 import gzip
 from collections import OrderedDict
+from collections.abc import Iterable
 
 from trustscore.errors import NotFound, NotYetAvailable
-from trustscore.ledger import tiles
-from trustscore.ledger.tiles import Tile
+from trustscore.ledger import merkle, tiles
+from trustscore.ledger.tiles import HEIGHT, Subtree, Tile
 from trustscore.store.log import LogStore
 
 DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
@@ -37,6 +38,9 @@ class TileService:
         self.cache_bytes = cache_bytes
         self._cache: OrderedDict[tuple[Tile, bool], bytes] = OrderedDict()  # (tile, gzipped) -> bytes
         self._cached = 0
+        # Hash tiles folded for proofs, by (level, index): the widest seen (a narrower one is its prefix).
+        self._subtrees: OrderedDict[tuple[int, int], Subtree] = OrderedDict()
+        self._subtree_bytes = 0
 
     async def checkpoint(self) -> str:
         """The latest signed checkpoint note."""
@@ -100,6 +104,59 @@ class TileService:
                     f"entry bundle can carry: fetch it from /v1/log/entries?start={r.index}&end={r.index + 1}"
                 )
         return tiles.encode_bundle([r.leaf for r in rows])
+
+    async def proof_nodes(
+        self, ids: Iterable[merkle.NodeId], size: int, store: LogStore
+    ) -> dict[merkle.NodeId, bytes]:
+        """The hashes of stored nodes ``ids``, each complete in the tree of ``size``, from the hash tiles
+        kept folded in memory; the tiles missing are read from ``store`` (whose latest checkpoint covers
+        ``size``) in one query. A node whose tile ``store`` does not hold whole is left out."""
+        out: dict[merkle.NodeId, bytes] = {}
+        missing: dict[Tile, list[merkle.NodeId]] = {}
+        for node in ids:
+            level, index = node
+            key = (level // HEIGHT, (index << (level % HEIGHT)) >> HEIGHT)
+            held = self._subtrees.get(key)
+            if held is not None and (h := tiles.node_in_subtree(node, key[1], held)) is not None:
+                self._subtrees.move_to_end(key)
+                out[node] = h
+            else:
+                missing.setdefault(tiles.node_tile(node, size), []).append(node)
+        if missing:
+            for tile, data in (await self._hash_tiles(list(missing), store)).items():
+                subtree = tiles.tile_subtree(data)
+                self._keep_subtree(tile, subtree)
+                for node in missing[tile]:
+                    if (h := tiles.node_in_subtree(node, tile.index, subtree)) is not None:
+                        out[node] = h
+        return out
+
+    async def _hash_tiles(self, wanted: list[Tile], store: LogStore) -> dict[Tile, bytes]:
+        """The bytes of the hash tiles ``wanted`` that ``store`` holds whole (cached ones first; the rest
+        in one query)."""
+        out = {t: data for t in wanted if (data := self._cached_bytes(t, False)) is not None}
+        rest = [t for t in wanted if t not in out]
+        if rest:
+            nodes = await store.nodes(node for t in rest for node in tiles.tile_nodes(t))
+            for t in rest:
+                ids = tiles.tile_nodes(t)
+                if all(i in nodes for i in ids):
+                    out[t] = tiles.encode_hashes([nodes[i] for i in ids])
+        return out
+
+    def _keep_subtree(self, tile: Tile, subtree: Subtree) -> None:
+        key = (tile.level or 0, tile.index)
+        old = self._subtrees.get(key)
+        if old is not None:
+            if len(old[0]) >= len(subtree[0]):
+                return
+            self._subtree_bytes -= sum(map(len, old))
+        self._subtrees[key] = subtree
+        self._subtrees.move_to_end(key)
+        self._subtree_bytes += sum(map(len, subtree))
+        while self._subtree_bytes > self.cache_bytes:
+            _, gone = self._subtrees.popitem(last=False)
+            self._subtree_bytes -= sum(map(len, gone))
 
     def _keep(self, key: tuple[Tile, bool], data: bytes) -> None:
         if len(data) > self.cache_bytes:

@@ -259,3 +259,28 @@ def test_node_tile_refuses_incomplete_nodes() -> None:
         tiles.node_tile((8, 0), 255)
     assert tiles.node_tile((8, 0), 256) == Tile(1, 0, 1)
     assert tiles.node_tile((3, 1), 20) == Tile(0, 0, 20)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_a_folded_tile_holds_every_node_of_the_tree_under_it(data: st.DataObject) -> None:
+    """Any complete node of the tree is a slice of the folded subtree of its tile, from a tile of any
+    width that holds it whole (a wider one, folded later, answers for the narrower); else None."""
+    size = data.draw(st.integers(1, 70_000))
+    tree = Tiled(leaf_hashes(size))
+    nodes = tree.nodes
+    node = data.draw(st.sampled_from(sorted(nodes)))
+    tile = tiles.node_tile(node, size)
+    subtree = tiles.tile_subtree(tree.data(tile))
+    assert tiles.node_in_subtree(node, tile.index, subtree) == nodes[node]
+    level, index = node
+    narrower = Tile(tile.level, tile.index, data.draw(st.integers(1, tile.width)))
+    holds = ((index + 1) << (level % tiles.HEIGHT)) <= tiles.WIDTH * tile.index + narrower.width
+    got = tiles.node_in_subtree(node, tile.index, tiles.tile_subtree(tree.data(narrower)))
+    assert got == (nodes[node] if holds else None)
+
+
+def test_tile_subtree_refuses_bytes_that_are_not_hashes() -> None:
+    for bad in (b"", b"x" * 33, b"x" * (32 * 257)):
+        with pytest.raises(ProofError):
+            tiles.tile_subtree(bad)

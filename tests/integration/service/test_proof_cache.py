@@ -1,0 +1,91 @@
+"""Proofs come from the tiles the service keeps folded in memory: each equals the proof computed from
+the leaves, a repeated proof costs no query, a cold one one query for all its missing tiles, and a tree
+that grew is answered from its wider tiles, never from a narrower tile that lacks the node."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator, Iterable
+
+import msgspec
+import pytest
+
+from tests.helpers import new_card
+from trustscore.errors import NotYetAvailable
+from trustscore.ledger import keys, merkle
+from trustscore.services.log import LogService
+from trustscore.store import db
+from trustscore.store.log import LogStore, StoredCheckpoint
+
+ENTRIES = 700  # level-0 tiles 0 and 1 full, tile 2 partial; a level-1 tile of width 2
+
+
+class CountingStore(LogStore):
+    """The real store, counting the queries a proof makes."""
+
+    queries = 0
+
+    async def nodes(self, coords: Iterable[tuple[int, int]], conn: object = None) -> dict[tuple[int, int], bytes]:
+        self.queries += 1
+        return await super().nodes(coords)
+
+    async def latest_checkpoint(self) -> StoredCheckpoint | None:
+        self.queries += 1
+        return await super().latest_checkpoint()
+
+
+@pytest.fixture
+async def service(dsn: str) -> AsyncIterator[LogService]:
+    await db.migrate(dsn)
+    pool = await db.create_pool(dsn, min_size=1, max_size=4)
+    svc = LogService(CountingStore(pool), keys.SigningKey.generate(), "test.example/log", max_batch=100)
+    for start in range(0, ENTRIES, 100):
+        batch = [new_card(f"agent{i}")[1] for i in range(start, start + 100)]
+        await svc.submit(msgspec.json.encode(batch))
+    yield svc
+    await pool.close()
+
+
+def queries(svc: LogService) -> int:
+    assert isinstance(svc.store, CountingStore)
+    return svc.store.queries
+
+
+async def test_proofs_equal_the_leaves_and_repeat_without_queries(service: LogService) -> None:
+    await service.integrate_once(max_batch=300)
+    leaves = [e.leaf_hash for e in await service.store.entries(0, ENTRIES)]
+    with pytest.raises(NotYetAvailable):
+        await service.inclusion_proof(0, 301)
+
+    before = queries(service)
+    assert await service.inclusion_proof(290, 300) == merkle.inclusion_proof(290, 300, leaves[:300])
+    assert queries(service) - before <= 2  # the checkpoint once, then one query for every missing tile
+    before = queries(service)
+    for index in (290, 291, 299, 256):  # the same tiles: pure CPU
+        assert await service.inclusion_proof(index, 300) == merkle.inclusion_proof(index, 300, leaves[:300])
+    assert queries(service) == before
+
+    # The tree grows: tile 1 was folded at width 44; size 700 needs it whole, and a level-1 tile.
+    await service.integrate_pending()
+    rng = random.Random(7)
+    for _ in range(40):
+        size = rng.randint(1, ENTRIES)
+        index = rng.randrange(size)
+        old = rng.randint(0, size)
+        assert await service.inclusion_proof(index, size) == merkle.inclusion_proof(index, size, leaves[:size])
+        assert await service.consistency_proof(old, size) == merkle.consistency_proof(old, size, leaves[:size])
+    assert await service.consistency_proof(1, 700) == merkle.consistency_proof(1, 700, leaves)
+    before = queries(service)  # every tile of the tree of 700 is held now, as wide as it has it
+    for index in (0, 290, 511, 699):
+        assert await service.inclusion_proof(index, 700) == merkle.inclusion_proof(index, 700, leaves)
+    assert await service.consistency_proof(300, 700) == merkle.consistency_proof(300, 700, leaves)
+    assert queries(service) == before
+
+
+async def test_proofs_stay_exact_when_the_cache_holds_almost_nothing(service: LogService) -> None:
+    await service.integrate_pending()
+    leaves = [e.leaf_hash for e in await service.store.entries(0, ENTRIES)]
+    service.tiles.cache_bytes = 64 * 32  # less than one folded full tile: every proof reads its tiles
+    for index in range(0, ENTRIES, 37):
+        assert await service.inclusion_proof(index, ENTRIES) == merkle.inclusion_proof(index, ENTRIES, leaves)
+    assert await service.consistency_proof(1, ENTRIES) == merkle.consistency_proof(1, ENTRIES, leaves)
