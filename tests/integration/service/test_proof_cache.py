@@ -25,7 +25,9 @@ class CountingStore(LogStore):
 
     queries = 0
 
-    async def nodes(self, coords: Iterable[tuple[int, int]], conn: object = None) -> dict[tuple[int, int], bytes]:
+    async def nodes(
+        self, coords: Iterable[tuple[int, int]], conn: object = None
+    ) -> dict[tuple[int, int], bytes]:
         self.queries += 1
         return await super().nodes(coords)
 
@@ -72,8 +74,12 @@ async def test_proofs_equal_the_leaves_and_repeat_without_queries(service: LogSe
         size = rng.randint(1, ENTRIES)
         index = rng.randrange(size)
         old = rng.randint(0, size)
-        assert await service.inclusion_proof(index, size) == merkle.inclusion_proof(index, size, leaves[:size])
-        assert await service.consistency_proof(old, size) == merkle.consistency_proof(old, size, leaves[:size])
+        assert await service.inclusion_proof(index, size) == merkle.inclusion_proof(
+            index, size, leaves[:size]
+        )
+        assert await service.consistency_proof(old, size) == merkle.consistency_proof(
+            old, size, leaves[:size]
+        )
     assert await service.consistency_proof(1, 700) == merkle.consistency_proof(1, 700, leaves)
     before = queries(service)  # every tile of the tree of 700 is held now, as wide as it has it
     for index in (0, 290, 511, 699):
