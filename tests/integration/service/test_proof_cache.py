@@ -12,7 +12,7 @@ import pytest
 
 from tests.helpers import new_card
 from trustscore.errors import NotYetAvailable
-from trustscore.ledger import keys, merkle
+from trustscore.ledger import keys, merkle, tiles
 from trustscore.services.log import LogService
 from trustscore.store import db
 from trustscore.store.log import LogStore, StoredCheckpoint
@@ -85,6 +85,11 @@ async def test_proofs_equal_the_leaves_and_repeat_without_queries(service: LogSe
     for index in (0, 290, 511, 699):
         assert await service.inclusion_proof(index, 700) == merkle.inclusion_proof(index, 700, leaves)
     assert await service.consistency_proof(300, 700) == merkle.consistency_proof(300, 700, leaves)
+    # /tile answers from the same folded tiles: tile 1 as it was at size 300, and tile 2 at 700.
+    for tile in (tiles.Tile(0, 1, 44), tiles.Tile(0, 2, 188), tiles.Tile(1, 0, 2)):
+        got = await service.tiles.tile(tile.path())
+        nodes = merkle.complete_nodes(leaves)
+        assert got == (tile, b"".join(nodes[n] for n in tiles.tile_nodes(tile)), False)
     assert queries(service) == before
 
 
