@@ -33,6 +33,12 @@ def register(sub: Any) -> None:
         help="external PostgreSQL URL (env TRUSTSCORE_DATABASE_URL); default: embedded PostgreSQL in the data dir",
     )
     p.add_argument(
+        "--role",
+        choices=settings_mod.ROLES,
+        help="all: HTTP and background jobs (default); api: HTTP only; worker: background jobs only "
+        "(env TRUSTSCORE_ROLE; docs/operations.md)",
+    )
+    p.add_argument(
         "--log-format",
         choices=logs.FORMATS,
         default="auto",
@@ -44,7 +50,11 @@ def register(sub: Any) -> None:
 
 def resolve_settings(args: argparse.Namespace) -> Settings:
     return settings_mod.from_env().with_overrides(
-        host=args.host, port=args.port, data_dir=args.data_dir, database_url=args.database_url
+        host=args.host,
+        port=args.port,
+        data_dir=args.data_dir,
+        database_url=args.database_url,
+        role=getattr(args, "role", None),
     )
 
 
@@ -150,7 +160,7 @@ def _serve(s: Settings, dsn: str, sock: socket.socket) -> int:
 
     key = logkey.load_or_create(s.log_key_file)
     where = "external PostgreSQL" if s.database_url else f"embedded PostgreSQL in {s.pg_dir}"
-    print(f"trustscore listening on http://{s.host}:{s.port} ({where})", flush=True)
+    print(f"trustscore listening on http://{s.host}:{s.port} ({where}, role {s.role})", flush=True)
     print(f"log verifier key: {note.make_verifier_key(s.log_origin, key.public_key)}", flush=True)
     config = uvicorn.Config(
         create_app(s, dsn), host=s.host, port=s.port, log_config=None, access_log=False, lifespan="on"

@@ -23,6 +23,7 @@ from trustscore.pages import badge
 from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import sign_run
 from trustscore.services import logkey, snapshots
+from trustscore.services.ratings import RatingService
 from trustscore.settings import Settings
 
 Client = AsyncTestClient[Litestar]
@@ -302,7 +303,9 @@ async def test_a_medal_lost_to_staleness_changes_the_badge_etag_and_the_page(
     assert "·" in (ET.fromstring(before.content).get("aria-label") or "")
     await client.get(f"/agents/{good.id}")  # kept: must not be served once the medal moved
     later = dt.datetime.now(dt.UTC) + dt.timedelta(days=40)
-    public_of(client).ratings.recompute([good.id], at=later)
+    ratings = public_of(client).ratings
+    assert isinstance(ratings, RatingService)  # role "all" serves the ratings it computes
+    ratings.recompute([good.id], at=later)
     after = await client.get(
         path, params={"dimension": "capability"}, headers={"If-None-Match": before.headers["etag"]}
     )
