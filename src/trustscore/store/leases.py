@@ -12,6 +12,7 @@ says which process holds what (docs/operations.md, "Roles and leases").
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import zlib
@@ -33,6 +34,17 @@ def lease_key(name: str) -> int:
 def holder_name(role: str) -> str:
     """The ``application_name`` of a lease connection: role and process id."""
     return f"trustscore {role} pid={os.getpid()}"
+
+
+async def give_back(pool: asyncpg.Pool, conn: asyncpg.pool.PoolConnectionProxy | None) -> None:
+    """End the session of a connection kept from ``pool`` and return it (the pool makes a new one); a
+    connection the server already closed may have been released by the pool itself."""
+    if conn is None:
+        return
+    with contextlib.suppress(asyncpg.InterfaceError):
+        conn.terminate()
+    with contextlib.suppress(asyncpg.InterfaceError):
+        await pool.release(conn)
 
 
 class Leases:
@@ -57,7 +69,7 @@ class Leases:
                 got: bool = await conn.fetchval(
                     "SELECT pg_try_advisory_lock($1, $2)", NAMESPACE, lease_key(name)
                 )
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            except Exception as exc:
                 await self._drop(exc)
                 return False
             if got:
@@ -83,18 +95,14 @@ class Leases:
             log.warning("leases %s lost (%s)", sorted(self._held), type(exc).__name__ if exc else "closed")
         self._held.clear()
         conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.terminate()
-            await self.pool.release(conn)
+        await give_back(self.pool, conn)
 
     async def close(self) -> None:
         """Release every lease (by ending the session) and return the connection."""
         async with self._lock:
             conn, self._conn = self._conn, None
             self._held.clear()
-            if conn is not None:
-                conn.terminate()  # ends the session: PostgreSQL releases its advisory locks
-                await self.pool.release(conn)
+            await give_back(self.pool, conn)  # ends the session: PostgreSQL releases its advisory locks
 
 
-__all__ = ["NAMESPACE", "Leases", "holder_name", "lease_key"]
+__all__ = ["NAMESPACE", "Leases", "give_back", "holder_name", "lease_key"]

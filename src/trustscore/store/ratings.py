@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import asyncpg
 
+from trustscore.store.leases import give_back
+
 CHANNEL = "trustscore_ratings"
 
 
@@ -117,9 +119,7 @@ class Listener:
 
     async def close(self) -> None:
         conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.terminate()
-            await self.pool.release(conn)
+        await give_back(self.pool, conn)
 
 
 __all__ = ["CHANNEL", "Listener", "RatingRow", "RatingTable", "RatingsChange"]
