@@ -61,6 +61,13 @@ RUNS: dict[str, tuple[str, list[str]]] = {
         "--runs 1",
         [rf"server run over guarded HTTP: median {NUMBER} s", rf"ratio \(HTTP run / in-process\): {NUMBER}x"],
     ),
+    "roles_memory.py": (
+        "--items 40 --agents 2 --threads 2 --database-url {db}",
+        [
+            rf"^api\s+RSS before {NUMBER} MiB, after 40 items {NUMBER} MiB",
+            rf"ratio\s+api growth / worker growth: (-?{NUMBER}|nan)",
+        ],
+    ),
     "webhooks.py": (
         "--agents 2 --events 6 --latency-events 2 --baseline-posts 10 --database-url {db}",
         [
