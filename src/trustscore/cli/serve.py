@@ -151,6 +151,11 @@ async def check_log_key(s: Settings, dsn: str, key: keys.SigningKey | None) -> N
 def run(args: argparse.Namespace) -> int:
     """Check what can fail cheaply first (port, database), then start; stop the embedded database on exit."""
     s = resolve_settings(args)
+    if s.role != "all" and not s.database_url:
+        # the embedded PostgreSQL belongs to one process: the first to exit would stop it for the others
+        raise ConfigError(
+            f"--role {s.role} needs an external PostgreSQL shared by every process; pass --database-url"
+        )
     sock = listen(s.host, s.port)
     try:
         if s.database_url:
