@@ -152,11 +152,14 @@ class RatingService(RatingView):
         self._agents: dict[str, _AgentData] = {}
         self._generation = 0  # counts recomputations done on the event loop
         self._recomputed: dict[str, int] = {}  # agent -> the generation that last recomputed it
+        self._unpublished: dict[tuple[str, str], RatingRow] = {}  # (model, agent): not yet in the table
 
     async def refresh(self) -> set[str]:
         """Load evidence projected since the last refresh and recompute the agents it touches."""
         end = await self.store.projected_size()
         if end <= self.size:
+            if self._unpublished:
+                await self.publish({}, self.size)  # a failed write is retried, not left stale
             return set()
         # Read everything first, then apply it with no await in between: a full recompute starting
         # meanwhile must never see evidence beyond ``self.size``, and a failed read must leave nothing
@@ -209,22 +212,25 @@ class RatingService(RatingView):
 
     async def publish(self, scored: Scored, size: int) -> None:
         """Materialise ``scored`` (computed from the log prefix [0, ``size``)) and that every rating now
-        holds for [0, ``self.size``), if this service has a table."""
+        holds for [0, ``self.size``), if this service has a table. Rows whose write failed are written
+        with the next (the table must never claim a log size its rows do not reflect)."""
         if self.table is None:
             return
-        rows = [
-            RatingRow(
-                model,
-                rating.agent,
-                msgspec.json.encode(rating),
-                None if medals is None else msgspec.json.encode(medals),
-                self._ratings[model][rating.agent].at,
-                size,
-            )
-            for model, ratings in scored.items()
-            for rating, medals in ratings
-        ]
-        await self.table.write(rows, self.size)
+        for model, ratings in scored.items():
+            for rating, medals in ratings:
+                self._unpublished[(model, rating.agent)] = RatingRow(
+                    model,
+                    rating.agent,
+                    msgspec.json.encode(rating),
+                    None if medals is None else msgspec.json.encode(medals),
+                    self._ratings[model][rating.agent].at,
+                    size,
+                )
+        rows = dict(self._unpublished)
+        await self.table.write(list(rows.values()), self.size)
+        for key, row in rows.items():
+            if self._unpublished.get(key) is row:  # not replaced by a newer one meanwhile
+                del self._unpublished[key]
 
     def _inputs(self, names: list[str]) -> list[tuple[str, int, int]]:
         """Each agent with how many evidence items and snapshots it has now (the prefix to score)."""

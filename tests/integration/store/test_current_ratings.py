@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import asyncpg
 import pytest
@@ -14,7 +14,7 @@ import pytest
 from tests.unit.services.test_ratings_recompute import ALICE, AT, BOB, service
 from trustscore.services.rating_mirror import RatingMirror
 from trustscore.store import db
-from trustscore.store.ratings import RatingTable
+from trustscore.store.ratings import RatingRow, RatingTable
 
 
 @pytest.fixture
@@ -58,4 +58,30 @@ async def test_an_older_computation_never_replaces_a_newer_one(pool: asyncpg.Poo
     mirror = RatingMirror(RatingTable(pool), computing.models)
     await mirror.sync()
     assert mirror.stored(ALICE) == newer
+    await mirror.close()
+
+
+class FailingOnce(RatingTable):
+    """A table whose first write fails (the database went away for a moment)."""
+
+    failed = False
+
+    async def write(self, rows: Sequence[RatingRow], log_size: int) -> int:
+        if not self.failed:
+            self.failed = True
+            raise OSError("connection lost")
+        return await super().write(rows, log_size)
+
+
+async def test_ratings_whose_write_failed_are_written_with_the_next(pool: asyncpg.Pool) -> None:
+    computing = service()
+    computing.table = FailingOnce(pool)
+    with pytest.raises(OSError):
+        await computing.recompute_all()
+    await computing.publish({}, computing.size)  # nothing new: the failed rows alone
+    mirror = RatingMirror(RatingTable(pool), computing.models)
+    await mirror.sync()
+    assert mirror.size == computing.size
+    for model in computing.models:
+        assert mirror.all(model) == computing.all(model) != []
     await mirror.close()
