@@ -6,23 +6,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 
 import asyncpg
 import pytest
 
 from tests.unit.services.test_ratings_recompute import ALICE, AT, BOB, service
 from trustscore.services.rating_mirror import RatingMirror
-from trustscore.store import db
 from trustscore.store.ratings import RatingRow, RatingTable
-
-
-@pytest.fixture
-async def pool(dsn: str) -> AsyncIterator[asyncpg.Pool]:
-    await db.migrate(dsn)
-    p = await db.create_pool(dsn, min_size=1, max_size=4)
-    yield p
-    p.terminate()  # a failed test may leave a connection taken
 
 
 async def test_the_mirror_serves_what_the_service_computed_woken_by_notify(pool: asyncpg.Pool) -> None:

@@ -4,21 +4,11 @@ whose session ends (a killed process) hands the lease over at once."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 import asyncpg
-import pytest
 
-from trustscore.store import db
 from trustscore.store.leases import Leases
-
-
-@pytest.fixture
-async def pool(dsn: str) -> AsyncIterator[asyncpg.Pool]:
-    await db.migrate(dsn)
-    p = await db.create_pool(dsn, min_size=1, max_size=4)
-    yield p
-    p.terminate()  # a failed test may leave a connection taken
 
 
 async def test_one_holder_at_a_time_and_a_dead_session_hands_the_lease_over(
