@@ -145,9 +145,7 @@ def score_columns(
 
     newest = np.full(n_agents, np.iinfo(np.int64).min)
     np.maximum.at(newest, agent, when)
-    days = np.where(n > 0, (at - newest) / MICROS_PER_DAY, 0.0)
-    freshness = np.power(0.5, days / spec.freshness.half_life_days)
-    adjusted = np.where(any_score & (n > 0), round_half_up(total * freshness), np.nan)
+    adjusted = freshness_adjusted(total, newest, n, at, weights)
 
     total_n_eff = np.full(n_agents, np.nan)
     total_low = np.full(n_agents, np.nan)
@@ -184,6 +182,15 @@ def score_columns(
         total_low=total_low,
         total_high=total_high,
     )
+
+
+def freshness_adjusted(total: F64, newest: I64, n: I64, at: int, weights: Weights) -> F64:
+    """adjusted = round_half_up(total · 0.5^(days since the newest counted item / half-life)); NaN where
+    the total is null or nothing counts. The only output of a model without decay that moves with the
+    rating time while the counted rows stay the same (:mod:`trustscore.scoring.refresh`)."""
+    days = np.where(n > 0, (at - newest) / MICROS_PER_DAY, 0.0)
+    freshness = np.power(0.5, days / weights.spec.freshness.half_life_days)
+    return np.where(~np.isnan(total) & (n > 0), round_half_up(total * freshness), np.nan)
 
 
 def wilson_interval(p: F64, n: F64, z: float) -> tuple[F64, F64]:
