@@ -5,12 +5,19 @@ Runs each released model over the same synthetic columns, the medals of trustsco
 (:mod:`trustscore.scoring.reference`) on a sample of agents in the same run, checks that the engine's
 ratings of the sample are identical to it, and prints both rates and their ratio.
 
+Then the refresh to a new time (:class:`trustscore.scoring.refresh.RatingState`) of baseline-v0.3 over
+``--refresh-agents`` agents with each of ``--refresh-items`` items per agent: the refresh one hour later
+beside the full recompute at that time, in the same run, checked identical bit for bit. Its cost should
+not grow with the items per agent (trustscore-v1/v2 refresh by a full pass: docs/methodology.md).
+
     PYTHONPATH=src python bench/scoring.py [--rows 1000000] [--agents 10000] [--sample 1000]
+        [--refresh-agents 100000] [--refresh-items 1,10,30]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import time
 from pathlib import Path
@@ -20,10 +27,11 @@ import numpy as np
 
 from trustscore.kinds.graded import DIMENSIONS
 from trustscore.scoring import EvidenceBatch, SnapshotBatch, load_weights
-from trustscore.scoring.engine import score_columns
+from trustscore.scoring.engine import RatingColumns, score_columns
 from trustscore.scoring.medals import find_medal_rules, medals_of
 from trustscore.scoring.ratings import Rating, to_ratings
 from trustscore.scoring.reference import RefEvidence, RefSnapshot, score_baseline
+from trustscore.scoring.refresh import RatingState
 from trustscore.scoring.times import MICROS_PER_DAY, parse_time
 from trustscore.scoring.weights import Weights
 
@@ -136,6 +144,72 @@ def reference_sample(
     return out, len(items), time.perf_counter() - start
 
 
+class AgentRows:
+    """The caller's store of rows by agent: the rows of a few agents without a pass over the others."""
+
+    def __init__(self, evidence: EvidenceBatch, snapshots: SnapshotBatch) -> None:
+        self.evidence, self.snapshots = evidence, snapshots
+        self.code = {name: i for i, name in enumerate(evidence.agents)}
+        self.by_agent = (
+            np.argsort(evidence.agent, kind="stable"),
+            np.argsort(snapshots.agent, kind="stable"),
+        )
+        self.starts = tuple(
+            np.searchsorted(codes[order], np.arange(len(evidence.agents) + 1))
+            for codes, order in ((evidence.agent, self.by_agent[0]), (snapshots.agent, self.by_agent[1]))
+        )
+
+    def __call__(self, names: tuple[str, ...]) -> tuple[EvidenceBatch, SnapshotBatch]:
+        codes = [self.code[n] for n in names]
+        ev_rows, snap_rows = (
+            np.concatenate([order[start[c] : start[c + 1]] for c in codes] or [np.zeros(0, dtype=np.int64)])
+            for order, start in zip(self.by_agent, self.starts, strict=True)
+        )
+        remap = np.full(len(self.evidence.agents), -1, dtype=np.int64)
+        remap[codes] = np.arange(len(codes))
+        evidence, snapshots = self.evidence.take(ev_rows), self.snapshots.take(snap_rows)
+        return (  # the agents table cut to these agents (the bench's snapshots share it)
+            dataclasses.replace(evidence, agents=names, agent=remap[evidence.agent]),
+            dataclasses.replace(snapshots, agents=names, agent=remap[snapshots.agent]),
+        )
+
+
+def refresh_bench(agents: int, per_agent: int, repeat: int) -> bool:
+    """Refresh of baseline-v0.3 one hour on vs the full recompute then; True if identical bit for bit."""
+    evidence, snapshots = synthetic(agents * per_agent, agents, seed=per_agent)
+    weights = load_weights(ROOT / "weights" / "baseline-v0.3.toml")
+    state = RatingState(weights)
+    state.update(evidence, snapshots, AT)
+    rows_of = AgentRows(evidence, snapshots)
+    later = AT + MICROS_PER_DAY // 24
+    refresh_times, full_times = [], []
+    for hour in range(repeat):  # each refresh moves one more hour on; the full recompute at the same time
+        at = later + hour * (MICROS_PER_DAY // 24)
+        start = time.perf_counter()
+        refreshed = state.refresh(at, rows_of)
+        refresh_times.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        full = score_columns(evidence, snapshots, weights, at)
+        full_times.append(time.perf_counter() - start)
+        same = (
+            all(
+                np.asarray(getattr(refreshed, f)).tobytes() == np.asarray(getattr(full, f)).tobytes()
+                for f in RatingColumns.__dataclass_fields__
+                if f != "agents"
+            )
+            and refreshed.agents == full.agents
+        )
+        if not same:
+            return False
+    refresh, full_best = min(refresh_times), min(full_times)
+    print(
+        f"refresh baseline-v0.3, {agents:,} agents x {per_agent:,} items ({len(evidence):,} rows): "
+        f"refresh {refresh:.4f} s, full recompute {full_best:.3f} s (best of {repeat}); "
+        f"full / refresh = {full_best / refresh:,.1f}x; identical: True"
+    )
+    return True
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -144,6 +218,8 @@ def main() -> int:
     parser.add_argument("--agents", type=int, default=10_000)
     parser.add_argument("--sample", type=int, default=1_000, help="agents rated by the plain-Python baseline")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--refresh-agents", type=int, default=100_000)
+    parser.add_argument("--refresh-items", default="1,10,30", help="items per agent, comma-separated")
     args = parser.parse_args()
 
     evidence, snapshots = synthetic(args.rows, args.agents)
@@ -207,7 +283,12 @@ def main() -> int:
     )
     print(f"engine (baseline-v0.3, best) / plain-Python rate: {engine_rate / python_rate:,.1f}x")
     print(f"identical on the sample: {not mismatches} ({len(mismatches)} of {len(expected)} agents differ)")
-    return 1 if mismatches else 0
+    refreshed = [
+        refresh_bench(args.refresh_agents, int(k), args.repeat) for k in args.refresh_items.split(",") if k
+    ]
+    if not all(refreshed):
+        print("refresh differs from the full recompute")
+    return 1 if mismatches or not all(refreshed) else 0
 
 
 if __name__ == "__main__":

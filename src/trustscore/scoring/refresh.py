@@ -53,7 +53,7 @@ class RatingState:
         self._newest = np.zeros(0, dtype=np.int64)  # newest counted item time (meaningless where n == 0)
         self._valid_from = np.zeros(0, dtype=np.int64)
         self._valid_until = np.zeros(0, dtype=np.int64)
-        self._order: I64 | None = None  # slots in ascending order of name, rebuilt when names are added
+        self._agents: tuple[str, ...] | None = None  # the names when slots are in name order
 
     def __len__(self) -> int:
         return len(self._names)
@@ -84,23 +84,22 @@ class RatingState:
         """
         if not self._names:
             return score_columns(EvidenceBuilder().build(), SnapshotBatch.empty(), self.weights, at, ())
-        order = self._sorted_slots()
-        stale = (at < self._valid_from[order]) | (at >= self._valid_until[order])
+        agents = self._sorted_names()
+        size = len(agents)
+        stale = (at < self._valid_from[:size]) | (at >= self._valid_until[:size])
         if self.weights.spec.decay is not None:
             stale[:] = True
         if stale.any():
-            names = tuple(self._names[s] for s in order[stale].tolist())
-            evidence, snapshots = rows_of(names)
-            self.update(evidence, snapshots, at, names)
-        per_agent = {name: self._columns[name][order] for name in _PER_AGENT}
-        fresh = ~stale
-        if fresh.any():
-            adjusted = freshness_adjusted(
-                per_agent["total"][fresh], self._newest[order][fresh], per_agent["n"][fresh], at, self.weights
-            )
-            per_agent["adjusted"][fresh] = adjusted
-            self._columns["adjusted"][order[fresh]] = adjusted
-        return RatingColumns(agents=tuple(self._names[s] for s in order.tolist()), **per_agent)
+            names = tuple(agents[i] for i in np.flatnonzero(stale).tolist())
+            self.update(*rows_of(names), at, names)
+        fresh = np.flatnonzero(~stale)
+        adjusted = self._columns["adjusted"]
+        adjusted[fresh] = freshness_adjusted(
+            self._columns["total"][fresh], self._newest[fresh], self._columns["n"][fresh], at, self.weights
+        )
+        return RatingColumns(
+            agents=agents, **{name: self._columns[name][:size].copy() for name in _PER_AGENT}
+        )
 
     def _slots_of(self, names: tuple[str, ...], columns: RatingColumns) -> I64:
         new = [n for n in names if n not in self._slot]
@@ -108,7 +107,7 @@ class RatingState:
             first = len(self._names)
             self._names += new
             self._slot.update((n, first + i) for i, n in enumerate(new))
-            self._order = None
+            self._agents = None
             if len(self._names) > self._newest.size:  # capacity doubles: adding agents stays linear
                 self._grow(max(len(self._names), 2 * self._newest.size, 16), columns)
         return np.array([self._slot[n] for n in names], dtype=np.int64)
@@ -125,11 +124,18 @@ class RatingState:
             _grown(a, capacity) for a in (self._newest, self._valid_from, self._valid_until)
         )
 
-    def _sorted_slots(self) -> I64:
-        if self._order is None:
-            by_name = sorted(range(len(self._names)), key=self._names.__getitem__)
-            self._order = np.array(by_name, dtype=np.int64)
-        return self._order
+    def _sorted_names(self) -> tuple[str, ...]:
+        """The agents in ascending order, with the slots renumbered to that order (once per new agent)."""
+        if self._agents is None:
+            order = np.array(sorted(range(len(self._names)), key=self._names.__getitem__), dtype=np.int64)
+            for name in _PER_AGENT:
+                self._columns[name][: order.size] = self._columns[name][order]
+            for a in (self._newest, self._valid_from, self._valid_until):
+                a[: order.size] = a[order]
+            self._names = [self._names[i] for i in order.tolist()]
+            self._slot = {name: i for i, name in enumerate(self._names)}
+            self._agents = tuple(self._names)
+        return self._agents
 
 
 def _grown(a: I64, capacity: int) -> I64:

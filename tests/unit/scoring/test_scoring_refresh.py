@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -22,23 +21,6 @@ HOUR = MICROS_PER_DAY // 24
 TIMES = [AT + h * HOUR for h in (1, 2, 30, 31, 24 * 4 + 7, 24 * 6, 24 * 40)] + [AT - 3 * MICROS_PER_DAY, AT]
 
 
-def take(evidence: EvidenceBatch, rows: np.ndarray) -> EvidenceBatch:
-    """The rows ``rows`` of ``evidence``, with the same string tables."""
-    columns = (
-        "agent",
-        "dimension",
-        "source",
-        "issuer",
-        "key",
-        "value",
-        "result",
-        "at",
-        "extra_weight",
-        "seq",
-    )
-    return dataclasses.replace(evidence, **{c: getattr(evidence, c)[rows] for c in columns})
-
-
 class Log:
     """The caller's side: every agent's rows, and a record of which agents the state asked for."""
 
@@ -49,7 +31,7 @@ class Log:
     def rows_of(self, names: tuple[str, ...]) -> tuple[EvidenceBatch, SnapshotBatch]:
         self.asked.append(names)
         wanted = np.isin(np.array(self.evidence.agents), names)[self.evidence.agent]
-        return take(self.evidence, np.flatnonzero(wanted)), self.snapshots
+        return self.evidence.take(np.flatnonzero(wanted)), self.snapshots
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -89,7 +71,7 @@ def test_an_arrival_recomputes_only_its_agent_and_keeps_identity(model: str) -> 
     weights = load_weights(ROOT / "weights" / f"{model}.toml")
     arriving = evidence.seq >= evidence.seq.size - 300  # the last 300 log entries arrive later
     state = RatingState(weights)
-    state.update(take(evidence, np.flatnonzero(~arriving)), snapshots, AT)
+    state.update(evidence.take(np.flatnonzero(~arriving)), snapshots, AT)
     touched = tuple(sorted({evidence.agents[a] for a in evidence.agent[arriving]}))
     log = Log(evidence, snapshots)
     state.update(*log.rows_of(touched), AT, touched)
@@ -101,3 +83,17 @@ def test_an_arrival_recomputes_only_its_agent_and_keeps_identity(model: str) -> 
 def test_an_empty_state_rates_nobody() -> None:
     state = RatingState(load_weights(ROOT / "weights" / "baseline-v0.3.toml"))
     assert state.refresh(AT, lambda names: pytest.fail("no rows to read")).agents == ()
+
+
+def test_agents_added_after_a_refresh_come_out_in_order() -> None:
+    evidence, snapshots = rich_evidence()
+    weights = load_weights(ROOT / "weights" / "baseline-v0.3.toml")
+    state = RatingState(weights)
+    log = Log(evidence, snapshots)
+    names = sorted(set(evidence.agents) | set(snapshots.agents))
+    state.update(*log.rows_of(tuple(names[1::2])), AT, names[1::2])
+    state.refresh(AT, log.rows_of)
+    state.update(*log.rows_of(tuple(names[::2])), AT, names[::2])
+    refreshed = state.refresh(AT + HOUR, log.rows_of)
+    assert len(state) == len(names)
+    assert columns_digest(refreshed) == columns_digest(score_columns(evidence, snapshots, weights, AT + HOUR))
