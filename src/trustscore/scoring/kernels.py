@@ -24,7 +24,15 @@ def ascending_order(group: I64, x: F64) -> I64:
 
 
 def ascending_sums(group: I64, x: F64, groups: int) -> F64:
-    """Per-group sums of ``x`` (>= 0), each taken in ascending order of its terms."""
+    """Per-group sums of ``x`` (>= 0), each taken in ascending order of its terms.
+
+    Zero terms are left out when they are many: in ascending order they come first and 0.0 + 0.0 is
+    0.0, so they change no sum (a failed item's w·v is 0), and the sort is the cost.
+    """
+    zeros = group.size - np.count_nonzero(x)
+    if zeros * 8 > group.size:
+        kept = np.flatnonzero(x)
+        group, x = group[kept], x[kept]
     if group.size == 0:
         return np.zeros(groups)
     bits = (x + 0.0).view(np.int64)  # + 0.0 turns -0.0 into 0.0; non-negative float bits sort as ints
@@ -50,20 +58,25 @@ def _group_value_order(group: I64, bits: I64) -> tuple[I64, I64, I64]:
     if value_bits < 12:  # not even sign and exponent fit: sort exactly the slow way
         order = np.lexsort((bits, group)).astype(np.int64, copy=False)
         return order, group[order], bits[order]
+    # The value's offset from the smallest, its top value_bits: order-preserving, and exact (no run to
+    # re-sort) when the values span few bits, e.g. one binade.
+    low = int(bits.min())
+    shift = max(0, (int(bits.max()) - low).bit_length() - value_bits)
     packed = group << (63 - group_bits)
-    packed |= (bits >> (63 - value_bits)) << index_bits
+    packed |= ((bits - low) >> shift) << index_bits
     packed |= np.arange(n, dtype=np.int64)
     packed.sort()
     order = packed & ((1 << index_bits) - 1)
     head = packed >> index_bits  # (group, top bits of the value)
     sorted_bits = bits[order]
-    same = head[1:] == head[:-1]
-    descent = same & (sorted_bits[1:] < sorted_bits[:-1])
-    if descent.any():
-        run = np.concatenate(([0], np.cumsum(~same)))
-        bad = np.zeros(int(run[-1]) + 1, dtype=np.bool_)
-        bad[run[1:][descent]] = True
-        rows = np.flatnonzero(bad[run])
+    if shift == 0:
+        return order, packed >> (63 - group_bits), sorted_bits
+    descent = (sorted_bits[1:] < sorted_bits[:-1]) & (head[1:] == head[:-1])
+    if descent.any():  # re-sort exactly the runs of equal head that hold a descent
+        bad_heads = np.unique(head[1:][descent])
+        starts = np.searchsorted(head, bad_heads, side="left")
+        length = np.searchsorted(head, bad_heads, side="right") - starts
+        rows = np.repeat(starts - np.cumsum(length) + length, length) + np.arange(int(length.sum()))
         fix = np.lexsort((sorted_bits[rows], head[rows]))
         order[rows] = order[rows][fix]
         sorted_bits[rows] = sorted_bits[rows][fix]
