@@ -27,13 +27,14 @@ from markupsafe import Markup
 from trustscore.api.openapi import MAX_INDEX
 from trustscore.api.pages_api import Pages, PagesApiController
 from trustscore.api.public_routes import RatingOut, parse_cursor, rating_out
+from trustscore.api.wiring import services_of
 from trustscore.errors import InvalidInput, TrustscoreError
 from trustscore.kinds.graded import DIMENSIONS
 from trustscore.ledger import keys
 from trustscore.pages import charts
 from trustscore.pages import medals as medal_words
 from trustscore.scoring.medals import MedalsFile
-from trustscore.services.pages import MAX_HISTORY, b64
+from trustscore.services.pages import MAX_HISTORY, PageService, b64
 from trustscore.services.public import PublicService
 from trustscore.services.ratings import RatedAgent
 
@@ -71,13 +72,6 @@ def page(name: str, status_code: int = 200, **context: Any) -> Template:
     return Template(template_name=name, context=context, status_code=status_code, media_type=HTML)
 
 
-def render(request: Request[Any, Any, Any], name: str, **context: Any) -> bytes:
-    """``name`` rendered with ``context`` to bytes (for a page that is kept and served again)."""
-    engine = request.app.template_engine
-    assert engine is not None
-    return str(engine.get_template(name).render(**context)).encode()
-
-
 def _error_page(request: Request[Any, Any, Any], exc: TrustscoreError) -> Response[Any]:
     """A failed page is an HTML page saying what went wrong, with the error's status (404, 400, 503)."""
     return page("error.html", exc.status, status=exc.status, title=exc.title, detail=exc.message)
@@ -98,6 +92,48 @@ def _medal_rules(public: PublicService, model: str) -> MedalsFile | None:
     """The medals file of ``model``; None when the model has none (no medal rules, not "no medals")."""
     rules = public.ratings.medals.get(model)
     return None if rules is None else rules.spec
+
+
+async def _agent_page(
+    engine: JinjaTemplateEngine,
+    public: PublicService,
+    pages: PageService,
+    base_url: str,
+    agent_id: str,
+    model: str | None,
+    after: str | None,
+) -> bytes:
+    """The profile page of ``agent_id`` rendered now (``engine`` is the app's: no request is needed, so a
+    stale page can be rendered again after its reader has been answered)."""
+    card = await public.card(agent_id)
+    rated = await public.rating(agent_id, model)
+    checkpoint = await pages.checkpoint()
+    out = rating_out(
+        rated,
+        None if checkpoint is None else checkpoint.size,
+        await public.verification(agent_id),
+        None,
+        await public.scope_summary(agent_id),
+    )
+    history = await pages.history(agent_id, out.model_version, 0, MAX_INDEX, MAX_HISTORY, newest=True)
+    points = [charts.Point(p.index, p.at, p.total) for p in history.points]
+    evidence = await public.evidence(agent_id, parse_cursor(after), EVIDENCE_PAGE)
+    last = evidence[-1] if len(evidence) == EVIDENCE_PAGE else None
+    return str(
+        engine.get_template("agent.html").render(
+            base_url=base_url,
+            card=card,
+            rating=out,
+            lookalikes=await public.lookalikes(card) if card.kind == "agent" else [],
+            chart=_chart(points, f"Rating history of {card.name} ({out.model_version})"),
+            history=points,
+            evidence=evidence,
+            next_cursor=None if last is None else f"{last.index}.{last.seq}",
+            models=sorted(public.ratings.models),
+            scale=int(public.ratings.model(out.model_version).spec.total.scale * 100),
+            medal_rules=_medal_rules(public, out.model_version),
+        )
+    ).encode()
 
 
 class PagesController(Controller):
@@ -157,54 +193,28 @@ class PagesController(Controller):
         )
 
     @get("/agents/{agent_id:str}", name="agent")
-    async def agent(
-        self,
-        request: Request[Any, Any, Any],
-        public: Public,
-        pages: Pages,
-        agent_id: FromPath[str],
-        model: Model = None,
-        after: Annotated[str | None, QueryParameter(description="evidence cursor INDEX.SEQ")] = None,
-    ) -> Response[bytes]:
-        """One agent: rating with intervals, dimensions, history chart, verification, evidence, badge.
-        The rendered page is reused until anything it shows can have changed (PageService.stamp)."""
+    async def agent(self, request: Request[Any, Any, Any]) -> Response[bytes]:
+        """One agent: rating with intervals, dimensions, history chart, verification, evidence, badge;
+        ``?model=`` (default trustscore-v2) and ``?after=INDEX.SEQ`` (the evidence cursor). The rendered
+        page is reused until anything it shows can have changed (PageService.stamp, PageService.page).
+        Like the rating route, it takes only the request: the hottest page skips parameter parsing."""
+        services = services_of(request.app.state)
+        agent_id = request.path_params["agent_id"]
+        model, after = request.query_params.get("model"), request.query_params.get("after")
         base_url = str(request.base_url).rstrip("/")
-        key = (agent_id, model or "", after or "", base_url)
-        stamp = pages.stamp(agent_id, model)
-        cached = None if stamp is None else pages.cached_page(key, stamp)
-        if cached is not None:
-            return Response(cached, media_type=HTML)
-        card = await public.card(agent_id)
-        rated = await public.rating(agent_id, model)
-        checkpoint = await pages.checkpoint()
-        out = rating_out(
-            rated,
-            None if checkpoint is None else checkpoint.size,
-            await public.verification(agent_id),
-            None,
-            await public.scope_summary(agent_id),
-        )
-        history = await pages.history(agent_id, out.model_version, 0, MAX_INDEX, MAX_HISTORY, newest=True)
-        points = [charts.Point(p.index, p.at, p.total) for p in history.points]
-        evidence = await public.evidence(agent_id, parse_cursor(after), EVIDENCE_PAGE)
-        last = evidence[-1] if len(evidence) == EVIDENCE_PAGE else None
-        body = render(
-            request,
-            "agent.html",
-            base_url=base_url,
-            card=card,
-            rating=out,
-            lookalikes=await public.lookalikes(card) if card.kind == "agent" else [],
-            chart=_chart(points, f"Rating history of {card.name} ({out.model_version})"),
-            history=points,
-            evidence=evidence,
-            next_cursor=None if last is None else f"{last.index}.{last.seq}",
-            models=sorted(public.ratings.models),
-            scale=int(public.ratings.model(out.model_version).spec.total.scale * 100),
-            medal_rules=_medal_rules(public, out.model_version),
-        )
-        if stamp is not None:
-            pages.keep_page(key, stamp, body)
+        engine = request.app.template_engine
+        assert engine is not None
+
+        async def make() -> bytes:
+            return await _agent_page(
+                engine, services.public, services.pages, base_url, agent_id, model, after
+            )
+
+        stamp = services.pages.stamp(agent_id, model)
+        if stamp is None:
+            body = await make()
+        else:
+            body = await services.pages.page((agent_id, model or "", after or "", base_url), stamp, make)
         return Response(body, media_type=HTML)
 
     @get("/log", name="log")

@@ -14,6 +14,7 @@ from litestar.response.base import ASGIResponse
 
 from trustscore.api.openapi import MAX_INDEX, READ_PROBLEMS, operation_class
 from trustscore.api.public_routes import MODEL_PARAMETER, PUBLIC, Model
+from trustscore.api.wiring import services_of
 from trustscore.ledger import statements
 from trustscore.services.pages import MAX_HISTORY, PageService
 
@@ -67,11 +68,12 @@ class PagesApiController(Controller):
             **READ_PROBLEMS,
         },
     )
-    async def badge(self, request: Request[Any, Any, Any], pages: Pages) -> ASGIResponse:
+    async def badge(self, request: Request[Any, Any, Any]) -> ASGIResponse:
         """An embeddable badge: total and grade (or one dimension's score) with the verified mark. A
         well-formed id the bureau does not know gets the grey ``unknown`` badge (200); a malformed id,
-        model or dimension is a 400 problem, as anywhere in the API."""
-        made = await pages.badge(
+        model or dimension is a 400 problem, as anywhere in the API. Like the rating route it takes only
+        the request (no dependency or parameter parsing): badges are read as often as ratings."""
+        made = await services_of(request.app.state).pages.badge(
             request.path_params["agent_id"],
             request.query_params.get("model"),
             request.query_params.get("dimension"),

@@ -6,8 +6,12 @@ and keeps the one cache the hot badge route needs.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import msgspec
@@ -26,6 +30,18 @@ MAX_HISTORY = 1000  # snapshots per history page (API) and in the chart (the new
 MAX_SEARCH = 50  # agents a search lists
 RECENT_ENTRIES = 25  # entries on /log
 MAX_CACHED_PAGES = 4096  # rendered profile pages kept (the oldest is dropped first)
+MAX_STALE = 5.0  # seconds a moved page is still served while re-rendered (the pages' HTTP max-age)
+
+log = logging.getLogger(__name__)
+#: What a rendered page depends on (see :meth:`PageService.stamp`).
+Stamp = tuple[object, int, int | None]
+
+
+@dataclass
+class _Kept:
+    stamp: Stamp
+    body: bytes
+    stale_since: float | None = None  # when a reader first found the stamp moved
 
 
 @dataclass(frozen=True)
@@ -73,8 +89,68 @@ def _badge(text: badges.BadgeText) -> Badge:
     return Badge(svg, '"' + hashlib.sha256(svg).hexdigest()[:32] + '"')
 
 
+class RenderedPages:
+    """Rendered profile pages kept with the stamp they were rendered at (at most
+    :data:`MAX_CACHED_PAGES`, the oldest dropped first)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._pages: dict[tuple[str, ...], _Kept] = {}
+        self._renewing: set[tuple[str, ...]] = set()  # pages being rendered again in the background
+        self._tasks: set[asyncio.Task[None]] = set()  # those renders (held, so none is collected early)
+        self._render_slot = asyncio.Semaphore(1)
+        self._clock = clock
+
+    async def page(self, key: tuple[str, ...], stamp: Stamp, make: Callable[[], Awaitable[bytes]]) -> bytes:
+        """The page ``key`` as rendered at ``stamp``: the kept body while its stamp is current, else made
+        by ``make`` (and kept). One exception: when only the time moved (the periodic decay refresh gave
+        the agent a new rating object but the log brought no entry since), the kept body is still served,
+        for at most :data:`MAX_STALE` seconds, while one background task renders it again. A refresh
+        moves every agent's stamp at once and would otherwise make every reader wait for a render; the
+        page names the time and log size it was computed at, so it is visibly a few seconds behind,
+        never wrong. New evidence, a snapshot, a card or any other entry is shown on the next read."""
+        kept = self._pages.get(key)
+        if kept is not None and kept.stamp[1:] == stamp[1:]:
+            if kept.stamp[0] is stamp[0]:
+                return kept.body
+            now = self._clock()
+            if kept.stale_since is None:
+                kept.stale_since = now
+            if now - kept.stale_since < MAX_STALE:
+                if key not in self._renewing:
+                    self._renewing.add(key)
+                    task = asyncio.create_task(self._renew(key, stamp, make))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
+                return kept.body
+        body = await make()
+        self._keep(key, stamp, body)
+        return body
+
+    async def settled(self) -> None:
+        """Wait for every background render started so far (tests; a clean shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*self._tasks)
+
+    async def _renew(self, key: tuple[str, ...], stamp: Stamp, make: Callable[[], Awaitable[bytes]]) -> None:
+        """Render a stale page again, one at a time (the readers of every other page go first)."""
+        try:
+            async with self._render_slot:
+                self._keep(key, stamp, await make())
+        except Exception as exc:  # the stale body stays until MAX_STALE; then a reader renders inline
+            log.warning("re-rendering a page failed (%s: %s)", type(exc).__name__, exc)
+        finally:
+            self._renewing.discard(key)
+
+    def _keep(self, key: tuple[str, ...], stamp: Stamp, body: bytes) -> None:
+        if len(self._pages) >= MAX_CACHED_PAGES and key not in self._pages:
+            del self._pages[next(iter(self._pages))]
+        self._pages[key] = _Kept(stamp, body)
+
+
 class PageService:
-    def __init__(self, public: PublicService, log: LogService) -> None:
+    def __init__(
+        self, public: PublicService, log: LogService, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.public = public
         self.log = log
         self.history_store = HistoryStore(public.store.pool)
@@ -82,11 +158,11 @@ class PageService:
         self._names_next = 0  # the log index the name map has read up to
         # (model, agent, dimension) -> (the rating object it was drawn from, the badge)
         self._badges: dict[tuple[str, str, str | None], tuple[object, Badge]] = {}
-        self._pages: dict[tuple[str, ...], tuple[tuple[object, int, int | None], bytes]] = {}
+        self.rendered = RenderedPages(clock)
 
     # --- rendered pages ---------------------------------------------------------------------------
 
-    def stamp(self, agent: str, model: str | None) -> tuple[object, int, int | None] | None:
+    def stamp(self, agent: str, model: str | None) -> Stamp | None:
         """What a profile page of ``agent`` depends on: its rating object (new with every piece of
         evidence, snapshot, re-verification or refresh), the projected log size and the checkpoint size
         (new with any entry, a card update included). None for an agent without a rating yet."""
@@ -95,16 +171,9 @@ class PageService:
             return None
         return (stored.rating, self.public.ratings.size, self.log.checkpoint_size)
 
-    def cached_page(self, key: tuple[str, ...], stamp: tuple[object, int, int | None]) -> bytes | None:
-        hit = self._pages.get(key)
-        if hit is None or hit[0][0] is not stamp[0] or hit[0][1:] != stamp[1:]:
-            return None
-        return hit[1]
-
-    def keep_page(self, key: tuple[str, ...], stamp: tuple[object, int, int | None], body: bytes) -> None:
-        if len(self._pages) >= MAX_CACHED_PAGES and key not in self._pages:
-            del self._pages[next(iter(self._pages))]
-        self._pages[key] = (stamp, body)
+    async def page(self, key: tuple[str, ...], stamp: Stamp, make: Callable[[], Awaitable[bytes]]) -> bytes:
+        """The profile page ``key`` as rendered at ``stamp`` (see :class:`RenderedPages`)."""
+        return await self.rendered.page(key, stamp, make)
 
     # --- names ------------------------------------------------------------------------------------
 
