@@ -10,17 +10,28 @@ Then the refresh to a new time (:class:`trustscore.scoring.refresh.RatingState`)
 beside the full recompute at that time, in the same run, checked identical bit for bit. Its cost should
 not grow with the items per agent (trustscore-v1/v2 refresh by a full pass: docs/methodology.md).
 
+With ``--against REV`` each model's full recompute is also timed with the engine of git revision REV
+(its ``src/trustscore/scoring`` loaded beside this one), alternating old and new in the same run: the
+before/after ratio under the same load, and a check that both give the same ratings.
+
     PYTHONPATH=src python bench/scoring.py [--rows 1000000] [--agents 10000] [--sample 1000]
-        [--refresh-agents 100000] [--refresh-items 1,10,30]
+        [--refresh-agents 100000] [--refresh-items 1,10,30] [--against main]
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
+import importlib
+import math
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -100,6 +111,54 @@ def recompute(
     start = time.perf_counter()
     ratings = to_ratings(score_columns(evidence, snapshots, weights, AT), weights)
     return ratings, time.perf_counter() - start
+
+
+def engine_at(revision: str) -> Any:
+    """The scoring package of git ``revision``, importable beside this one as ``scoring_<hash>``."""
+    tree = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-tree", "--name-only", f"{revision}:src/trustscore/scoring"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    name = "scoring_" + hashlib.sha256(revision.encode()).hexdigest()[:12]
+    folder = Path(tempfile.mkdtemp(prefix="bench-scoring-"))
+    (folder / name).mkdir()
+    for file in (f for f in tree if f.endswith(".py")):
+        text = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{revision}:src/trustscore/scoring/{file}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        (folder / name / file).write_text(text.replace("trustscore.scoring", name))
+    sys.path.insert(0, str(folder))
+    return importlib.import_module(name)
+
+
+def before_after(
+    old: Any, evidence: EvidenceBatch, snapshots: SnapshotBatch, model: str, repeat: int, revision: str
+) -> bool:
+    """Old and new full recomputes alternately; prints both bests and their ratio; True if identical."""
+    old_engine, old_ratings = (importlib.import_module(f"{old.__name__}.{m}") for m in ("engine", "ratings"))
+    old_weights = old.load_weights(ROOT / "weights" / f"{model}.toml")
+    weights = load_weights(ROOT / "weights" / f"{model}.toml")
+    best = {"old": math.inf, "new": math.inf}
+    same = True
+    for _ in range(repeat):
+        start = time.perf_counter()
+        before = old_ratings.to_ratings(
+            old_engine.score_columns(evidence, snapshots, old_weights, AT), old_weights
+        )
+        best["old"] = min(best["old"], time.perf_counter() - start)
+        after, seconds = recompute(evidence, snapshots, weights)
+        best["new"] = min(best["new"], seconds)
+        same = same and msgspec.json.encode(before) == msgspec.json.encode(after)
+    print(
+        f"{model:>14}: before ({revision}) {best['old']:.3f} s, after {best['new']:.3f} s (best of {repeat}, "
+        f"alternating); before / after = {best['old'] / best['new']:.2f}x; identical: {same}"
+    )
+    return same
 
 
 def reference_sample(
@@ -220,6 +279,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--refresh-agents", type=int, default=100_000)
     parser.add_argument("--refresh-items", default="1,10,30", help="items per agent, comma-separated")
+    parser.add_argument("--against", metavar="REV", help="also time the engine of this git revision")
     args = parser.parse_args()
 
     evidence, snapshots = synthetic(args.rows, args.agents)
@@ -241,6 +301,13 @@ def main() -> int:
         print(
             f"{name:>14}: full recompute {median:.3f} s median, {best:.3f} s best of {args.repeat}; {rate:,.0f} rows/s"
         )
+
+    if args.against:
+        old = engine_at(args.against)
+        models = ("baseline-v0.3", "trustscore-v1", "trustscore-v2")
+        if not all(before_after(old, evidence, snapshots, m, args.repeat, args.against) for m in models):
+            print(f"the engine of {args.against} rates differently")
+            return 1
 
     v2 = load_weights(ROOT / "weights" / "trustscore-v2.toml")
     rules = find_medal_rules(ROOT / "weights", v2)

@@ -26,11 +26,12 @@ NUMBER = r"[\d,.]+"
 # script -> (its tiny run's arguments, {db} standing for an admin DSN; patterns its output must match)
 RUNS: dict[str, tuple[str, list[str]]] = {
     "scoring.py": (
-        "--rows 2000 --agents 50 --sample 10 --repeat 1 --refresh-agents 40 --refresh-items 1,3",
+        "--rows 2000 --agents 50 --sample 10 --repeat 1 --refresh-agents 40 --refresh-items 1,3 --against HEAD",
         [
             rf"baseline-v0\.3: full recompute .* {NUMBER} rows/s",
             r"identical on the sample: True",
             rf"40 agents x 3 items .* full / refresh = {NUMBER}x; identical: True",
+            rf"trustscore-v1: before \(HEAD\) .* before / after = {NUMBER}x; identical: True",
         ],
     ),
     "grading.py": (
