@@ -20,13 +20,11 @@ from trustscore.scoring.issuers import issuer_cap_factors
 from trustscore.scoring.kernels import (
     F64,
     I64,
-    ascending_order,
     ascending_sums,
     decimal_sums,
     dense_codes,
     round_half_up,
     sums_in_order,
-    sums_near_order,
     table_order,
 )
 from trustscore.scoring.times import MICROS_PER_DAY
@@ -97,18 +95,15 @@ def score_columns(
         weight = weight * np.power(0.5, age_days / spec.decay.half_life_days)
     weight = weight * evidence.extra_weight[rows]
     cell = agent * n_dims + dim
+    if spec.issuers is not None:
+        issuer = _capped_issuer_codes(evidence, spec.issuers.exempt)[evidence.issuer[rows]]
+        weight = weight * issuer_cap_factors(cell, issuer, weight, cells, spec.issuers.max_share)
+
     # Dimension scores.
     # Every sum in ascending order of its terms (kernels.py); one order of a column serves all its sums.
     counts = np.bincount(cell, minlength=cells).astype(np.int64)
     sw_order = table_order(source, source_table)
-    if spec.issuers is not None:
-        # One sort by (cell, weight) serves the issuer sums and, outside the few cells the cap scales,
-        # the capped weight's sums.
-        by_cell = ascending_order(cell, weight)
-        issuer = _capped_issuer_codes(evidence, spec.issuers.exempt)[evidence.issuer[rows]]
-        weight = weight * issuer_cap_factors(cell, issuer, weight, cells, spec.issuers.max_share, by_cell)
-        sum_w = sums_near_order(cell, weight, cells, by_cell)
-    elif np.array_equal(weight, source_weight):  # baseline: the item weight is the source weight
+    if np.array_equal(weight, source_weight):  # baseline: the item weight is the source weight
         sum_w = sums_in_order(cell, weight, cells, sw_order)
     else:
         sum_w = ascending_sums(cell, weight, cells)

@@ -19,18 +19,11 @@ from trustscore.scoring.kernels import (
     ascending_sums,
     dense_codes,
     exclusive_prefix_sums,
-    sums_in_order,
 )
 
 
-def issuer_cap_factors(
-    cell: I64, issuer: I64, weight: F64, cells: int, max_share: float, by_cell: I64 | None = None
-) -> F64:
-    """Per-row multiplier in [0, 1] that caps each issuer's share of its cell; ``issuer`` -1 is exempt.
-
-    ``by_cell``, if given, is an order of the rows by cell, then weight ascending
-    (:func:`~trustscore.scoring.kernels.ascending_order`): it serves the issuer sums (each a part of a
-    cell) without a sort of their own."""
+def issuer_cap_factors(cell: I64, issuer: I64, weight: F64, cells: int, max_share: float) -> F64:
+    """Per-row multiplier in [0, 1] that caps each issuer's share of its cell; ``issuer`` -1 is exempt."""
     factors = np.ones(weight.size)
     capped = issuer >= 0
     if not capped.any():
@@ -44,10 +37,7 @@ def issuer_cap_factors(
     # capped rows sum into their pair, the others into pairs.size + their cell.
     sum_group = cell + pairs.size
     sum_group[capped] = group
-    if by_cell is None:
-        sums = ascending_sums(sum_group, weight, pairs.size + cells)
-    else:
-        sums = sums_in_order(sum_group, weight, pairs.size + cells, by_cell)
+    sums = ascending_sums(sum_group, weight, pairs.size + cells)
     issuer_weight, exempt = sums[: pairs.size], sums[pairs.size :]
 
     # Issuers of each cell in ascending order of weight; ranks i = 1..k within a cell.

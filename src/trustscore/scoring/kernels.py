@@ -73,34 +73,14 @@ def _group_value_order(group: I64, bits: I64) -> tuple[I64, I64, I64]:
         return order, packed >> (63 - group_bits), sorted_bits
     descent = (sorted_bits[1:] < sorted_bits[:-1]) & (head[1:] == head[:-1])
     if descent.any():  # re-sort exactly the runs of equal head that hold a descent
-        rows = _runs_with(head, descent)
+        bad_heads = np.unique(head[1:][descent])
+        starts = np.searchsorted(head, bad_heads, side="left")
+        length = np.searchsorted(head, bad_heads, side="right") - starts
+        rows = np.repeat(starts - np.cumsum(length) + length, length) + np.arange(int(length.sum()))
         fix = np.lexsort((sorted_bits[rows], head[rows]))
         order[rows] = order[rows][fix]
         sorted_bits[rows] = sorted_bits[rows][fix]
     return order, packed >> (63 - group_bits), sorted_bits
-
-
-def _runs_with(sorted_key: I64, marks: NDArray[np.bool_]) -> I64:
-    """The rows of every run of equal ``sorted_key`` that holds a row ``i + 1`` with ``marks[i]``."""
-    keys = np.unique(sorted_key[1:][marks])
-    starts = np.searchsorted(sorted_key, keys, side="left")
-    length = np.searchsorted(sorted_key, keys, side="right") - starts
-    return np.repeat(starts - np.cumsum(length) + length, length) + np.arange(int(length.sum()))
-
-
-def sums_near_order(group: I64, x: F64, groups: int, order: I64) -> F64:
-    """Per-group ascending sums of ``x`` (>= 0) given an ``order`` that sorts the rows by ``group`` and
-    most groups' terms ascending already (e.g. the order of weights that a cap then scaled in a few
-    groups): the groups it leaves out of order are re-sorted exactly, the rest cost no sort."""
-    if group.size == 0:
-        return np.zeros(groups)
-    sorted_group = group[order]
-    terms = x[order] + 0.0  # + 0.0 turns -0.0 into 0.0
-    descent = (terms[1:] < terms[:-1]) & (sorted_group[1:] == sorted_group[:-1])
-    if descent.any():
-        rows = _runs_with(sorted_group, descent)
-        terms[rows] = terms[rows][np.lexsort((terms[rows], sorted_group[rows]))]
-    return np.bincount(sorted_group, weights=terms, minlength=groups).astype(np.float64, copy=False)
 
 
 def sums_in_order(group: I64, x: F64, groups: int, order: I64) -> F64:
