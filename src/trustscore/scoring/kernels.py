@@ -63,23 +63,29 @@ def _group_value_order(group: I64, bits: I64) -> tuple[I64, I64, I64]:
     low = int(bits.min())
     shift = max(0, (int(bits.max()) - low).bit_length() - value_bits)
     packed = group << (63 - group_bits)
-    packed |= ((bits - low) >> shift) << index_bits
+    value = bits - low
+    value >>= shift
+    value <<= index_bits
+    packed |= value
     packed |= np.arange(n, dtype=np.int64)
     packed.sort()
     order = packed & ((1 << index_bits) - 1)
-    head = packed >> index_bits  # (group, top bits of the value)
     sorted_bits = bits[order]
-    if shift == 0:
-        return order, packed >> (63 - group_bits), sorted_bits
-    descent = (sorted_bits[1:] < sorted_bits[:-1]) & (head[1:] == head[:-1])
-    if descent.any():  # re-sort exactly the runs of equal head that hold a descent
-        bad_heads = np.unique(head[1:][descent])
-        starts = np.searchsorted(head, bad_heads, side="left")
-        length = np.searchsorted(head, bad_heads, side="right") - starts
-        rows = np.repeat(starts - np.cumsum(length) + length, length) + np.arange(int(length.sum()))
-        fix = np.lexsort((sorted_bits[rows], head[rows]))
-        order[rows] = order[rows][fix]
-        sorted_bits[rows] = sorted_bits[rows][fix]
+    if shift > 0:
+        # A run to re-sort is a descent of the exact values between rows of equal (group, top bits):
+        # look for descents first (few: mostly group boundaries), then compare heads only there.
+        fall = np.flatnonzero(sorted_bits[1:] < sorted_bits[:-1])
+        heads = packed[fall] >> index_bits
+        heads = heads[heads == packed[fall + 1] >> index_bits]
+        if heads.size:
+            heads = np.unique(heads)
+            starts = np.searchsorted(packed, heads << index_bits, side="left")
+            ends = np.searchsorted(packed, (heads << index_bits) | ((1 << index_bits) - 1), side="right")
+            length = ends - starts
+            rows = np.repeat(starts - np.cumsum(length) + length, length) + np.arange(int(length.sum()))
+            fix = np.lexsort((sorted_bits[rows], np.repeat(np.arange(heads.size), length)))
+            order[rows] = order[rows][fix]
+            sorted_bits[rows] = sorted_bits[rows][fix]
     return order, packed >> (63 - group_bits), sorted_bits
 
 

@@ -103,3 +103,19 @@ def test_one_ascending_order_serves_every_grouping(rows: list[tuple[int, int]]) 
 def test_key_order_sorts(keys: list[int]) -> None:
     key = np.array(keys, dtype=np.int64)
     assert key[key_order(key)].tolist() == sorted(keys)
+
+
+def test_many_runs_to_re_sort_in_a_large_column() -> None:
+    # Thousands of groups whose values agree in the packed top bits but not below, beside zero terms
+    # (left out of the sort) and values of every magnitude: the runs are found and re-sorted exactly.
+    rng = np.random.default_rng(5)
+    n = 200_000
+    group = rng.integers(0, 20_000, n)
+    base = rng.choice([0.3, 0.7 * 0.3, 1e-5, 0.999], n)
+    x = base + rng.integers(0, 64, n) * np.spacing(base)
+    x[rng.random(n) < 0.2] = 0.0
+    order = np.lexsort((x, group))
+    expected = np.bincount(group[order], weights=x[order], minlength=20_000)
+    assert ascending_sums(group, x, 20_000).tobytes() == expected.tobytes()
+    by_order = ascending_order(group, x)
+    assert np.array_equal(group[by_order], group[order]) and np.array_equal(x[by_order], x[order])
