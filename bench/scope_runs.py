@@ -12,13 +12,11 @@ ratio (the cost of the guarded HTTP round trips).
 from __future__ import annotations
 
 import argparse
-import http.server
 import json
 import os
 import secrets
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -39,22 +37,6 @@ from trustscore.outbound.guard import OutboundPolicy  # noqa: E402
 from trustscore.services.scope_runs import ask_items  # noqa: E402
 
 
-class Agent(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        out = json.dumps({"output": scope_agent.honest(body)}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 def in_process(items: list[Any]) -> None:
     """The baseline: the agent function called directly (single prompts; dialogues skipped), graded."""
     for item in items:
@@ -73,9 +55,7 @@ def main() -> None:
     decls = [msgspec.convert(d, CapabilityDeclaration) for d in data["declarations"]]
     form = scope_form(decls, data["non_capabilities"])
     base = load_exam(SCOPE_EXAM, ExamDirs())
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Agent)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/agent"
+    server, url = scope_agent.serve()
     policy = OutboundPolicy(allow_loopback=True)
     served, local, counts = [], [], []
     for _ in range(args.runs):

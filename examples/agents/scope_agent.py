@@ -11,8 +11,10 @@ and answers with the outcome protocol: a result, a ``SCOPE_FAILURE`` beyond its 
 
 from __future__ import annotations
 
+import http.server
 import json
 import re
+import threading
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -140,3 +142,29 @@ def honest(request: Any) -> str:
 
 def overconfident(request: Any) -> str:
     return _respond(request, check=False)
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    """The SDK's plain HTTP agent API (POST a request, get ``{"output": ...}``) over :func:`honest`."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        out = json.dumps({"output": honest(body)}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def serve() -> tuple[http.server.ThreadingHTTPServer, str]:
+    """The honest agent over HTTP on a free loopback port, served from a daemon thread: the server
+    (``shutdown()`` it) and the endpoint URL to declare (``http://127.0.0.1:PORT/agent``)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/agent"

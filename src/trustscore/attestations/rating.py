@@ -324,6 +324,22 @@ class VerifiedBundle:
     signer: str
     rating: Rating
 
+    def summary(self) -> dict[str, Any]:
+        """What every verifier reports (CLI ``rating verify --json``, the MCP ``verify_attestation``)."""
+        a = self.attestation
+        return {
+            "verified": True,
+            "agent": a.agent,
+            "model_version": a.model_version,
+            "computed_at": a.computed_at,
+            "signer": self.signer,
+            "checkpoint_size": self.checkpoint.size,
+            "entries_proven": len(a.evidence_entries),
+            "total": a.total,
+            "grade": a.grade,
+            "n": a.n,
+        }
+
 
 def verify_bundle(bundle: Bundle, weights: Weights, trusted: note.Verifier | None = None) -> VerifiedBundle:
     """Check a bundle trusting only the log's verifier key (``trusted``, else the one the bundle names).

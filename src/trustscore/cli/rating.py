@@ -11,21 +11,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from pathlib import Path
 from typing import Any
 
-from trustscore import resources
 from trustscore.attestations import rating as attestation
 from trustscore.cli import common
 from trustscore.cli.common import verifier
 from trustscore.cli.table import Column, render
 from trustscore.client import LogClient
 from trustscore.errors import InvalidInput
-from trustscore.scoring.weights import Weights, load_weights
-
-WEIGHTS_DIR = resources.path("weights")
-_MODEL = re.compile(r"[a-z][a-z0-9._-]*", re.ASCII)
+from trustscore.scoring.weights import Weights, load_published, load_weights
 
 
 def register(sub: Any) -> None:
@@ -60,11 +55,7 @@ def _read(path: Path) -> bytes:
 
 def weights_for(path: Path | None, model: str) -> Weights:
     """The weights file at ``path``, else the published file of ``model`` (a model version name)."""
-    if path is not None:
-        return load_weights(path)
-    if not _MODEL.fullmatch(model):
-        raise InvalidInput(f"weights_model {model!r} is not a model version")
-    return load_weights(WEIGHTS_DIR / f"{model}.toml")
+    return load_weights(path) if path is not None else load_published(model)
 
 
 def run_verify(args: argparse.Namespace) -> int:
@@ -77,19 +68,7 @@ def run_verify(args: argparse.Namespace) -> int:
     )
     common.emit(
         args,
-        {
-            "verified": True,
-            "agent": a.agent,
-            "model_version": a.model_version,
-            "computed_at": a.computed_at,
-            "signer": verified.signer,
-            "checkpoint_size": verified.checkpoint.size,
-            "entries_proven": len(a.evidence_entries),
-            "total": a.total,
-            "grade": a.grade,
-            "n": a.n,
-            "log_key_pinned": trusted is not None,
-        },
+        {**verified.summary(), "log_key_pinned": trusted is not None},
         [
             *([note] if trusted is None else []),
             f"verified: {a.agent} under {a.model_version} at {a.computed_at}, signed by {verified.signer}",

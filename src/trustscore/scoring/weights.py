@@ -19,7 +19,8 @@ from statistics import NormalDist
 
 import msgspec
 
-from trustscore.errors import ConfigError, UnsupportedKind
+from trustscore import resources
+from trustscore.errors import ConfigError, InvalidInput, NotFound, UnsupportedKind
 
 SCHEMA = "trustscore.weights"
 SCHEMA_VERSION = 1
@@ -33,6 +34,8 @@ RELEASED_DIGESTS: dict[str, str] = {
 
 _NAME = re.compile(r"[a-z][a-z0-9_-]*", re.ASCII)
 _VERSION = re.compile(r"[a-z][a-z0-9._-]*", re.ASCII)
+#: The published weights files, ``<model_version>.toml`` (shipped inside the package too).
+PUBLISHED_DIR = resources.path("weights")
 
 
 class SourcesSection(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -167,6 +170,17 @@ def load_weights(path: str | Path) -> Weights:
     except OSError as exc:
         raise ConfigError(f"cannot read weights file {path}: {exc.strerror}") from exc
     return parse_weights(data, source=str(path))
+
+
+def load_published(model: str, weights_dir: Path = PUBLISHED_DIR) -> Weights:
+    """The published weights file of ``model`` (a name from a bundle or a request, so it is checked:
+    InvalidInput for a name that is not a model version, NotFound when no such file is published)."""
+    if len(model) > 64 or not _VERSION.fullmatch(model):
+        raise InvalidInput(f"weights_model {model[:80]!r} is not a model version")
+    path = weights_dir / f"{model}.toml"
+    if not path.is_file():
+        raise NotFound(f"no published weights file for model {model!r}")
+    return load_weights(path)
 
 
 def parse_weights(data: bytes, *, source: str = "weights") -> Weights:

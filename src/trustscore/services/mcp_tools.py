@@ -15,7 +15,6 @@ schema; every failure the caller can cause or meet is a tool error with one line
 from __future__ import annotations
 
 import json
-import re
 from typing import Annotated, Any, Literal, Protocol
 from urllib.parse import quote
 
@@ -29,14 +28,12 @@ from trustscore import __version__, resources
 from trustscore.attestations import rating as attestation
 from trustscore.errors import TrustscoreError
 from trustscore.ledger import note
-from trustscore.scoring.weights import load_weights
+from trustscore.scoring.weights import PUBLISHED_DIR, load_published
 from trustscore.services.rating_explain import explain
 
-WEIGHTS_DIR = resources.path("weights")
 METHODOLOGY = resources.path("docs", "methodology.md")
 MAX_BUNDLE = 8 * 1024 * 1024  # bytes of an attestation bundle the verifier reads
 MAX_ANSWER = 16 * 1024 * 1024  # bytes of a server answer the stdio server reads
-_MODEL = re.compile(r"[a-z][a-z0-9._-]{0,63}", re.ASCII)
 
 AgentId = Annotated[
     str, Field(min_length=1, max_length=200, description="the agent's id (from search_agents)")
@@ -150,29 +147,11 @@ def verify_bundle_json(bundle: dict[str, Any] | str, trusted_key: str | None) ->
         raise ToolError(f"the bundle is larger than {MAX_BUNDLE} bytes")
     try:
         decoded = attestation.decode_bundle(raw)
-        if not _MODEL.fullmatch(decoded.weights_model):
-            raise ToolError(f"weights_model {decoded.weights_model[:80]!r} is not a model version")
-        path = WEIGHTS_DIR / f"{decoded.weights_model}.toml"
-        if not path.is_file():
-            raise ToolError(f"no published weights file for model {decoded.weights_model!r}")
         trusted = None if trusted_key is None else note.parse_verifier_key(trusted_key.strip())
-        verified = attestation.verify_bundle(decoded, load_weights(path), trusted)
+        verified = attestation.verify_bundle(decoded, load_published(decoded.weights_model), trusted)
     except TrustscoreError as exc:
         raise ToolError(f"not verified: {exc.message}") from exc
-    a = verified.attestation
-    return {
-        "verified": True,
-        "agent": a.agent,
-        "model_version": a.model_version,
-        "computed_at": a.computed_at,
-        "signer": verified.signer,
-        "checkpoint_size": verified.checkpoint.size,
-        "entries_proven": len(a.evidence_entries),
-        "total": a.total,
-        "grade": a.grade,
-        "n": a.n,
-        "trusted_log_key": trusted_key or decoded.log_verifier_key,
-    }
+    return {**verified.summary(), "trusted_log_key": trusted_key or decoded.log_verifier_key}
 
 
 def build_server(bureau: Bureau) -> MCPServer:
@@ -254,7 +233,7 @@ def build_server(bureau: Bureau) -> MCPServer:
         """docs/methodology.md: every formula, the uncertainty and the null rules."""
         return METHODOLOGY.read_text(encoding="utf-8")
 
-    for path in sorted(WEIGHTS_DIR.glob("*.toml")):
+    for path in sorted(PUBLISHED_DIR.glob("*.toml")):
         _add_weights_resource(server, path.stem)
     return server
 
@@ -269,7 +248,7 @@ def _add_weights_resource(server: MCPServer, model: str) -> None:
         mime_type="application/toml",
     )
     def read() -> str:
-        return (WEIGHTS_DIR / f"{model}.toml").read_text(encoding="utf-8")
+        return (PUBLISHED_DIR / f"{model}.toml").read_text(encoding="utf-8")
 
 
 def to_builtins(value: Any) -> dict[str, Any]:

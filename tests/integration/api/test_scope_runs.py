@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import http.server
 import json
-import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -46,28 +44,10 @@ Client = AsyncTestClient[Litestar]
 DECLARATIONS = json.loads(Path("examples/agents/scope_declarations.json").read_text())
 
 
-class Agent(http.server.BaseHTTPRequestHandler):
-    """The SDK's plain HTTP agent API over the example rule-based scope agent (honest about its limits)."""
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        out = json.dumps({"output": scope_agent.honest(body)}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
 def agent_url() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Agent)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/agent"
+    server, url = scope_agent.serve()
+    yield url
     server.shutdown()
     server.server_close()
 

@@ -5,14 +5,24 @@ The process itself is :class:`trustscore.devserver.ServeProcess`, the one the de
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import ParamSpec, Protocol, TypeVar
 
 import pytest
 
 from trustscore.devserver import ServeProcess, free_port
 
-__all__ = ["ServerProcess", "free_port"]
+__all__ = ["ServerProcess", "free_port", "running", "stopping"]
+
+
+class Stoppable(Protocol):
+    def stop(self) -> None: ...
+
+
+S = TypeVar("S", bound=Stoppable)
+P = ParamSpec("P")
 
 
 class ServerProcess(ServeProcess):
@@ -23,9 +33,34 @@ class ServerProcess(ServeProcess):
         self.env = {"TRUSTSCORE_INTEGRATE_INTERVAL": "0.05", **self.env}
 
 
+@contextlib.contextmanager
+def running(tmp_path: Path, dsn: str, env: Mapping[str, str] | None = None) -> Iterator[ServerProcess]:
+    """A started server with ``env`` on ``dsn`` (data in ``tmp_path``), stopped at exit."""
+    s = ServerProcess(tmp_path / "data", dsn, env=dict(env or {}))
+    s.start()
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+@contextlib.contextmanager
+def stopping(make: Callable[P, S]) -> Iterator[Callable[P, S]]:
+    """``make`` (-> a started process), each process it made stopped at exit."""
+    made: list[S] = []
+
+    def tracked(*args: P.args, **kwargs: P.kwargs) -> S:
+        made.append(make(*args, **kwargs))
+        return made[-1]
+
+    try:
+        yield tracked
+    finally:
+        for m in made:
+            m.stop()
+
+
 @pytest.fixture
 def server(tmp_path: Path, dsn: str) -> Iterator[ServerProcess]:
-    s = ServerProcess(tmp_path / "data", dsn)
-    s.start()
-    yield s
-    s.stop()
+    with running(tmp_path, dsn) as s:
+        yield s

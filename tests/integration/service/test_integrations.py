@@ -34,7 +34,7 @@ from a2a.types.a2a_pb2 import Role, SendMessageRequest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from tests.integration.service.conftest import ServerProcess, free_port
+from tests.integration.service.conftest import ServerProcess, free_port, running, stopping
 from trustscore import canonical
 from trustscore.cli.agent import card_envelope
 from trustscore.errors import InvalidInput
@@ -101,23 +101,14 @@ def wait(what: Callable[[], bool], seconds: float = 90) -> None:
 
 @pytest.fixture
 def a2a_agents() -> Iterator[Callable[..., A2AServer]]:
-    made: list[A2AServer] = []
-
-    def make(persona: str, *extra: str) -> A2AServer:
-        made.append(A2AServer(persona, *extra))
-        return made[-1]
-
-    yield make
-    for a in made:
-        a.stop()
+    with stopping(A2AServer) as make:
+        yield make
 
 
 @pytest.fixture
 def server(tmp_path: Path, dsn: str) -> Iterator[ServerProcess]:
-    s = ServerProcess(tmp_path / "data", dsn, env=ENV)
-    s.start()
-    yield s
-    s.stop()
+    with running(tmp_path, dsn, ENV) as s:
+        yield s
 
 
 def register_and_report(http: httpx.Client, name: str, endpoint: str | None, agent_spec: str) -> str:

@@ -20,7 +20,7 @@ import httpx
 import msgspec
 import pytest
 
-from tests.integration.service.conftest import ServerProcess, free_port
+from tests.integration.service.conftest import ServerProcess, free_port, running, stopping
 from trustscore.cli.agent import card_envelope
 from trustscore.devserver import AgentProcess
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, load_exam
@@ -37,25 +37,16 @@ ENV = {
 
 
 @pytest.fixture
-def agents() -> Iterator[Callable[..., AgentProcess]]:
+def agents() -> Iterator[Callable[[str], AgentProcess]]:
     """Example agent servers on ports known before they start (an endpoint can be down, then return)."""
-    made: list[AgentProcess] = []
-
-    def make(persona: str) -> AgentProcess:
-        made.append(AgentProcess(persona, free_port()))
-        return made[-1]
-
-    yield make
-    for a in made:
-        a.stop()
+    with stopping(lambda persona: AgentProcess(persona, free_port())) as make:
+        yield make
 
 
 @pytest.fixture
 def server(tmp_path: Path, dsn: str) -> Iterator[ServerProcess]:
-    s = ServerProcess(tmp_path / "data", dsn, env=ENV)
-    s.start()
-    yield s
-    s.stop()
+    with running(tmp_path, dsn, ENV) as s:
+        yield s
 
 
 def sit(http: httpx.Client, persona: str, endpoint: str, exam: str = "integrity@1") -> tuple[str, int]:
