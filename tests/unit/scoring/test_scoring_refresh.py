@@ -97,3 +97,24 @@ def test_agents_added_after_a_refresh_come_out_in_order() -> None:
     refreshed = state.refresh(AT + HOUR, log.rows_of)
     assert len(state) == len(names)
     assert columns_digest(refreshed) == columns_digest(score_columns(evidence, snapshots, weights, AT + HOUR))
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("seed", [1, 2])
+def test_refresh_at_the_edges_of_windows(model: str, seed: int) -> None:
+    # Times exactly at a row's time (it counts from then), one microsecond before, and random jumps
+    # forward and back: the window bounds are where an off-by-one would show.
+    evidence, snapshots = rich_evidence(rows=800, agents=40, seed=seed)
+    weights = load_weights(ROOT / "weights" / f"{model}.toml")
+    rng = np.random.default_rng(seed)
+    edges = rng.choice(np.concatenate((evidence.at, snapshots.at)), 6)
+    times = [int(t) + d for t in edges for d in (-1, 0, 1)]
+    times += [int(t) for t in AT + rng.integers(-40, 40, 6) * MICROS_PER_DAY]
+    state = RatingState(weights)
+    state.update(evidence, snapshots, int(times[-1]))
+    log = Log(evidence, snapshots)
+    for at in times:
+        refreshed = state.refresh(at, log.rows_of)
+        assert columns_digest(refreshed) == columns_digest(score_columns(evidence, snapshots, weights, at)), (
+            at
+        )
