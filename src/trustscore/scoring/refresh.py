@@ -29,7 +29,14 @@ from dataclasses import fields
 
 import numpy as np
 
-from trustscore.scoring.engine import RatingColumns, freshness_adjusted, score_columns
+from trustscore.scoring.engine import (
+    CountedRows,
+    RatingColumns,
+    counted_rows,
+    freshness_adjusted,
+    rate_counted,
+    score_columns,
+)
 from trustscore.scoring.inputs import EvidenceBatch, EvidenceBuilder, SnapshotBatch
 from trustscore.scoring.kernels import I64
 from trustscore.scoring.weights import Weights
@@ -54,6 +61,7 @@ class RatingState:
         self._valid_from = np.zeros(0, dtype=np.int64)
         self._valid_until = np.zeros(0, dtype=np.int64)
         self._agents: tuple[str, ...] | None = None  # the names when slots are in name order
+        self._counted: CountedRows | None = None  # every agent's counted rows (models with decay)
 
     def __len__(self) -> int:
         return len(self._names)
@@ -67,14 +75,14 @@ class RatingState:
     ) -> None:
         """Rate ``agents`` (default: every agent in the batches) at ``at`` from all of their rows."""
         columns = score_columns(evidence, snapshots, self.weights, at, agents)
-        names = columns.agents
-        newest, valid_from, valid_until = _windows(evidence, snapshots, names, at)
-        slots = self._slots_of(names, columns)
+        self._store(columns, _windows(evidence, snapshots, columns.agents, at))
+        self._counted = None  # these agents' rows changed: the next refresh of a decay model re-reads all
+
+    def _store(self, columns: RatingColumns, windows: tuple[I64, I64, I64]) -> None:
+        slots = self._slots_of(columns.agents, columns)
         for name in _PER_AGENT:
             self._columns[name][slots] = getattr(columns, name)
-        self._newest[slots] = newest
-        self._valid_from[slots] = valid_from
-        self._valid_until[slots] = valid_until
+        self._newest[slots], self._valid_from[slots], self._valid_until[slots] = windows
 
     def refresh(self, at: int, rows_of: RowsOf) -> RatingColumns:
         """Every agent's rating at ``at`` (agents sorted by id), bit for bit the full recompute at ``at``.
@@ -88,7 +96,7 @@ class RatingState:
         size = len(agents)
         stale = (at < self._valid_from[:size]) | (at >= self._valid_until[:size])
         if self.weights.spec.decay is not None:
-            stale[:] = True
+            return self._refresh_decayed(at, agents, bool(stale.any()), rows_of)
         if stale.any():
             names = tuple(agents[i] for i in np.flatnonzero(stale).tolist())
             self.update(*rows_of(names), at, names)
@@ -100,6 +108,25 @@ class RatingState:
         return RatingColumns(
             agents=agents, **{name: self._columns[name][:size].copy() for name in _PER_AGENT}
         )
+
+    def _refresh_decayed(
+        self, at: int, agents: tuple[str, ...], stale: bool, rows_of: RowsOf
+    ) -> RatingColumns:
+        """A model with decay: every formula that reads the time runs over every counted row (the limit
+        in the module docstring); the selection of those rows, their values and snapshot consistency are
+        kept while every agent stays in its window."""
+        if self._counted is None or stale:
+            evidence, snapshots = rows_of(agents)
+            self._counted = counted_rows(evidence, snapshots, self.weights, at, agents)
+            windows = _windows(evidence, snapshots, agents, at)
+        else:
+            size = len(agents)
+            windows = (self._newest[:size], self._valid_from[:size], self._valid_until[:size])
+        columns = rate_counted(self._counted, self.weights, at)
+        counted = self._counted
+        self._store(columns, windows)
+        self._counted = counted
+        return columns
 
     def _slots_of(self, names: tuple[str, ...], columns: RatingColumns) -> I64:
         new = [n for n in names if n not in self._slot]
