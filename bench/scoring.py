@@ -235,14 +235,16 @@ class AgentRows:
         )
 
 
-def refresh_bench(agents: int, per_agent: int, repeat: int) -> bool:
-    """Refresh of baseline-v0.3 a microsecond on (no row becomes due: the O(agents) path) and one hour
-    on (the agents with a row due are recomputed from their rows) vs the full recompute at the same
-    times; True if every refresh is identical to it bit for bit."""
+def refresh_bench(model: str, agents: int, per_agent: int, repeat: int) -> bool:
+    """Refresh a microsecond on (no row becomes due: baseline-v0.3's O(agents) path; a decay model's pass
+    over its kept rows) and one hour on (the agents with a row due are recomputed from their rows; a
+    decay model reads all rows again) vs the full recompute at the same times; True if every refresh is
+    identical to it bit for bit."""
     evidence, snapshots = synthetic(agents * per_agent, agents, seed=per_agent)
-    weights = load_weights(ROOT / "weights" / "baseline-v0.3.toml")
+    weights = load_weights(ROOT / "weights" / f"{model}.toml")
     state = RatingState(weights)
     state.update(evidence, snapshots, AT)
+    state.refresh(AT, AgentRows(evidence, snapshots))  # a decay model keeps its rows from here on
     rows_of = AgentRows(evidence, snapshots)
     hour = MICROS_PER_DAY // 24
     times: dict[str, list[float]] = {"micro": [], "hour": [], "full": []}
@@ -263,7 +265,7 @@ def refresh_bench(agents: int, per_agent: int, repeat: int) -> bool:
             return False
     micro, one_hour, full_best = (min(times[k]) for k in ("micro", "hour", "full"))
     print(
-        f"refresh baseline-v0.3, {agents:,} agents x {per_agent:,} items ({len(evidence):,} rows): "
+        f"refresh {model}, {agents:,} agents x {per_agent:,} items ({len(evidence):,} rows): "
         f"1 us on {micro:.4f} s ({recomputed['micro'] / repeat:,.0f} agents recomputed), "
         f"1 h on {one_hour:.4f} s ({recomputed['hour'] / repeat:,.0f} agents recomputed: a row became due); "
         f"full recompute {full_best:.3f} s (best of {repeat}); full / refresh = {full_best / micro:,.1f}x "
@@ -362,7 +364,10 @@ def main() -> int:
     print(f"engine (baseline-v0.3, best) / plain-Python rate: {engine_rate / python_rate:,.1f}x")
     print(f"identical on the sample: {not mismatches} ({len(mismatches)} of {len(expected)} agents differ)")
     refreshed = [
-        refresh_bench(args.refresh_agents, int(k), args.repeat) for k in args.refresh_items.split(",") if k
+        refresh_bench(model, args.refresh_agents, int(k), args.repeat)
+        for model in ("baseline-v0.3", "trustscore-v2")
+        for k in args.refresh_items.split(",")
+        if k
     ]
     if not all(refreshed):
         print("refresh differs from the full recompute")

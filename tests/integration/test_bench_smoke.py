@@ -30,7 +30,8 @@ RUNS: dict[str, tuple[str, list[str]]] = {
         [
             rf"baseline-v0\.3: full recompute .* {NUMBER} rows/s",
             r"identical on the sample: True",
-            rf"40 agents x 3 items .* full / refresh = {NUMBER}x and {NUMBER}x; identical: True",
+            rf"refresh baseline-v0\.3, 40 agents x 3 items .* full / refresh = {NUMBER}x and {NUMBER}x; identical: True",
+            r"refresh trustscore-v2, 40 agents x 3 items .* identical: True",
             rf"trustscore-v1: before \(HEAD\) .* before / after = {NUMBER}x; identical: True",
         ],
     ),

@@ -20,11 +20,13 @@ from trustscore.scoring.issuers import issuer_cap_factors
 from trustscore.scoring.kernels import (
     F64,
     I64,
+    ascending_order,
     ascending_sums,
     decimal_sums,
     dense_codes,
     round_half_up,
     sums_in_order,
+    sums_near_order,
     table_order,
 )
 from trustscore.scoring.times import MICROS_PER_DAY
@@ -137,9 +139,16 @@ def counted_rows(
     )
 
 
-def rate_counted(counted: CountedRows, weights: Weights, at: int) -> RatingColumns:
+def rate_counted(
+    counted: CountedRows, weights: Weights, at: int, orders: dict[str, I64] | None = None
+) -> RatingColumns:
     """Ratings at ``at`` from the rows that count then (:func:`counted_rows` at a time with the same
-    rows and snapshots): the engine's formulas, every one that reads the rating time included."""
+    rows and snapshots): the engine's formulas, every one that reads the rating time included.
+
+    ``orders``, if given, keeps the orders that sorted each cell's weights and w·v at an earlier call
+    with the same ``counted`` (filled in at the first). Decay multiplies an agent's weights by one factor,
+    so the order mostly holds at another time: only cells where rounding reorders terms are re-sorted
+    (:func:`~trustscore.scoring.kernels.sums_near_order`), the sums are the same to the last bit."""
     spec = weights.spec
     names, agent, cell, when, value = counted.names, counted.agent, counted.cell, counted.when, counted.value
     source_weight, sw_order = counted.source_weight, counted.sw_order
@@ -162,8 +171,8 @@ def rate_counted(counted: CountedRows, weights: Weights, at: int) -> RatingColum
     if np.array_equal(weight, source_weight):  # baseline: the item weight is the source weight
         sum_w = sums_in_order(cell, weight, cells, sw_order)
     else:
-        sum_w = ascending_sums(cell, weight, cells)
-    sum_wv = ascending_sums(cell, weight * value, cells)
+        sum_w = _cell_sums(cell, weight, cells, orders, "w")
+    sum_wv = _cell_sums(cell, weight * value, cells, orders, "wv")
     has_weight = sum_w > 0.0
     # trustscore-v2 pads thin evidence with failing weight up to the prior weight (monotone totals).
     trials = sum_w if spec.shrinkage is None else np.maximum(sum_w, spec.shrinkage.prior_weight)
@@ -238,6 +247,16 @@ def rate_counted(counted: CountedRows, weights: Weights, at: int) -> RatingColum
         total_low=total_low,
         total_high=total_high,
     )
+
+
+def _cell_sums(cell: I64, x: F64, cells: int, orders: dict[str, I64] | None, name: str) -> F64:
+    """Ascending per-cell sums of ``x``, from the kept order ``orders[name]`` where there is one."""
+    if orders is None:
+        return ascending_sums(cell, x, cells)
+    if name in orders:
+        return sums_near_order(cell, x, cells, orders[name])
+    orders[name] = ascending_order(cell, x)
+    return sums_in_order(cell, x, cells, orders[name])
 
 
 def freshness_adjusted(total: F64, newest: I64, n: I64, at: int, weights: Weights) -> F64:

@@ -89,6 +89,25 @@ def _group_value_order(group: I64, bits: I64) -> tuple[I64, I64, I64]:
     return order, packed >> (63 - group_bits), sorted_bits
 
 
+def sums_near_order(group: I64, x: F64, groups: int, order: I64) -> F64:
+    """Per-group ascending sums of ``x`` (>= 0) given an ``order`` that sorts the rows by ``group`` and
+    most groups' terms ascending already (e.g. the order of the same weights at another time, all of a
+    group scaled by one factor): the groups it leaves out of order are re-sorted exactly, the others
+    cost no sort."""
+    if group.size == 0:
+        return np.zeros(groups)
+    sorted_group = group[order]
+    terms = x[order] + 0.0  # + 0.0 turns -0.0 into 0.0
+    fall = np.flatnonzero((terms[1:] < terms[:-1]) & (sorted_group[1:] == sorted_group[:-1]))
+    if fall.size:
+        bad = np.unique(sorted_group[fall])
+        starts = np.searchsorted(sorted_group, bad, side="left")
+        length = np.searchsorted(sorted_group, bad, side="right") - starts
+        rows = np.repeat(starts - np.cumsum(length) + length, length) + np.arange(int(length.sum()))
+        terms[rows] = terms[rows][np.lexsort((terms[rows], sorted_group[rows]))]
+    return np.bincount(sorted_group, weights=terms, minlength=groups).astype(np.float64, copy=False)
+
+
 def sums_in_order(group: I64, x: F64, groups: int, order: I64) -> F64:
     """Per-group sums of ``x`` added left to right in the row order ``order``.
 

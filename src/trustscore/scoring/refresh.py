@@ -62,6 +62,7 @@ class RatingState:
         self._valid_until = np.zeros(0, dtype=np.int64)
         self._agents: tuple[str, ...] | None = None  # the names when slots are in name order
         self._counted: CountedRows | None = None  # every agent's counted rows (models with decay)
+        self._orders: dict[str, I64] = {}  # orders of their weights' sums (engine.rate_counted)
 
     def __len__(self) -> int:
         return len(self._names)
@@ -118,11 +119,12 @@ class RatingState:
         if self._counted is None or stale:
             evidence, snapshots = rows_of(agents)
             self._counted = counted_rows(evidence, snapshots, self.weights, at, agents)
+            self._orders = {}
             windows = _windows(evidence, snapshots, agents, at)
         else:
             size = len(agents)
             windows = (self._newest[:size], self._valid_from[:size], self._valid_until[:size])
-        columns = rate_counted(self._counted, self.weights, at)
+        columns = rate_counted(self._counted, self.weights, at, self._orders)
         counted = self._counted
         self._store(columns, windows)
         self._counted = counted
