@@ -221,6 +221,8 @@ class AgentRows:
 
     def __call__(self, names: tuple[str, ...]) -> tuple[EvidenceBatch, SnapshotBatch]:
         self.asked += len(names)
+        if len(names) == len(self.evidence.agents):  # every agent: the whole log as it is
+            return self.evidence, self.snapshots
         codes = [self.code[n] for n in names]
         ev_rows, snap_rows = (
             np.concatenate([order[start[c] : start[c + 1]] for c in codes] or [np.zeros(0, dtype=np.int64)])
