@@ -116,15 +116,16 @@ class RatingState:
         """A model with decay: every formula that reads the time runs over every counted row (the limit
         in the module docstring); the selection of those rows, their values and snapshot consistency are
         kept while every agent stays in its window."""
+        orders: dict[str, I64] | None = self._orders
         if self._counted is None or stale:
             evidence, snapshots = rows_of(agents)
             self._counted = counted_rows(evidence, snapshots, self.weights, at, agents)
-            self._orders = {}
+            self._orders, orders = {}, None  # orders are kept from the next refresh on: no cost now
             windows = _windows(evidence, snapshots, agents, at)
         else:
             size = len(agents)
             windows = (self._newest[:size], self._valid_from[:size], self._valid_until[:size])
-        columns = rate_counted(self._counted, self.weights, at, self._orders)
+        columns = rate_counted(self._counted, self.weights, at, orders)
         counted = self._counted
         self._store(columns, windows)
         self._counted = counted

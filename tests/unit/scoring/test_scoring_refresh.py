@@ -118,3 +118,18 @@ def test_refresh_at_the_edges_of_windows(model: str, seed: int) -> None:
         assert columns_digest(refreshed) == columns_digest(score_columns(evidence, snapshots, weights, at)), (
             at
         )
+
+
+@pytest.mark.parametrize("model", ["trustscore-v1", "trustscore-v2"])
+def test_a_decay_model_refreshes_from_its_kept_rows_and_orders(model: str) -> None:
+    # No row becomes due between these times: the kept counted rows serve, the second time with the
+    # orders of the first (sums_near_order), and nothing is read from the log.
+    evidence, snapshots = rich_evidence()
+    weights = load_weights(ROOT / "weights" / f"{model}.toml")
+    state = RatingState(weights)
+    state.update(evidence, snapshots, AT)
+    log = Log(evidence, snapshots)
+    for at in (AT + 1, AT + 2, AT + 3, AT + 100_000_000):  # the first row due is ~349 s after AT
+        refreshed = state.refresh(at, log.rows_of)
+        assert columns_digest(refreshed) == columns_digest(score_columns(evidence, snapshots, weights, at))
+    assert len(log.asked) == 1  # the first refresh after update() reads every agent's rows, once
