@@ -34,18 +34,25 @@ class Log:
         return self.evidence.take(np.flatnonzero(wanted)), self.snapshots
 
 
+def checks(at: int, state: RatingState, log: Log) -> None:
+    """The state's refresh at ``at`` is the full recompute over the log, bit for bit."""
+    full = score_columns(log.evidence, log.snapshots, state.weights, at)
+    assert columns_digest(state.refresh(at, log.rows_of)) == columns_digest(full), at
+
+
+def started(model: str) -> tuple[RatingState, Log]:
+    """A state of ``model`` rated at AT from the rich evidence set, and the log it reads."""
+    evidence, snapshots = rich_evidence()
+    state = RatingState(load_weights(ROOT / "weights" / f"{model}.toml"))
+    state.update(evidence, snapshots, AT)
+    return state, Log(evidence, snapshots)
+
+
 @pytest.mark.parametrize("model", MODELS)
 def test_refresh_equals_the_full_recompute_bit_for_bit_at_every_time(model: str) -> None:
-    evidence, snapshots = rich_evidence()
-    weights = load_weights(ROOT / "weights" / f"{model}.toml")
-    state = RatingState(weights)
-    state.update(evidence, snapshots, AT)
-    log = Log(evidence, snapshots)
+    state, log = started(model)
     for at in TIMES:
-        refreshed = state.refresh(at, log.rows_of)
-        assert columns_digest(refreshed) == columns_digest(score_columns(evidence, snapshots, weights, at)), (
-            at
-        )
+        checks(at, state, log)
 
 
 def test_baseline_refresh_reads_no_rows_until_a_row_becomes_due() -> None:
@@ -123,13 +130,8 @@ def test_refresh_at_the_edges_of_windows(model: str, seed: int) -> None:
 @pytest.mark.parametrize("model", ["trustscore-v1", "trustscore-v2"])
 def test_a_decay_model_refreshes_from_its_kept_rows_and_orders(model: str) -> None:
     # No row becomes due between these times: the kept counted rows serve, the second time with the
-    # orders of the first (sums_near_order), and nothing is read from the log.
-    evidence, snapshots = rich_evidence()
-    weights = load_weights(ROOT / "weights" / f"{model}.toml")
-    state = RatingState(weights)
-    state.update(evidence, snapshots, AT)
-    log = Log(evidence, snapshots)
+    # orders of the first (sums_near_order), and nothing more is read from the log.
+    state, log = started(model)
     for at in (AT + 1, AT + 2, AT + 3, AT + 100_000_000):  # the first row due is ~349 s after AT
-        refreshed = state.refresh(at, log.rows_of)
-        assert columns_digest(refreshed) == columns_digest(score_columns(evidence, snapshots, weights, at))
+        checks(at, state, log)
     assert len(log.asked) == 1  # the first refresh after update() reads every agent's rows, once
