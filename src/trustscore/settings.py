@@ -41,6 +41,9 @@ class Settings:
     port: Port = 8080  # TRUSTSCORE_PORT
     data_dir: Path = Path(".trustscore")  # TRUSTSCORE_DATA_DIR: log key, embedded PostgreSQL
     database_url: str | None = None  # TRUSTSCORE_DATABASE_URL; None: the embedded PostgreSQL in data_dir/pg
+    # TRUSTSCORE_READ_DATABASE_URL: a streaming replica of the database that serves public reads
+    # (docs/operations.md, "Read replicas"); None: reads go to the primary too
+    read_database_url: str | None = None
     log_origin: str = "trustscore.local/log"  # TRUSTSCORE_LOG_ORIGIN: the checkpoint's origin line
     integrate_interval: Interval = 0.2  # TRUSTSCORE_INTEGRATE_INTERVAL: seconds between integrator runs
     integrate_batch: Positive = 50_000  # TRUSTSCORE_INTEGRATE_BATCH: at most this many entries per step

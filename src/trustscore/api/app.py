@@ -90,6 +90,7 @@ class Wiring:
     metrics: Metrics = field(default_factory=Metrics)
     services: Services | None = None
     ready: bool = False
+    read_pool: asyncpg.Pool | None = None  # the read replica's pool, when reads have their own database
 
 
 @get("/healthz", operation_id="health", tags=["ops"], media_type="text/plain", sync_to_thread=False)
@@ -109,14 +110,23 @@ def outbound_policy(settings: Settings, deadline: float) -> OutboundPolicy:
 
 
 async def build_services(
-    settings: Settings, pool: asyncpg.Pool, metrics: Metrics, per_address: KeyRateLimiter, stop: asyncio.Event
+    settings: Settings,
+    pool: asyncpg.Pool,
+    metrics: Metrics,
+    per_address: KeyRateLimiter,
+    stop: asyncio.Event,
+    read_pool: asyncpg.Pool | None = None,
 ) -> tuple[Services, list[Periodic]]:
     """Every service, built once in dependency order, and the background tasks that keep them current
-    (until ``stop``). The log key must be the one the database's log was made with (ConfigError
-    otherwise)."""
+    (until ``stop``). Public reads use ``read_pool`` (a streaming replica) when given; writes, background
+    work and reads that must see their own writes use ``pool``. The log key must be the one the
+    database's log was made with (ConfigError otherwise)."""
     store = LogStore(pool)
     log_key = logkey.load_or_create(settings.log_key_file)
-    await logkey.bind(store, settings.log_origin, log_key)
+    bound = await logkey.bind(store, settings.log_origin, log_key)
+    reads = None if read_pool is None else LogStore(read_pool)
+    if reads is not None:
+        await logkey.check_replica(reads, bound)
     service_key = logkey.load_or_create(settings.service_key_file)
     log_service = LogService(
         store,
@@ -126,6 +136,7 @@ async def build_services(
         metrics=metrics,
         limiter=KeyRateLimiter(settings.key_rate, settings.key_burst),
         address_limiter=per_address,
+        reads=reads,
     )
     await log_service.integrate_once(settings.integrate_batch)
     await service_keys.register(log_service, service_key)
@@ -183,12 +194,13 @@ async def build_services(
     )
     public = PublicService(
         log_service,
-        projections,
+        projections if read_pool is None else ProjectionStore(read_pool),
         ratings,
         exam_dirs,
         verification=reverifier.status,
         ladder=ladder.dimensions,
         scope_summary=scope.summary,
+        primary=None if read_pool is None else projections,
     )
     sittings = SittingService(
         log_service,
@@ -244,6 +256,18 @@ async def build_services(
     return services, background
 
 
+async def replica_line(log_service: LogService, read_pool: asyncpg.Pool) -> str:
+    """One line on the read replica: its checkpoint beside the primary's, and its WAL replay."""
+    state = await db.replica_state(read_pool)
+    ours = await log_service.reads.latest_checkpoint()
+    theirs = await log_service.store.latest_checkpoint()
+    size, primary = (0 if ours is None else ours.size), (0 if theirs is None else theirs.size)
+    replay = "not a standby" if not state.in_recovery else "standby"
+    if state.replay_age_s is not None:
+        replay += f", last replayed transaction {state.replay_age_s:.1f} s old"
+    return f"replica: checkpoint {size} of {primary} ({primary - size} behind; {replay})"
+
+
 def create_app(settings: Settings, dsn: str) -> Litestar:
     """The app for ``settings`` on the PostgreSQL at ``dsn`` (migrated at start-up)."""
     wiring = Wiring()
@@ -259,12 +283,22 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
-        await db.migrate(dsn)
+        await db.migrate(dsn)  # on the primary only: a replica replays the primary's schema
         pool = await db.create_pool(dsn, min_size=settings.pool_min, max_size=settings.pool_max)
+        read_pool = None
         stop = asyncio.Event()
         tasks: list[asyncio.Task[None]] = []
         try:
-            services, background = await build_services(settings, pool, wiring.metrics, per_address, stop)
+            if settings.read_database_url:
+                read_pool = wiring.read_pool = await db.create_pool(
+                    settings.read_database_url,
+                    min_size=settings.pool_min,
+                    max_size=settings.pool_max,
+                    read_only=True,
+                )
+            services, background = await build_services(
+                settings, pool, wiring.metrics, per_address, stop, read_pool
+            )
             wiring.services = services
             app.state[STATE_KEY] = services
             tasks = periodic.start(background, stop, wiring.metrics.background_failures)
@@ -276,6 +310,8 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             stop.set()
             for task in tasks:
                 await task
+            if read_pool is not None:
+                await read_pool.close()
             await pool.close()
 
     @get(
@@ -283,11 +319,14 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         operation_id="ready",
         tags=["ops"],
         media_type="text/plain",
-        responses={503: ResponseSpec(str, description="starting, or database unreachable", media_type=TEXT)},
+        responses={
+            503: ResponseSpec(str, description="starting, or a database unreachable", media_type=TEXT)
+        },
     )
     async def ready() -> Response[str]:
-        """Readiness: migrated, keys bound, projections caught up at start, database reachable; the
-        second line says which code sandbox is in force (``kernel``, ``weak`` or ``refused``)."""
+        """Readiness: migrated, keys bound, projections caught up at start, database reachable (and the
+        read replica, when set, with how far it lags); the second line says which code sandbox is in
+        force (``kernel``, ``weak`` or ``refused``)."""
         services = wiring.services
         if not wiring.ready or services is None:
             return Response("starting\n", status_code=503)
@@ -296,8 +335,13 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         except Exception:
             return Response("database unreachable\n", status_code=503)
         iso = services.sandbox
-        code = f"sandbox: {iso.mode} ({iso.reason or iso.mechanisms})"
-        return Response(f"ready\n{code}\n")
+        lines = [f"sandbox: {iso.mode} ({iso.reason or iso.mechanisms})"]
+        if wiring.read_pool is not None:
+            try:
+                lines.append(await replica_line(services.log, wiring.read_pool))
+            except Exception:
+                return Response("read database unreachable\n", status_code=503)
+        return Response("ready\n" + "".join(line + "\n" for line in lines))
 
     @get("/metrics", operation_id="metrics", tags=["ops"], media_type=PROMETHEUS, sync_to_thread=False)
     def metrics() -> Response[str]:

@@ -116,7 +116,7 @@ class LogController(Controller):
     ) -> EntriesResponse:
         """Entries ``[start, end)`` with their exact leaf bytes (base64), at most one page at a time;
         without ``end``, up to the end of the log."""
-        rows = await log_service.entries(start, end, max_page)
+        rows = await log_service.entries(start, None if end == MAX_INDEX else end, max_page)
         full = len(rows) == max_page
         nxt = rows[-1].index + 1 if rows and full and rows[-1].index + 1 < end else None
         return EntriesResponse(

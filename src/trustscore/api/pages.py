@@ -117,7 +117,7 @@ async def _agent_page(
     )
     history = await pages.history(agent_id, out.model_version, 0, MAX_INDEX, MAX_HISTORY, newest=True)
     points = [charts.Point(p.index, p.at, p.total) for p in history.points]
-    evidence = await public.evidence(agent_id, parse_cursor(after), EVIDENCE_PAGE)
+    _, evidence = await public.evidence(agent_id, parse_cursor(after), EVIDENCE_PAGE)
     last = evidence[-1] if len(evidence) == EVIDENCE_PAGE else None
     return str(
         engine.get_template("agent.html").render(

@@ -113,6 +113,9 @@ class EvidencePage(msgspec.Struct):
     agent: str
     items: list[EvidenceOut]
     next: str | None  # the cursor of the next page ("index.seq"), None on the last page
+    # The log size the page reflects: the evidence of every entry below it is on this page or later ones
+    # (from a lagging read replica, smaller than the primary's; docs/operations.md, "Read replicas").
+    log_size: int
 
 
 class RankedOut(msgspec.Struct):
@@ -344,7 +347,7 @@ class PublicController(Controller):
     ) -> EvidencePage:
         """The evidence items about an agent in log order, each with the log index that proves it and its
         rung on the evidence ladder, paged."""
-        rows = await public.evidence(agent_id, parse_cursor(after), limit)
+        size, rows = await public.evidence(agent_id, parse_cursor(after), limit)
         rungs = await ladder.rungs(agent_id, [(r.index, r.seq) for r in rows])
         items = [
             EvidenceOut(
@@ -363,7 +366,7 @@ class PublicController(Controller):
             for r in rows
         ]
         return EvidencePage(
-            agent_id, items, f"{rows[-1].index}.{rows[-1].seq}" if len(rows) == limit else None
+            agent_id, items, f"{rows[-1].index}.{rows[-1].seq}" if len(rows) == limit else None, size
         )
 
     @get("/leaderboard", operation_id="getLeaderboard", responses=READ_PROBLEMS)

@@ -33,6 +33,11 @@ def register(sub: Any) -> None:
         help="external PostgreSQL URL (env TRUSTSCORE_DATABASE_URL); default: embedded PostgreSQL in the data dir",
     )
     p.add_argument(
+        "--read-database-url",
+        help="a streaming replica of the database, for public reads (env TRUSTSCORE_READ_DATABASE_URL; "
+        "docs/operations.md); default: reads go to the database too",
+    )
+    p.add_argument(
         "--log-format",
         choices=logs.FORMATS,
         default="auto",
@@ -44,7 +49,11 @@ def register(sub: Any) -> None:
 
 def resolve_settings(args: argparse.Namespace) -> Settings:
     return settings_mod.from_env().with_overrides(
-        host=args.host, port=args.port, data_dir=args.data_dir, database_url=args.database_url
+        host=args.host,
+        port=args.port,
+        data_dir=args.data_dir,
+        database_url=args.database_url,
+        read_database_url=args.read_database_url,
     )
 
 
@@ -93,8 +102,9 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def check_database(url: str, timeout: float = 10.0) -> None:
-    """Raise a one-line :class:`StorageError` unless the external PostgreSQL at ``url`` answers."""
+def check_database(url: str, timeout: float = 10.0, flag: str = "--database-url") -> None:
+    """Raise a one-line :class:`StorageError` unless the external PostgreSQL at ``url`` (given by
+    ``flag``) answers."""
     import asyncpg
 
     async def probe() -> None:
@@ -105,21 +115,30 @@ def check_database(url: str, timeout: float = 10.0) -> None:
         asyncio.run(probe())
     except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError, ValueError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise StorageError(f"cannot connect to PostgreSQL ({reason}); check --database-url") from exc
+        raise StorageError(f"cannot connect to PostgreSQL ({reason}); check {flag}") from exc
 
 
 async def check_log_key(s: Settings, dsn: str, key: keys.SigningKey | None) -> None:
     """Raise a one-line :class:`ConfigError` when the database's log was made with another log key than
-    the data directory's (checked before the service starts, so it is not a start-up traceback)."""
+    the data directory's, or the read database holds another log (checked before the service starts, so
+    it is not a start-up traceback)."""
     from trustscore.store import db
     from trustscore.store.log import LogStore
 
     await db.migrate(dsn)
     pool = await db.create_pool(dsn, min_size=1, max_size=1)
     try:
-        await logkey.check_bound(LogStore(pool), s.log_origin, key, s.log_key_file)
+        store = LogStore(pool)
+        await logkey.check_bound(store, s.log_origin, key, s.log_key_file)
+        bound = await store.get_meta(logkey.VERIFIER_KEY_META)
     finally:
         await pool.close()
+    if s.read_database_url:
+        reads = await db.create_pool(s.read_database_url, min_size=1, max_size=1, read_only=True)
+        try:
+            await logkey.check_replica(LogStore(reads), bound)
+        finally:
+            await reads.close()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -129,6 +148,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if s.database_url:
             check_database(s.database_url)
+        if s.read_database_url:
+            check_database(s.read_database_url, flag="--read-database-url")
         logs.configure(level=args.log_level, fmt=args.log_format)
         s.data_dir.mkdir(parents=True, exist_ok=True)
         dsn = database_dsn(s)
@@ -150,6 +171,7 @@ def _serve(s: Settings, dsn: str, sock: socket.socket) -> int:
 
     key = logkey.load_or_create(s.log_key_file)
     where = "external PostgreSQL" if s.database_url else f"embedded PostgreSQL in {s.pg_dir}"
+    where += ", reads from a replica" if s.read_database_url else ""
     print(f"trustscore listening on http://{s.host}:{s.port} ({where})", flush=True)
     print(f"log verifier key: {note.make_verifier_key(s.log_origin, key.public_key)}", flush=True)
     config = uvicorn.Config(

@@ -112,7 +112,7 @@ async def entries_of(store: AttestationStore, agent: str, model: str, size: int,
 async def _checkpoint_covering(public: PublicService, size: int, wait: float) -> StoredCheckpoint:
     deadline = time.monotonic() + wait
     while True:
-        cp = await public.log.latest_checkpoint()
+        cp = await public.log.latest_checkpoint(fresh=True)
         if cp.size >= size:
             return cp
         if time.monotonic() >= deadline:

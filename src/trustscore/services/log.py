@@ -79,8 +79,11 @@ class LogService:
         metrics: Metrics | None = None,
         limiter: KeyRateLimiter | None = None,
         address_limiter: KeyRateLimiter | None = None,
+        reads: LogStore | None = None,
     ) -> None:
-        self.store = store
+        self.store = store  # the primary: writes, and reads that must see them
+        # Public reads (checkpoint, entries, proofs, keys): a streaming replica's store, or the primary's.
+        self.reads = store if reads is None else reads
         self.log_key = log_key
         self.origin = origin
         self.max_batch = max_batch
@@ -352,48 +355,79 @@ class LogService:
             pass
 
     # --- reading -------------------------------------------------------------------------------------
+    # Reads go to ``self.reads``. A replica may lag but never disagrees: what it holds is a prefix of the
+    # primary's log, so every answer is true of the tree size it names. A request the replica cannot
+    # answer yet that the primary can (a tree size, an entry or a key it has not replayed) goes to the
+    # primary, so a replica never answers "not yet" for what this service has already confirmed.
 
-    async def latest_checkpoint(self) -> StoredCheckpoint:
-        cp = await self.store.latest_checkpoint()
+    @property
+    def replicated(self) -> bool:
+        """Whether public reads go to a read database apart from the primary."""
+        return self.reads is not self.store
+
+    def _fallback(self, what: str) -> LogStore:
+        self.metrics.read_fallbacks.labels(what).inc()
+        return self.store
+
+    async def latest_checkpoint(self, *, fresh: bool = False) -> StoredCheckpoint:
+        """The latest checkpoint of the read database; ``fresh``: of the primary (for callers that must
+        see what was just integrated)."""
+        cp = await (self.store if fresh else self.reads).latest_checkpoint()
         if cp is None:
             raise NotYetAvailable("no checkpoint has been signed yet")
         return cp
 
     async def key_entry(self, key_id: str) -> tuple[bytes, int]:
-        found = await self.store.key_entry(key_id)
+        found = await self.reads.key_entry(key_id)
+        if found is None and self.replicated:
+            found = await self._fallback("key").key_entry(key_id)
         if found is None:
             raise NotFound(f"no key {key_id} is registered")
         return found
 
     async def entries(self, start: int, end: int | None, max_page: int) -> list[StoredEntry]:
+        """Entries ``[start, end)``, at most ``max_page``. Without ``end`` (following the log's tail), what
+        the read database holds; with ``end``, a page the replica ends short of what this process knows
+        is integrated comes from the primary (so a range past the log's end stays on the replica)."""
         if start < 0:
             raise InvalidInput("start must be >= 0")
         stop = start + max_page if end is None else min(end, start + max_page)
         if stop <= start:
             raise InvalidInput("end must be greater than start")
-        return await self.store.entries(start, stop)
+        rows = await self.reads.entries(start, stop)
+        integrated = min(stop, self.checkpoint_size or 0)
+        if end is not None and start + len(rows) < integrated and self.replicated:
+            rows = await self._fallback("entries").entries(start, stop)
+        return rows
 
-    async def _tree_size_ok(self, size: int) -> None:
-        cp = await self.latest_checkpoint()
-        if size > cp.size:
-            raise NotYetAvailable(f"tree size {size} is beyond the latest checkpoint ({cp.size})")
+    async def _holding(self, size: int) -> LogStore:
+        """The store whose latest checkpoint covers the tree of ``size``: the read database's when it
+        does, else the primary's when it does; NotYetAvailable otherwise."""
+        cp = await self.reads.latest_checkpoint()
+        if cp is not None and size <= cp.size:
+            return self.reads
+        if self.replicated:
+            cp = await self.store.latest_checkpoint()
+            if cp is not None and size <= cp.size:
+                return self._fallback("proof")
+        raise NotYetAvailable(
+            f"tree size {size} is beyond the latest checkpoint ({0 if cp is None else cp.size})"
+        )
 
     async def inclusion_proof(self, index: int, size: int) -> list[bytes]:
         if size < 1 or index < 0 or index >= size:
             raise InvalidInput("need 0 <= index < size")
-        await self._tree_size_ok(size)
-        ranges = merkle.inclusion_proof_ranges(index, size)
-        return await self._assemble(ranges)
+        store = await self._holding(size)
+        return await self._assemble(store, merkle.inclusion_proof_ranges(index, size))
 
     async def consistency_proof(self, size1: int, size2: int) -> list[bytes]:
         if size1 < 0 or size2 < size1:
             raise InvalidInput("need 0 <= from <= to")
-        await self._tree_size_ok(size2)
-        ranges = merkle.consistency_proof_ranges(size1, size2)
-        return await self._assemble(ranges)
+        store = await self._holding(size2)
+        return await self._assemble(store, merkle.consistency_proof_ranges(size1, size2))
 
-    async def _assemble(self, ranges: list[tuple[int, int]]) -> list[bytes]:
-        nodes = await self.store.nodes(merkle.required_nodes(ranges))
+    async def _assemble(self, store: LogStore, ranges: list[tuple[int, int]]) -> list[bytes]:
+        nodes = await store.nodes(merkle.required_nodes(ranges))
         try:
             return merkle.assemble(ranges, nodes)
         except KeyError as exc:

@@ -54,3 +54,15 @@ async def check_bound(store: LogStore, origin: str, key: keys.SigningKey | None,
     vkey = note.make_verifier_key(origin, key.public_key)
     if stored != vkey:
         raise _other_key(stored, vkey)
+
+
+async def check_replica(reads: LogStore, bound: str | None) -> None:
+    """Raise :class:`ConfigError` when the read database's log is bound to another verifier key than
+    ``bound``, the primary's (None: the primary has no log yet): it is not a replica of the primary. One
+    that has not replayed the binding yet is accepted."""
+    stored = await reads.get_meta(VERIFIER_KEY_META)
+    if stored is not None and stored != bound:
+        raise ConfigError(
+            f"the read database holds the log signed by {stored}, not this database's "
+            f"({bound or 'no log yet'}); --read-database-url must name a replica of --database-url"
+        )

@@ -45,6 +45,12 @@ class Metrics:
         self.integrated_size = Counter(
             "trustscore_integrated_entries_total", "Entries covered by signed checkpoints", registry=r
         )
+        self.read_fallbacks = Counter(
+            "trustscore_read_fallbacks_total",
+            "Reads the read replica could not answer yet, answered by the primary, by kind",
+            ["kind"],
+            registry=r,
+        )
 
         self.background_failures = Counter(
             "trustscore_background_failures_total",

@@ -62,9 +62,12 @@ class PublicService:
         verification: Callable[[str], Awaitable[VerificationStatus]] = _no_verification,
         ladder: Callable[[str, int], Awaitable[dict[str, Distribution]]] = _no_ladder,
         scope_summary: Callable[[str], Awaitable[ScopeSummary | None]] = _no_scope,
+        primary: ProjectionStore | None = None,
     ) -> None:
         self.log = log
-        self.store = store
+        self.store = store  # on the read database (a streaming replica, or the primary)
+        # The primary's, when ``store`` is a replica's: asked for a card the replica has not replayed yet.
+        self.primary = primary
         self.ratings = ratings
         self.exam_dirs = exam_dirs
         # Encoded rating bodies by (model, agent): reused while the rating object, the log size and the
@@ -84,6 +87,8 @@ class PublicService:
 
     async def card(self, agent: str) -> Card:
         card = await self.store.card(agent)
+        if card is None and self.primary is not None:
+            card = await self.primary.card(agent)
         if card is None:
             raise NotFound(f"no card for {agent} (yet: cards appear once projected)")
         return card
@@ -135,11 +140,15 @@ class PublicService:
             cached = self._bodies[key] = (rated.rating, rated.log_size, size, body)
         return cached[3]
 
-    async def evidence(self, agent: str, after: tuple[int, int], limit: int) -> list[EvidenceRow]:
+    async def evidence(self, agent: str, after: tuple[int, int], limit: int) -> tuple[int, list[EvidenceRow]]:
+        """The log size the read database had projected, then ``agent``'s evidence after the cursor: every
+        item from an entry below that size is on this page or a later one (read in that order, so a
+        lagging replica says how far it got)."""
         if not 1 <= limit <= 1000:
             raise InvalidInput("limit must be 1..1000")
         await self.card(agent)
-        return await self.store.evidence_of(agent, after, limit)
+        size = await self.store.projected_size()
+        return size, await self.store.evidence_of(agent, after, limit)
 
     async def leaderboard(self, model: str | None, dimension: str | None, limit: int) -> Leaderboard:
         """Agents ranked by total (or one dimension). Registered agents without a score, including those

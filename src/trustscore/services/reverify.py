@@ -98,7 +98,7 @@ class Reverifier:
         # New reports get their own run first: a scheduled run seeded by the same checkpoint would have the
         # same (agent, report, seed) and take the report run's place.
         await self.sweep()
-        cp = await self.log.latest_checkpoint()
+        cp = await self.log.latest_checkpoint(fresh=True)
         endpoints = await self.store.endpoints(None)
         busy = await self.store.pending_agents()
         latest: dict[str, tuple[int, bytes]] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from importlib import resources
 
 import asyncpg
@@ -69,10 +70,38 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
         await conn.execute(f"SET ROLE {APP_ROLE}")
 
 
-async def create_pool(dsn: str, *, min_size: int = 2, max_size: int = 10) -> asyncpg.Pool:
+async def _init_read_connection(conn: asyncpg.Connection) -> None:
+    await _init_connection(conn)
+    # A read pool never writes, even when its URL names a primary by mistake.
+    await conn.execute("SET default_transaction_read_only = on")
+
+
+async def create_pool(
+    dsn: str, *, min_size: int = 2, max_size: int = 10, read_only: bool = False
+) -> asyncpg.Pool:
+    """A pool on ``dsn``; ``read_only``: for reads only (a streaming replica's, say), refusing writes."""
+    init = _init_read_connection if read_only else _init_connection
     try:
-        pool = await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size, init=_init_connection)
+        pool = await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size, init=init)
     except (OSError, asyncpg.PostgresError) as exc:
         raise StorageError(f"cannot connect to PostgreSQL: {exc}") from exc
     assert pool is not None
     return pool
+
+
+@dataclass(frozen=True)
+class ReplicaState:
+    """What a read database says of itself: whether it is a standby replaying WAL, and the age of the
+    newest transaction it has replayed (None when it is not a standby or has replayed nothing yet)."""
+
+    in_recovery: bool
+    replay_age_s: float | None
+
+
+async def replica_state(pool: asyncpg.Pool) -> ReplicaState:
+    r = await pool.fetchrow(
+        "SELECT pg_is_in_recovery() AS rec,"
+        " extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8 AS age"
+    )
+    assert r is not None
+    return ReplicaState(bool(r["rec"]), r["age"])

@@ -426,7 +426,12 @@ class LogStore:
             return StoredCheckpoint(target, root, note)
 
     async def get_meta(self, key: str) -> str | None:
-        v: str | None = await self.pool.fetchval("SELECT value FROM log_meta WHERE key = $1", key)
+        """The log's metadata ``key``; None also where the schema is not there (yet: a replica that has
+        not replayed the primary's migrations, or a database trustscore never ran on)."""
+        try:
+            v: str | None = await self.pool.fetchval("SELECT value FROM log_meta WHERE key = $1", key)
+        except asyncpg.UndefinedTableError:
+            return None
         return v
 
     async def put_meta_once(self, key: str, value: str) -> str:

@@ -3,7 +3,9 @@ created; and whoever serves a data directory stops its embedded PostgreSQL when 
 
 from __future__ import annotations
 
+import asyncio
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -11,6 +13,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
 
 from tests.integration.service.conftest import ServerProcess, free_port
 
@@ -119,3 +124,41 @@ def test_serve_with_another_log_key_fails_with_one_line(tmp_path: Path, dsn: str
     again = ServerProcess(other, dsn)
     again.start()
     again.stop()
+
+
+def serve_reading(tmp_path: Path, dsn: str, read_url: str) -> subprocess.CompletedProcess[str]:
+    """``serve`` on ``dsn`` with a fresh data directory, reading from ``read_url``."""
+    data = tmp_path / "data"
+    return serve(
+        "--port", free_port(), "--data-dir", data, "--database-url", dsn, "--read-database-url", read_url
+    )
+
+
+def test_an_unreachable_read_database_fails_with_one_line_and_creates_nothing(
+    tmp_path: Path, dsn: str
+) -> None:
+    r = serve_reading(tmp_path, dsn, f"postgresql://postgres@127.0.0.1:{free_port()}/nothing")
+    one_line_error(r, "cannot connect to PostgreSQL")
+    assert "--read-database-url" in r.stderr
+    assert not (tmp_path / "data").exists()
+
+
+async def test_a_read_database_holding_another_log_is_refused_with_one_line(
+    tmp_path: Path, dsn: str, admin_dsn: str
+) -> None:
+    """A read URL naming another trustscore database (not a replica of this one) would serve another log's
+    checkpoints and proofs: refused before the service starts."""
+    conn = await asyncpg.connect(admin_dsn)
+    other_db = "ts_test_" + secrets.token_hex(6)
+    try:
+        await conn.execute(f"CREATE DATABASE {other_db}")
+        other = urlunsplit(urlsplit(dsn)._replace(path="/" + other_db))
+        elsewhere = ServerProcess(tmp_path / "elsewhere", other)
+        await asyncio.to_thread(elsewhere.start)
+        elsewhere.stop()
+        r = await asyncio.to_thread(serve_reading, tmp_path, dsn, other)
+        one_line_error(r, "--read-database-url must name a replica of --database-url")
+        assert elsewhere.verifier_key() in r.stderr
+    finally:
+        await conn.execute(f"DROP DATABASE IF EXISTS {other_db} WITH (FORCE)")
+        await conn.close()
