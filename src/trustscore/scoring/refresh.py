@@ -14,10 +14,14 @@ over which the same rows count. Within the window:
   rounded products. Mathematically the common factor cancels in the scores, but in float64
   ``pow(0.5, a + b)`` is not ``pow(0.5, a) · pow(0.5, b)``, and n_eff, suppression, intervals, shrinkage
   and confidence depend on the absolute weights: no cached statistic reproduces the released numbers
-  bit for bit. Such a model is recomputed from its rows (a full pass, stated in ``docs/methodology.md``).
+  bit for bit. Such a model's time formulas run over every counted row at each refresh (O(items), the
+  limit stated in ``docs/methodology.md``); the state keeps the counted rows
+  (:class:`~trustscore.scoring.engine.CountedRows`) and the orders of their sums while every agent stays
+  in its window, so a refresh selects nothing and sorts only where rounding reordered terms.
 
 Outside its window an agent is recomputed from its rows (an item became due, or time went back). Rows
-come from the caller (``rows_of``): the state is pure and holds no evidence. An arrival is
+come from the caller (``rows_of``): the state does no I/O and keeps no log (only, for a decay model, the
+columns derived from the counted rows). An arrival is
 :meth:`RatingState.update` with the agent's rows, O(that agent's items): ascending-order sums put a new
 item among the old ones, so an agent's sums are retaken whole.
 """
