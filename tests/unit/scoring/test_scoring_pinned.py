@@ -21,6 +21,7 @@ from trustscore.scoring.times import MICROS_PER_DAY, parse_time
 
 ROOT = Path(__file__).resolve().parents[3]
 AT = parse_time("2026-11-30T00:00:00Z")
+#: Spelled out here, not imported from kinds/graded.py: the pinned set must not move if that list does.
 DIMENSIONS = (
     "capability",
     "reliability",
