@@ -4,7 +4,10 @@ Fills a fresh database through the service layer (``LogStore.append`` of real ``
 from real signed agent cards, 20,000 per transaction; filling over HTTP would take minutes), lets the
 integrator build the tree (``LogService.integrate_once``), then starts ``trustscore serve`` on that
 database and times sequential GET /v1/log/proof/inclusion requests for random indexes next to GET
-/healthz of the same app, and verifies a sample of the proofs against the signed checkpoint.
+/healthz of the same app, and verifies a sample of the proofs against the signed checkpoint. Then the
+same proofs are computed from C2SP tlog-tiles (``/tile/...``, docs/tiles.md) by the tiles client, cold
+(every tile fetched for every proof) and warm (full tiles cached by the client, as a mirror or CDN
+would), checked equal to the API's.
 
     python bench/proofs.py                           # 1M entries, embedded PostgreSQL, temporary dir
     python bench/proofs.py --entries 20000           # a quick run
@@ -44,6 +47,7 @@ from trustscore.services.log import LogService
 from trustscore.settings import Settings
 from trustscore.store import db
 from trustscore.store.log import LogStore
+from trustscore.tiles_client import TileClient
 
 CHUNK = 20_000
 PER_SIGNER = 100  # cards per agent key: fewer keys to generate, every statement still distinct
@@ -151,6 +155,40 @@ def verify_sample(client: httpx.Client, cp: checkpoint.Checkpoint, indexes: list
         merkle.verify_inclusion(merkle.leaf_hash(leaf), i, cp.size, proof, cp.root)
 
 
+def timed_tiles(tiles: TileClient, indexes: list[int], size: int) -> tuple[list[float], int]:
+    """Milliseconds per inclusion proof computed from tiles, and the tiles fetched."""
+    out = []
+    before = tiles.fetched
+    for i in indexes:
+        t0 = time.perf_counter()
+        tiles.inclusion_proof(i, size)
+        out.append((time.perf_counter() - t0) * 1000)
+    return sorted(out), tiles.fetched - before
+
+
+def measure_tiles(
+    server: ServeProcess, cp: checkpoint.Checkpoint, indexes: list[int]
+) -> list[tuple[str, list[float], int]]:
+    """Proof latency from tiles, cold and warm, after checking tile proofs equal the API's."""
+    with (
+        TileClient(server.url, cache_tiles=0) as cold,
+        TileClient(server.url) as warm,
+        httpx.Client(base_url=server.url, timeout=30) as api,
+    ):
+        for i in indexes[:20]:
+            body = api.get("/v1/log/proof/inclusion", params={"index": i, "size": cp.size}).json()
+            if [b64decode(h) for h in body["proof"]] != cold.inclusion_proof(i, cp.size):
+                raise RuntimeError(f"the proof of {i} from tiles differs from the API's")
+        timed_tiles(cold, indexes[:200], cp.size)  # warm up the connection and the server's tile cache
+        timed_tiles(warm, indexes[:200], cp.size)
+        cold_ms, cold_n = timed_tiles(cold, indexes, cp.size)
+        warm_ms, warm_n = timed_tiles(warm, indexes, cp.size)
+    return [
+        ("proof from tiles, cold", cold_ms, cold_n),
+        ("proof from tiles, warm client", warm_ms, warm_n),
+    ]
+
+
 def measure(server: ServeProcess, requests: int, n_verify: int) -> None:
     rng = random.Random(6962)
     with httpx.Client(base_url=server.url, timeout=30) as client:
@@ -175,6 +213,7 @@ def measure(server: ServeProcess, requests: int, n_verify: int) -> None:
         t0 = time.perf_counter()
         verify_sample(client, cp, [rng.randrange(size) for _ in range(n_verify)])
         verified = time.perf_counter() - t0
+    tile_rows = measure_tiles(server, cp, [rng.randrange(size) for _ in range(requests)])
     print()
     print(f"log size {size:,} (signed checkpoint verified with {vkey})")
     print(f"{requests} sequential requests per route, one keep-alive connection, random indexes:")
@@ -184,7 +223,15 @@ def measure(server: ServeProcess, requests: int, n_verify: int) -> None:
             f"{name:<34} {percentile(ms, 50):>7.2f} {percentile(ms, 90):>7.2f} "
             f"{percentile(ms, 99):>7.2f} {ms[-1]:>7.2f}"
         )
+    for name, ms, fetched in tile_rows:
+        print(
+            f"{name:<34} {percentile(ms, 50):>7.2f} {percentile(ms, 90):>7.2f} "
+            f"{percentile(ms, 99):>7.2f} {ms[-1]:>7.2f}   ({fetched / len(ms):.2f} tiles fetched per proof)"
+        )
     print(f"proof p50 minus healthz p50: {percentile(proof_ms, 50) - percentile(health_ms, 50):.2f} ms")
+    api_p50 = percentile(proof_ms, 50)
+    for name, ms, _ in tile_rows:
+        print(f"{name} p50 / API proof p50 = {percentile(ms, 50) / api_p50:.2f}x")
     print(
         f"verified {n_verify} inclusion proofs (leaf from /v1/log/entries) against the checkpoint root "
         f"in {verified:.1f} s: all valid"

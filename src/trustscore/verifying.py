@@ -1,6 +1,6 @@
 """A client for auditors: everything it returns is proven against the log's verifier key.
 
-:class:`VerifyingClient` wraps :class:`~trustscore.client.LogClient` (which trusts nothing) and turns
+:class:`VerifyingClient` wraps a :class:`LogReader` (the API's or the tiles' client, trusting nothing) and turns
 what a server says into verified facts, or raises :class:`~trustscore.errors.VerificationError`:
 
 - :meth:`VerifyingClient.checkpoint`: the latest checkpoint, its signature checked with the verifier key;
@@ -16,13 +16,24 @@ The CLI (``log verify``, ``reverify check``) and the demo use it; a third-party 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
-from trustscore.client import LogClient
 from trustscore.errors import VerificationError
 from trustscore.kinds.service_card import ServiceCard
 from trustscore.ledger import audit, keys, merkle, note
 from trustscore.ledger.checkpoint import Checkpoint, open_checkpoint, verify_consistent
 from trustscore.ledger.submission import CheckedEntry
+
+
+class LogReader(Protocol):
+    """What :class:`VerifyingClient` reads: :class:`~trustscore.client.LogClient` (the API) or
+    :class:`~trustscore.tiles_client.TileClient` (C2SP tlog-tiles); nothing either says is trusted."""
+
+    def checkpoint(self) -> str: ...
+    def entries(self, start: int, end: int) -> list[tuple[int, bytes]]: ...
+    def inclusion_proof(self, index: int, size: int) -> list[bytes]: ...
+    def consistency_proof(self, size1: int, size2: int) -> list[bytes]: ...
+    def key_index(self, key_id: str) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -43,7 +54,7 @@ class VerifiedEntry:
 class VerifyingClient:
     """Fetch from ``client`` and prove everything against ``verifier`` (the log's verifier key)."""
 
-    def __init__(self, client: LogClient, verifier: note.Verifier) -> None:
+    def __init__(self, client: LogReader, verifier: note.Verifier) -> None:
         self.client = client
         self.verifier = verifier
         self.log_key_id = keys.key_id(verifier.public_key)

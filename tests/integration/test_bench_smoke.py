@@ -52,11 +52,20 @@ RUNS: dict[str, tuple[str, list[str]]] = {
     ),
     "proofs.py": (
         "--entries 50 --requests 10 --verify 3 --database-url {db}",
-        [rf"GET /v1/log/proof/inclusion\s+{NUMBER}\s+{NUMBER}", r"verified 3 inclusion proofs .*: all valid"],
+        [
+            rf"GET /v1/log/proof/inclusion\s+{NUMBER}\s+{NUMBER}",
+            r"verified 3 inclusion proofs .*: all valid",
+            rf"proof from tiles, cold\s+{NUMBER}\s+{NUMBER}.*tiles fetched per proof",
+            rf"proof from tiles, warm client p50 / API proof p50 = {NUMBER}x",
+        ],
     ),
     "ingest.py": (
-        "--entries 1:10,100:100 --concurrency 1:2,100:1 --verify-sample 10 --database-url {db}",
-        [r"pynacl verify/s", rf"batch 100: {NUMBER} entries/s end to end = {NUMBER} x"],
+        "--entries 1:10,100:100 --concurrency 1:2,100:1 --verify-sample 10 --prefill 30 --database-url {db}",
+        [
+            r"pynacl verify/s",
+            rf"batch 100: {NUMBER} entries/s end to end = {NUMBER} x",
+            rf"server CPU per entry, batch 1 / batch 100: {NUMBER} / {NUMBER} µs = {NUMBER} x",
+        ],
     ),
     "service.py": (
         "--agents 2 --sandboxed-reports 0 --in-flight 2 --connections 2 --duration 1 --warmup 0 --rounds 1 "

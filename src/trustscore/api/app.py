@@ -30,6 +30,7 @@ from trustscore.api.public_routes import PublicController
 from trustscore.api.query import check_query
 from trustscore.api.scope_routes import ScopeController
 from trustscore.api.sitting_routes import SittingController
+from trustscore.api.tile_routes import TileController
 from trustscore.api.webhook_routes import WebhookController
 from trustscore.api.wiring import DEPENDENCIES, STATE_KEY, Services
 from trustscore.exams.loader import ExamDirs
@@ -77,6 +78,7 @@ CONTROLLERS: list[type[Controller]] = [
     LadderController,
     ScopeController,
     WebhookController,
+    TileController,
 ]
 TEXT = "text/plain; charset=utf-8"
 PROMETHEUS = "text/plain; version=0.0.4"  # the Prometheus text exposition format (Litestar adds the charset)

@@ -21,6 +21,7 @@ from trustscore.evidence.standing import POLICY_VERSION as STANDING_POLICY
 from trustscore.ladder.rows_jsonl import ladder_jsonl
 from trustscore.ladder.rule import CURRENT_RULE, check_rule
 from trustscore.ledger import checkpoint, merkle
+from trustscore.tiles_client import TileClient
 
 
 def register(sub: Any) -> None:
@@ -29,7 +30,11 @@ def register(sub: Any) -> None:
     e = esub.add_parser(
         "export", help="verify the log and write evidence/snapshot JSONL for `trustscore score`"
     )
-    e.add_argument("--server", required=True)
+    where = e.add_mutually_exclusive_group(required=True)
+    where.add_argument("--server", help="the API to read the log from (nothing it says is trusted)")
+    where.add_argument(
+        "--tiles", help="read the log as C2SP tlog-tiles from this URL prefix or directory (docs/tiles.md)"
+    )
     e.add_argument("--verifier-key", required=True, help="the log's verifier key, or a file holding it")
     e.add_argument("--size", type=int, help="export the log prefix [0, SIZE) (default: the whole checkpoint)")
     e.add_argument("--model", help="keep only rating snapshots of this model (as the server does per model)")
@@ -48,11 +53,14 @@ def register(sub: Any) -> None:
 
 
 def verified_log(
-    server: str, verifier_key: str, size: int | None
+    server: str | None, verifier_key: str, size: int | None, tiles: str | None = None
 ) -> tuple[int, int, list[tuple[int, bytes]]]:
-    """Every entry of the server's checkpoint, checked against it: (checkpoint size, size, entries)."""
+    """Every entry of the checkpoint of the ``server`` (or the tiled log at ``tiles``), checked against
+    it: (checkpoint size, size, entries)."""
     verifier = common.verifier(verifier_key)
-    with LogClient(server) as client:
+    if server is None and tiles is None:
+        raise InvalidInput("name --server or --tiles")
+    with TileClient(tiles) if tiles else LogClient(str(server)) as client:
         cp = checkpoint.open_checkpoint(client.checkpoint(), verifier, None)
         size = cp.size if size is None else size
         if not 0 <= size <= cp.size:
@@ -74,7 +82,7 @@ def run_export(args: argparse.Namespace) -> int:
         raise InvalidInput("only one of --evidence-out, --snapshots-out and --ladder-out can be - (stdout)")
     check_rule(args.ladder_rule)
     verifier = common.verifier(args.verifier_key)
-    cp_size, size, entries = verified_log(args.server, args.verifier_key, args.size)
+    cp_size, size, entries = verified_log(args.server, args.verifier_key, args.size, args.tiles)
     state = ProjectionState(verifier.public_key, ladder_rule=args.ladder_rule)
     out = project(entries[:size], state, verify=True)
     snaps = [

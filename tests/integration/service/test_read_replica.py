@@ -25,7 +25,7 @@ from trustscore import canonical
 from trustscore.kinds.approvals import make_approval
 from trustscore.kinds.parties import make_party_card
 from trustscore.kinds.settlements import make_settlement
-from trustscore.ledger import checkpoint, dsse, keys, merkle, note
+from trustscore.ledger import checkpoint, dsse, keys, merkle, note, tiles
 
 pytestmark = pytest.mark.skipif(
     pgcluster.pg_bin() is None,
@@ -185,6 +185,7 @@ def test_reads_come_from_a_lagging_replica_name_their_size_and_stay_consistent(t
             lagging = signed_checkpoint(http, verifier)
             assert lagging == cp1, "the checkpoint read moved although the replica is paused"
             proves(http, lagging, first)
+            assert http.get("/checkpoint").text == http.get("/v1/log/checkpoint").text  # tiles: the replica's
             tail = http.get("/v1/log/entries", params={"start": cp1.size}).json()
             assert tail == {"entries": [], "next": None}  # following the tail: what the replica holds
             page = http.get(f"/v1/agents/{seller_key.id}/evidence").json()
@@ -206,6 +207,9 @@ def test_reads_come_from_a_lagging_replica_name_their_size_and_stay_consistent(t
             beyond = http.get("/v1/log/entries", params={"start": cp1.size, "end": size2 + 1000}).json()
             assert [e["index"] for e in beyond["entries"]] == list(range(cp1.size, size2))
             assert http.get(f"/v1/log/keys/{late_key.id}").status_code == 200
+            newest = tiles.tile_at(0, (size2 - 1) // tiles.WIDTH, size2)  # a tile only the primary has yet
+            r = http.get("/" + newest.path())
+            assert r.status_code == 200 and len(r.content) == 32 * newest.width, r.text
             assert http.get(f"/v1/agents/{late_key.id}").status_code == 200
             after = {k: fallbacks(http, k) for k in ("proof", "entries", "key")}
             assert after["proof"] >= before["proof"] + 2 and after["entries"] > before["entries"], after

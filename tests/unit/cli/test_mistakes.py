@@ -88,7 +88,10 @@ def test_an_unknown_command_is_one_line_exit_2(capsys: Capture) -> None:
 
 def test_a_missing_required_flag_is_one_line_exit_2(capsys: Capture) -> None:
     one_line(["log", "fsck"], capsys, EXIT_USAGE, "one of the arguments --server --database-url --data-dir")
-    one_line(["log", "verify"], capsys, EXIT_USAGE, "required: --server, --verifier-key")
+    one_line(["log", "verify"], capsys, EXIT_USAGE, "required: --verifier-key")
+    one_line(
+        ["log", "verify", "--verifier-key", "k"], capsys, EXIT_USAGE, "one of the arguments --server --tiles"
+    )
 
 
 def test_a_malformed_flag_value_is_one_line_exit_2(capsys: Capture, dead_server: str, vkey: str) -> None:

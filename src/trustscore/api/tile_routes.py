@@ -1,0 +1,98 @@
+"""The log as C2SP tlog-tiles (https://c2sp.org/tlog-tiles, docs/tiles.md): ``/checkpoint``,
+``/tile/<L>/<N>[.p/<W>]`` and ``/tile/entries/<N>[.p/<W>]``, cacheable by any HTTP cache or mirror."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from litestar import Controller, Request, Response, get
+from litestar.datastructures import CacheControlHeader, ResponseHeader, State
+from litestar.di import NamedDependency, Provide
+from litestar.openapi.datastructures import ResponseSpec
+from litestar.params import FromPath
+
+from trustscore.api.openapi import READ_PROBLEMS
+from trustscore.api.wiring import services_of
+from trustscore.services.tiles import TileService
+
+TEXT = "text/plain; charset=utf-8"
+OCTETS = "application/octet-stream"
+IMMUTABLE = "public, max-age=31536000, immutable"  # a full tile never changes
+PARTIAL = "public, max-age=60"  # a partial tile is superseded by a wider one
+CHECKPOINT_CACHE = CacheControlHeader(public=True, max_age=2)  # the spec: "not beyond a few seconds"
+_STATE_KEY = "tile_service"
+
+_HEADERS = [
+    ResponseHeader(name="ETag", documentation_only=True, description="the tile's SHA-256, hex, quoted"),
+    ResponseHeader(
+        name="Cache-Control",
+        documentation_only=True,
+        description=f"full tiles: {IMMUTABLE}; partial: {PARTIAL}",
+    ),
+]
+
+
+def tile_service(state: State) -> TileService:
+    """The app's tile service (its full-tile cache lives as long as the running services)."""
+    log = services_of(state).log
+    held = state.get(_STATE_KEY)
+    if not (isinstance(held, tuple) and held[0] is log):
+        held = (log, TileService(log.reads, log.store))
+        state[_STATE_KEY] = held
+    service: TileService = held[1]
+    return service
+
+
+Tiles = NamedDependency[TileService]
+
+
+class TileController(Controller):
+    path = "/"
+    tags = ["tiles"]  # noqa: RUF012 - Litestar class attribute
+    dependencies = {"tile_service": Provide(tile_service, sync_to_thread=False)}  # noqa: RUF012
+
+    @get(
+        "/checkpoint",
+        operation_id="getTilesCheckpoint",
+        media_type=TEXT,
+        cache_control=CHECKPOINT_CACHE,
+        responses=READ_PROBLEMS,
+    )
+    async def checkpoint(self, tile_service: Tiles) -> str:
+        """The latest checkpoint (C2SP tlog-checkpoint as a signed note), the tlog-tiles way."""
+        return await tile_service.checkpoint()
+
+    @get(
+        "/tile/{tile_path:path}",
+        operation_id="getTile",
+        media_type=OCTETS,
+        responses={
+            200: ResponseSpec(
+                bytes,
+                description="the tile's hashes or entry bundle",
+                media_type=OCTETS,
+                generate_examples=False,
+            ),
+            304: ResponseSpec(None, description="If-None-Match matched the tile's ETag"),
+            **READ_PROBLEMS,
+        },
+        response_headers=_HEADERS,
+    )
+    async def tile(
+        self, request: Request[Any, Any, Any], tile_service: Tiles, tile_path: FromPath[str]
+    ) -> Response[bytes]:
+        """A hash tile ``<L>/<N>[.p/<W>]`` (256 hashes of level 8L, 32 bytes each) or an entry bundle
+        ``entries/<N>[.p/<W>]`` (leaves with big-endian uint16 lengths); 404 beyond the latest checkpoint.
+        Bundles are gzipped for clients that accept it. A matching ``If-None-Match`` is a 304."""
+        gzip_ok = "gzip" in request.headers.get("accept-encoding", "")
+        tile, data, gzipped = await tile_service.tile("tile/" + tile_path.lstrip("/"), gzip_ok=gzip_ok)
+        etag = f'"{hashlib.sha256(data).hexdigest()}"'  # of the bytes sent: one per representation
+        headers = {"ETag": etag, "Cache-Control": IMMUTABLE if tile.full else PARTIAL}
+        if tile.is_entries:
+            headers["Vary"] = "Accept-Encoding"
+        if gzipped:
+            headers["Content-Encoding"] = "gzip"
+        if etag in request.headers.get("if-none-match", ""):
+            return Response(b"", status_code=304, headers=headers)
+        return Response(data, media_type=OCTETS, headers=headers)

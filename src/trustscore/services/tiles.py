@@ -1,0 +1,111 @@
+"""The log as C2SP tlog-tiles (docs/tiles.md): the latest checkpoint, hash tiles and entry bundles,
+read from the stored tree nodes and entries. A tile of a given width never changes (a partial tile is a
+prefix of every wider one), so every tile served is kept in a bounded in-process LRU cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+from collections import OrderedDict
+
+from trustscore.errors import NotFound, NotYetAvailable
+from trustscore.ledger import tiles
+from trustscore.ledger.tiles import Tile
+from trustscore.store.log import LogStore
+
+DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
+
+
+class TileTooLarge(NotFound):
+    """An entry bundle holding an entry longer than the uint16 length prefix of tlog-tiles allows."""
+
+    code = "entry-too-large-for-tiles"
+    title = "Entry too large for a tlog-tiles entry bundle"
+
+
+class TileService:
+    """Serve tiles of the tree of the latest checkpoint (any width up to it) from ``reads`` (a streaming
+    replica's store, or the primary's); a tile the replica has not replayed yet comes from ``primary``,
+    as :class:`~trustscore.services.log.LogService` does for proofs (docs/operations.md)."""
+
+    def __init__(
+        self, reads: LogStore, primary: LogStore | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES
+    ) -> None:
+        self.reads = reads
+        self.stores = [reads] if primary is None or primary is reads else [reads, primary]
+        self.cache_bytes = cache_bytes
+        self._cache: OrderedDict[tuple[Tile, bool], bytes] = OrderedDict()  # (tile, gzipped) -> bytes
+        self._cached = 0
+
+    async def checkpoint(self) -> str:
+        """The latest signed checkpoint note."""
+        cp = await self.reads.latest_checkpoint()
+        if cp is None:
+            raise NotYetAvailable("no checkpoint has been signed yet")
+        return cp.signed_note
+
+    async def tile(self, path: str, *, gzip_ok: bool = False) -> tuple[Tile, bytes, bool]:
+        """The tile at ``path`` (``tile/...``), its bytes, and whether they are gzipped (entry bundles
+        only, when ``gzip_ok``: the spec asks bundles to be compressed); 404 beyond the latest checkpoint.
+        """
+        tile = tiles.parse_path(path)
+        gz = gzip_ok and tile.is_entries
+        if (data := self._cached_bytes(tile, gz)) is not None:
+            return tile, data, gz
+        data = self._cached_bytes(tile, False)
+        if data is None:
+            data = await (self._bundle(tile) if tile.is_entries else self._hashes(tile))
+            self._keep((tile, False), data)  # a tile of a given width never changes, partial or full
+        if gz:
+            data = await asyncio.to_thread(gzip.compress, data, 6, mtime=0)  # deterministic bytes
+            self._keep((tile, True), data)
+        return tile, data, gz
+
+    def _cached_bytes(self, tile: Tile, gz: bool) -> bytes | None:
+        data = self._cache.get((tile, gz))
+        if data is not None:
+            self._cache.move_to_end((tile, gz))
+        return data
+
+    async def _hashes(self, tile: Tile) -> bytes:
+        # Tree nodes are written with the checkpoint that covers them, in one transaction: a tile whose
+        # nodes all exist is within the latest checkpoint, and one query answers both.
+        ids = tiles.tile_nodes(tile)
+        for store in self.stores:
+            nodes = await store.nodes(ids)
+            if len(nodes) == len(ids):
+                return tiles.encode_hashes([nodes[i] for i in ids])
+        raise NotYetAvailable(f"{tile.path()} is beyond the latest checkpoint")
+
+    async def _bundle(self, tile: Tile) -> bytes:
+        size = 0
+        for store in self.stores:
+            cp = await store.latest_checkpoint()
+            size = 0 if cp is None else cp.size
+            if tiles.width_at(0, tile.index, size) >= tile.width:
+                break
+        else:
+            have = tiles.width_at(0, tile.index, size)
+            raise NotYetAvailable(
+                f"{tile.path()} is beyond the latest checkpoint (size {size}"
+                + (f", where it has width {have})" if have else ")")
+            )
+        start = tiles.WIDTH * tile.index
+        rows = await store.entries(start, start + tile.width)
+        for r in rows:
+            if len(r.leaf) > tiles.MAX_ENTRY:
+                raise TileTooLarge(
+                    f"entry {r.index} is {len(r.leaf)} bytes, more than the {tiles.MAX_ENTRY} a tlog-tiles "
+                    f"entry bundle can carry: fetch it from /v1/log/entries?start={r.index}&end={r.index + 1}"
+                )
+        return tiles.encode_bundle([r.leaf for r in rows])
+
+    def _keep(self, key: tuple[Tile, bool], data: bytes) -> None:
+        if len(data) > self.cache_bytes:
+            return
+        self._cache[key] = data
+        self._cached += len(data)
+        while self._cached > self.cache_bytes:
+            _, old = self._cache.popitem(last=False)
+            self._cached -= len(old)
