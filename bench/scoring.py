@@ -21,10 +21,12 @@ before/after ratio under the same load, and a check that both give the same rati
 from __future__ import annotations
 
 import argparse
+import atexit
 import dataclasses
 import hashlib
 import importlib
 import math
+import shutil
 import statistics
 import subprocess
 import sys
@@ -123,6 +125,7 @@ def engine_at(revision: str) -> Any:
     ).stdout.split()
     name = "scoring_" + hashlib.sha256(revision.encode()).hexdigest()[:12]
     folder = Path(tempfile.mkdtemp(prefix="bench-scoring-"))
+    atexit.register(shutil.rmtree, folder, True)
     (folder / name).mkdir()
     for file in (f for f in tree if f.endswith(".py")):
         text = subprocess.run(
