@@ -26,8 +26,14 @@ NUMBER = r"[\d,.]+"
 # script -> (its tiny run's arguments, {db} standing for an admin DSN; patterns its output must match)
 RUNS: dict[str, tuple[str, list[str]]] = {
     "scoring.py": (
-        "--rows 2000 --agents 50 --sample 10 --repeat 1",
-        [rf"baseline-v0\.3: full recompute .* {NUMBER} rows/s", r"identical on the sample: True"],
+        "--rows 2000 --agents 50 --sample 10 --repeat 1 --refresh-agents 40 --refresh-items 1,3 --against HEAD",
+        [
+            rf"baseline-v0\.3: full recompute .* {NUMBER} rows/s",
+            r"identical on the sample: True",
+            rf"refresh baseline-v0\.3, 40 agents x 3 items .* full / refresh = {NUMBER}x and {NUMBER}x; identical: True",
+            r"refresh trustscore-v2, 40 agents x 3 items .* identical: True",
+            rf"trustscore-v1: before \(HEAD\) .* before / after = {NUMBER}x; identical: True",
+        ],
     ),
     "grading.py": (
         "--seconds 0.02 --exec-items 1",
@@ -54,8 +60,12 @@ RUNS: dict[str, tuple[str, list[str]]] = {
         ],
     ),
     "ingest.py": (
-        "--entries 1:10,100:100 --concurrency 1:2,100:1 --verify-sample 10 --database-url {db}",
-        [r"pynacl verify/s", rf"batch 100: {NUMBER} entries/s end to end = {NUMBER} x"],
+        "--entries 1:10,100:100 --concurrency 1:2,100:1 --verify-sample 10 --prefill 30 --database-url {db}",
+        [
+            r"pynacl verify/s",
+            rf"batch 100: {NUMBER} entries/s end to end = {NUMBER} x",
+            rf"server CPU per entry, batch 1 / batch 100: {NUMBER} / {NUMBER} µs = {NUMBER} x",
+        ],
     ),
     "service.py": (
         "--agents 2 --sandboxed-reports 0 --in-flight 2 --connections 2 --duration 1 --warmup 0 --rounds 1 "

@@ -22,6 +22,7 @@ from trustscore.kinds.admission import Registration, admit, registration_of
 from trustscore.ledger import checkpoint, dsse, merkle, note
 from trustscore.ledger.keys import SigningKey
 from trustscore.ledger.submission import CheckedEntry, Prepared, check, prepare
+from trustscore.services.coalesce import Coalescer
 from trustscore.services.metrics import Metrics
 from trustscore.services.ratelimit import KeyRateLimiter
 from trustscore.store.log import Appended, Follow, LogStore, StoredCheckpoint, StoredEntry
@@ -95,6 +96,9 @@ class LogService:
         self._own_keys: dict[str, bytes] = {log_key.id: log_key.public_key}
         self._waiting: list[tuple[list[CheckedEntry], Follow | None, asyncio.Future[list[Appended]]]] = []
         self._committer: asyncio.Task[None] | None = None
+        # Concurrent requests share their lookups (one query for many single-entry appends).
+        self._registrations = Coalescer[str, Registration](store.registrations)
+        self._existing = Coalescer[bytes, Appended](store.existing)
 
     # --- writing -------------------------------------------------------------------------------------
 
@@ -158,7 +162,7 @@ class LogService:
     async def _lookups(self, prepared: list[Prepared]) -> tuple[dict[str, Registration], dict[str, bytes]]:
         ids = {s.keyid for p in prepared for s in p.envelope.signatures}
         ids |= {k for p in prepared for k in _named_parties(p)}
-        regs = await self.store.registrations(ids)
+        regs = await self._registrations.get(ids)
         return regs, {self.log_key.id: self.log_key.public_key}
 
     async def check_prepared(self, prepared: list[Prepared], *, batch: bool = True) -> list[CheckedEntry]:
@@ -249,7 +253,7 @@ class LogService:
         answered with its first index (``duplicate``) before anything is charged.
         """
         if not charged:
-            known = await self.store.existing([e.statement_hash for e in checked])
+            known = await self._existing.get([e.statement_hash for e in checked])
             if follow is None and len(known) == len(checked):
                 return [known[e.statement_hash] for e in checked]
             self.charge([e.signer for e in checked if e.statement_hash not in known], address)

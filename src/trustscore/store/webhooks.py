@@ -97,6 +97,13 @@ async def _active(conn: Conn) -> dict[int, Subscription]:
     return out
 
 
+def _card_of(leaf: bytes | None) -> AgentCard | None:
+    if leaf is None:
+        return None
+    p = audit.parse_leaf(bytes(leaf)).statement.predicate
+    return p if isinstance(p, AgentCard) else None
+
+
 async def _previous_card(conn: Conn, agent: str, index: int) -> AgentCard | None:
     leaf = await conn.fetchval(
         "SELECT leaf FROM entries WHERE subject = $1 AND kind = ANY($2::text[]) AND idx < $3 ORDER BY idx DESC LIMIT 1",
@@ -104,10 +111,22 @@ async def _previous_card(conn: Conn, agent: str, index: int) -> AgentCard | None
         list(CARD_PREDICATE_TYPES),
         index,
     )
-    if leaf is None:
-        return None
-    p = audit.parse_leaf(bytes(leaf)).statement.predicate
-    return p if isinstance(p, AgentCard) else None
+    return _card_of(leaf)
+
+
+async def _cards_before(conn: Conn, agents: list[str], index: int) -> dict[str, AgentCard | None]:
+    """:func:`_previous_card` of each of ``agents`` at ``index`` in one query (an index lookup each): a
+    batch of new cards costs one round trip, not one per card."""
+    rows = await conn.fetch(
+        "SELECT t.agent, c.leaf FROM unnest($1::text[]) AS t(agent) CROSS JOIN LATERAL ("
+        "SELECT leaf FROM entries WHERE subject = t.agent AND kind = ANY($2::text[]) AND idx < $3 "
+        "ORDER BY idx DESC LIMIT 1) c",
+        agents,
+        list(CARD_PREDICATE_TYPES),
+        index,
+    )
+    found = {r["agent"]: _card_of(r["leaf"]) for r in rows}
+    return {a: found.get(a) for a in agents}
 
 
 async def _previous_totals(conn: Conn, snap: RatingSnapshot, index: int) -> dict[str, int | None]:
@@ -172,7 +191,8 @@ async def derive(conn: Conn, start: int, end: int, grade_of: GradeOf) -> int:
     """Record the events caused by log entries [start, end) and fan each out to the subscriptions active
     at its index, in ``conn``'s transaction; return how many events were new."""
     rows = await conn.fetch(
-        "SELECT idx, leaf FROM entries WHERE idx >= $1 AND idx < $2 AND kind = ANY($3::text[]) ORDER BY idx",
+        "SELECT idx, leaf, kind, subject FROM entries WHERE idx >= $1 AND idx < $2 AND kind = ANY($3::text[]) "
+        "ORDER BY idx",
         start,
         end,
         list(CAUSE_KINDS),
@@ -180,6 +200,10 @@ async def derive(conn: Conn, start: int, end: int, grade_of: GradeOf) -> int:
     if not rows:
         return 0
     subs = await _active(conn)
+    # The card before each new card: looked up at once for the range, then kept up to date in order.
+    cards = await _cards_before(
+        conn, sorted({r["subject"] for r in rows if r["kind"] in CARD_PREDICATE_TYPES}), start
+    )
     new = 0
     for r in rows:
         index = r["idx"]
@@ -203,9 +227,10 @@ async def derive(conn: Conn, start: int, end: int, grade_of: GradeOf) -> int:
                 )
                 del subs[p.subscription]
         elif isinstance(p, AgentCard):
-            found = ev.card_changed(
-                index, p, await _previous_card(conn, stmt.facts.subject, index), stmt.facts.subject
-            )
+            subject = stmt.facts.subject
+            previous = cards[subject] if subject in cards else await _previous_card(conn, subject, index)
+            cards[subject] = p
+            found = ev.card_changed(index, p, previous, subject)
         elif isinstance(p, Settlement):
             found = ev.negative_settlement(index, p)
         elif isinstance(p, Event):
