@@ -154,6 +154,8 @@ async def build_services(
     )
     if jobs:
         await log_service.integrate_once(settings.integrate_batch)
+    else:
+        await log_service.follow_checkpoints()
     await service_keys.register(log_service, service_key)
     log_service.trust_own_key(service_key)
     reverify_key = logkey.load_or_create(settings.reverify_key_file)
@@ -255,7 +257,8 @@ async def build_services(
     s = settings
     if ratings is None:
         assert isinstance(view, RatingMirror)
-        return services, [view.periodic(stop)]
+        follow = Periodic("checkpoint follower", log_service.follow_checkpoints, s.integrate_interval)
+        return services, [view.periodic(stop), follow]
     background = [
         *leased(
             "integrator",

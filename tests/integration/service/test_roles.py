@@ -199,6 +199,14 @@ def test_api_processes_and_workers_fail_over_exactly_once(
         lambda: int(httpx.get(apis[1].url + "/v1/log/checkpoint").text.split("\n")[1]) >= size,
         what="a checkpoint of the whole log",
     )
+    # API processes run no integrator, yet each follows the checkpoints the worker signs: a rating names
+    # the newest checkpoint its process has seen (null there would read "not yet in any checkpoint").
+    for api in apis:
+
+        def follows(api: ServerProcess = api) -> bool:
+            return bool((rating_at(api, agents[0], MODELS[0], size)["checkpoint_size"] or 0) >= size)
+
+        wait(follows, what=f"{api.url} to follow the checkpoints")
     for model in MODELS:
         ev, sn = tmp_path / f"{model}.evidence.jsonl", tmp_path / f"{model}.snapshots.jsonl"
         cli("evidence", "export", "--server", apis[2].url, "--verifier-key", vkey, "--size", str(size),
