@@ -5,25 +5,46 @@ Runs each released model over the same synthetic columns, the medals of trustsco
 (:mod:`trustscore.scoring.reference`) on a sample of agents in the same run, checks that the engine's
 ratings of the sample are identical to it, and prints both rates and their ratio.
 
+Then the refresh to a new time (:class:`trustscore.scoring.refresh.RatingState`) of baseline-v0.3 over
+``--refresh-agents`` agents with each of ``--refresh-items`` items per agent: the refresh one hour later
+beside the full recompute at that time, in the same run, checked identical bit for bit. Its cost should
+not grow with the items per agent (trustscore-v1/v2 refresh by a full pass: docs/methodology.md).
+
+With ``--against REV`` each model's full recompute is also timed with the engine of git revision REV
+(its ``src/trustscore/scoring`` loaded beside this one), alternating old and new in the same run: the
+before/after ratio under the same load, and a check that both give the same ratings.
+
     PYTHONPATH=src python bench/scoring.py [--rows 1000000] [--agents 10000] [--sample 1000]
+        [--refresh-agents 100000] [--refresh-items 1,10,30] [--against main]
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
+import dataclasses
+import hashlib
+import importlib
+import math
+import shutil
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import numpy as np
 
 from trustscore.kinds.graded import DIMENSIONS
 from trustscore.scoring import EvidenceBatch, SnapshotBatch, load_weights
-from trustscore.scoring.engine import score_columns
+from trustscore.scoring.engine import RatingColumns, score_columns
 from trustscore.scoring.medals import find_medal_rules, medals_of
 from trustscore.scoring.ratings import Rating, to_ratings
 from trustscore.scoring.reference import RefEvidence, RefSnapshot, score_baseline
+from trustscore.scoring.refresh import RatingState
 from trustscore.scoring.times import MICROS_PER_DAY, parse_time
 from trustscore.scoring.weights import Weights
 
@@ -94,6 +115,55 @@ def recompute(
     return ratings, time.perf_counter() - start
 
 
+def engine_at(revision: str) -> Any:
+    """The scoring package of git ``revision``, importable beside this one as ``scoring_<hash>``."""
+    tree = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-tree", "--name-only", f"{revision}:src/trustscore/scoring"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    name = "scoring_" + hashlib.sha256(revision.encode()).hexdigest()[:12]
+    folder = Path(tempfile.mkdtemp(prefix="bench-scoring-"))
+    atexit.register(shutil.rmtree, folder, True)
+    (folder / name).mkdir()
+    for file in (f for f in tree if f.endswith(".py")):
+        text = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{revision}:src/trustscore/scoring/{file}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        (folder / name / file).write_text(text.replace("trustscore.scoring", name))
+    sys.path.insert(0, str(folder))
+    return importlib.import_module(name)
+
+
+def before_after(
+    old: Any, evidence: EvidenceBatch, snapshots: SnapshotBatch, model: str, repeat: int, revision: str
+) -> bool:
+    """Old and new full recomputes alternately; prints both bests and their ratio; True if identical."""
+    old_engine, old_ratings = (importlib.import_module(f"{old.__name__}.{m}") for m in ("engine", "ratings"))
+    old_weights = old.load_weights(ROOT / "weights" / f"{model}.toml")
+    weights = load_weights(ROOT / "weights" / f"{model}.toml")
+    best = {"old": math.inf, "new": math.inf}
+    same = True
+    for _ in range(repeat):
+        start = time.perf_counter()
+        before = old_ratings.to_ratings(
+            old_engine.score_columns(evidence, snapshots, old_weights, AT), old_weights
+        )
+        best["old"] = min(best["old"], time.perf_counter() - start)
+        after, seconds = recompute(evidence, snapshots, weights)
+        best["new"] = min(best["new"], seconds)
+        same = same and msgspec.json.encode(before) == msgspec.json.encode(after)
+    print(
+        f"{model:>14}: before ({revision}) {best['old']:.3f} s, after {best['new']:.3f} s (best of {repeat}, "
+        f"alternating); before / after = {best['old'] / best['new']:.2f}x; identical: {same}"
+    )
+    return same
+
+
 def reference_sample(
     evidence: EvidenceBatch, snapshots: SnapshotBatch, weights: Weights, sample: list[int]
 ) -> tuple[dict[str, dict[str, object]], int, float]:
@@ -136,6 +206,87 @@ def reference_sample(
     return out, len(items), time.perf_counter() - start
 
 
+class AgentRows:
+    """The caller's store of rows by agent: the rows of a few agents without a pass over the others."""
+
+    def __init__(self, evidence: EvidenceBatch, snapshots: SnapshotBatch) -> None:
+        self.evidence, self.snapshots = evidence, snapshots
+        self.asked = 0  # agents whose rows were asked for, in all
+        self.code = {name: i for i, name in enumerate(evidence.agents)}
+        self.by_agent = (
+            np.argsort(evidence.agent, kind="stable"),
+            np.argsort(snapshots.agent, kind="stable"),
+        )
+        self.starts = tuple(
+            np.searchsorted(codes[order], np.arange(len(evidence.agents) + 1))
+            for codes, order in ((evidence.agent, self.by_agent[0]), (snapshots.agent, self.by_agent[1]))
+        )
+
+    def __call__(self, names: tuple[str, ...]) -> tuple[EvidenceBatch, SnapshotBatch]:
+        self.asked += len(names)
+        if len(names) == len(self.evidence.agents):  # every agent: the whole log as it is
+            return self.evidence, self.snapshots
+        codes = [self.code[n] for n in names]
+        ev_rows, snap_rows = (
+            np.concatenate([order[start[c] : start[c + 1]] for c in codes] or [np.zeros(0, dtype=np.int64)])
+            for order, start in zip(self.by_agent, self.starts, strict=True)
+        )
+        remap = np.full(len(self.evidence.agents), -1, dtype=np.int64)
+        remap[codes] = np.arange(len(codes))
+        evidence, snapshots = self.evidence.take(ev_rows), self.snapshots.take(snap_rows)
+        return (  # the agents table cut to these agents (the bench's snapshots share it)
+            dataclasses.replace(evidence, agents=names, agent=remap[evidence.agent]),
+            dataclasses.replace(snapshots, agents=names, agent=remap[snapshots.agent]),
+        )
+
+
+def refresh_bench(model: str, agents: int, per_agent: int, repeat: int) -> bool:
+    """Refresh a microsecond on (no row becomes due: baseline-v0.3's O(agents) path; a decay model's pass
+    over its kept rows) and one hour on (the agents with a row due are recomputed from their rows; a
+    decay model reads all rows again) vs the full recompute at the same times; True if every refresh is
+    identical to it bit for bit."""
+    evidence, snapshots = synthetic(agents * per_agent, agents, seed=per_agent)
+    weights = load_weights(ROOT / "weights" / f"{model}.toml")
+    state = RatingState(weights)
+    state.update(evidence, snapshots, AT)
+    state.refresh(AT, AgentRows(evidence, snapshots))  # a decay model keeps its rows from here on
+    rows_of = AgentRows(evidence, snapshots)
+    hour = MICROS_PER_DAY // 24
+    times: dict[str, list[float]] = {"micro": [], "hour": [], "full": []}
+    recomputed = {"micro": 0, "hour": 0}
+    steps = [("micro", AT + 1 + k) for k in range(repeat)] + [
+        ("hour", AT + k * hour) for k in range(1, repeat + 1)
+    ]
+    for step, at in steps:  # each refresh moves on in time; the full recompute at the same time
+        asked = rows_of.asked
+        start = time.perf_counter()
+        refreshed = state.refresh(at, rows_of)
+        times[step].append(time.perf_counter() - start)
+        recomputed[step] += rows_of.asked - asked
+        start = time.perf_counter()
+        full = score_columns(evidence, snapshots, weights, at)
+        times["full"].append(time.perf_counter() - start)
+        if not _same_columns(refreshed, full):
+            return False
+    micro, one_hour, full_best = (min(times[k]) for k in ("micro", "hour", "full"))
+    print(
+        f"refresh {model}, {agents:,} agents x {per_agent:,} items ({len(evidence):,} rows): "
+        f"1 us on {micro:.4f} s ({recomputed['micro'] / repeat:,.0f} agents recomputed), "
+        f"1 h on {one_hour:.4f} s ({recomputed['hour'] / repeat:,.0f} agents recomputed: a row became due); "
+        f"full recompute {full_best:.3f} s (best of {repeat}); full / refresh = {full_best / micro:,.1f}x "
+        f"and {full_best / one_hour:,.1f}x; identical: True"
+    )
+    return True
+
+
+def _same_columns(a: RatingColumns, b: RatingColumns) -> bool:
+    """Bit for bit: every number's bytes (NaN, -0.0 and the last bit included)."""
+    fields = (f for f in RatingColumns.__dataclass_fields__ if f != "agents")
+    return a.agents == b.agents and all(
+        np.asarray(getattr(a, f)).tobytes() == np.asarray(getattr(b, f)).tobytes() for f in fields
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -144,6 +295,9 @@ def main() -> int:
     parser.add_argument("--agents", type=int, default=10_000)
     parser.add_argument("--sample", type=int, default=1_000, help="agents rated by the plain-Python baseline")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--refresh-agents", type=int, default=100_000)
+    parser.add_argument("--refresh-items", default="1,10,30", help="items per agent, comma-separated")
+    parser.add_argument("--against", metavar="REV", help="also time the engine of this git revision")
     args = parser.parse_args()
 
     evidence, snapshots = synthetic(args.rows, args.agents)
@@ -165,6 +319,13 @@ def main() -> int:
         print(
             f"{name:>14}: full recompute {median:.3f} s median, {best:.3f} s best of {args.repeat}; {rate:,.0f} rows/s"
         )
+
+    if args.against:
+        old = engine_at(args.against)
+        models = ("baseline-v0.3", "trustscore-v1", "trustscore-v2")
+        if not all(before_after(old, evidence, snapshots, m, args.repeat, args.against) for m in models):
+            print(f"the engine of {args.against} rates differently")
+            return 1
 
     v2 = load_weights(ROOT / "weights" / "trustscore-v2.toml")
     rules = find_medal_rules(ROOT / "weights", v2)
@@ -207,7 +368,15 @@ def main() -> int:
     )
     print(f"engine (baseline-v0.3, best) / plain-Python rate: {engine_rate / python_rate:,.1f}x")
     print(f"identical on the sample: {not mismatches} ({len(mismatches)} of {len(expected)} agents differ)")
-    return 1 if mismatches else 0
+    refreshed = [
+        refresh_bench(model, args.refresh_agents, int(k), args.repeat)
+        for model in ("baseline-v0.3", "trustscore-v2")
+        for k in args.refresh_items.split(",")
+        if k
+    ]
+    if not all(refreshed):
+        print("refresh differs from the full recompute")
+    return 1 if mismatches or not all(refreshed) else 0
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -23,6 +23,7 @@ from trustscore.ladder.rule import RULES as LADDER_RULES
 ENV_PREFIX = "TRUSTSCORE_"
 
 DEFAULT_MAX_BATCH = 1000  # envelopes per POST /v1/log/entries
+ROLES = ("all", "api", "worker")  # what a `trustscore serve` process does (docs/operations.md)
 
 Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
 Seconds = Annotated[float, msgspec.Meta(ge=0, le=365 * 86_400)]  # 0 where noted: "off" or "only on demand"
@@ -95,6 +96,9 @@ class Settings:
     webhook_timeout: Interval = 10.0  # TRUSTSCORE_WEBHOOK_TIMEOUT: seconds one delivery may take in all
     feed_length: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 100  # TRUSTSCORE_FEED_LENGTH: Atom entries
     stats_floor: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 20  # TRUSTSCORE_STATS_FLOOR: min group n
+    # TRUSTSCORE_ROLE: all (HTTP and background jobs), api (HTTP only) or worker (background jobs only)
+    role: Literal["all", "api", "worker"] = "all"
+    lease_poll: Interval = 1.0  # TRUSTSCORE_LEASE_POLL: seconds between tries to take a held job lease
 
     @property
     def log_key_file(self) -> Path:

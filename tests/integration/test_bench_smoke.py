@@ -26,8 +26,14 @@ NUMBER = r"[\d,.]+"
 # script -> (its tiny run's arguments, {db} standing for an admin DSN; patterns its output must match)
 RUNS: dict[str, tuple[str, list[str]]] = {
     "scoring.py": (
-        "--rows 2000 --agents 50 --sample 10 --repeat 1",
-        [rf"baseline-v0\.3: full recompute .* {NUMBER} rows/s", r"identical on the sample: True"],
+        "--rows 2000 --agents 50 --sample 10 --repeat 1 --refresh-agents 40 --refresh-items 1,3 --against HEAD",
+        [
+            rf"baseline-v0\.3: full recompute .* {NUMBER} rows/s",
+            r"identical on the sample: True",
+            rf"refresh baseline-v0\.3, 40 agents x 3 items .* full / refresh = {NUMBER}x and {NUMBER}x; identical: True",
+            r"refresh trustscore-v2, 40 agents x 3 items .* identical: True",
+            rf"trustscore-v1: before \(HEAD\) .* before / after = {NUMBER}x; identical: True",
+        ],
     ),
     "grading.py": (
         "--seconds 0.02 --exec-items 1",
@@ -69,6 +75,13 @@ RUNS: dict[str, tuple[str, list[str]]] = {
     "scope_runs.py": (
         "--runs 1",
         [rf"server run over guarded HTTP: median {NUMBER} s", rf"ratio \(HTTP run / in-process\): {NUMBER}x"],
+    ),
+    "roles_memory.py": (
+        "--items 40 --agents 2 --threads 2 --database-url {db}",
+        [
+            rf"^api\s+RSS before {NUMBER} MiB, after 40 items {NUMBER} MiB",
+            rf"ratio\s+api growth / worker growth: (-?{NUMBER}|nan)",
+        ],
     ),
     "webhooks.py": (
         "--agents 2 --events 6 --latency-events 2 --baseline-posts 10 --database-url {db}",

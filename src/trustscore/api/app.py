@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -49,7 +50,8 @@ from trustscore.services.periodic import Periodic
 from trustscore.services.projector import Projector
 from trustscore.services.public import PublicService
 from trustscore.services.ratelimit import KeyRateLimiter
-from trustscore.services.ratings import RatingService, load_models
+from trustscore.services.rating_mirror import RatingMirror
+from trustscore.services.ratings import RatingService, RatingView, load_models
 from trustscore.services.reverify import Reverifier, ReverifyConfig
 from trustscore.services.scope import ScopeService
 from trustscore.services.scope_runs import ScopeRunConfig, ScopeRunner
@@ -59,8 +61,10 @@ from trustscore.settings import Settings
 from trustscore.store import db
 from trustscore.store.attestations import AttestationStore
 from trustscore.store.ladder import LadderStore
+from trustscore.store.leases import Leases, holder_name
 from trustscore.store.log import LogStore
 from trustscore.store.projection_tables import ProjectionStore
+from trustscore.store.ratings import RatingTable
 from trustscore.store.reverify import ReverifyStore
 from trustscore.store.scope import ScopeStore
 from trustscore.store.sittings import SittingStore
@@ -101,6 +105,11 @@ def health() -> str:
     return "ok\n"
 
 
+def leased(lease: str, *tasks: Periodic) -> list[Periodic]:
+    """``tasks`` run only in the process holding ``lease`` (services/periodic.py)."""
+    return [dataclasses.replace(t, lease=lease) for t in tasks]
+
+
 def outbound_policy(settings: Settings, deadline: float) -> OutboundPolicy:
     """The guard for calls to agents' endpoints: the operator's address settings, ``deadline`` per call."""
     return OutboundPolicy(
@@ -122,7 +131,10 @@ async def build_services(
     """Every service, built once in dependency order, and the background tasks that keep them current
     (until ``stop``). Public reads use ``read_pool`` (a streaming replica) when given; writes, background
     work and reads that must see their own writes use ``pool``. The log key must be the one the
-    database's log was made with (ConfigError otherwise)."""
+    database's log was made with (ConfigError otherwise). The background tasks depend on the role
+    (docs/operations.md): ``api`` runs only its ratings mirror (on ``pool``: a replica cannot LISTEN);
+    ``worker`` and ``all`` run every singleton job, each under its lease."""
+    jobs = settings.role != "api"
     store = LogStore(pool)
     log_key = logkey.load_or_create(settings.log_key_file)
     bound = await logkey.bind(store, settings.log_origin, log_key)
@@ -140,7 +152,10 @@ async def build_services(
         address_limiter=per_address,
         reads=reads,
     )
-    await log_service.integrate_once(settings.integrate_batch)
+    if jobs:
+        await log_service.integrate_once(settings.integrate_batch)
+    else:
+        await log_service.follow_checkpoints()
     await service_keys.register(log_service, service_key)
     log_service.trust_own_key(service_key)
     reverify_key = logkey.load_or_create(settings.reverify_key_file)
@@ -149,19 +164,24 @@ async def build_services(
     )
     log_service.trust_own_key(reverify_key)
     projections = ProjectionStore(pool)
-    ratings = RatingService(projections, load_models(), metrics)
+    # Workers compute ratings and materialise them; API processes serve the materialised copy.
+    ratings = RatingService(projections, load_models(), metrics, table=RatingTable(pool)) if jobs else None
+    view: RatingView = ratings or RatingMirror(RatingTable(pool), load_models())
     ladder = LadderService(LadderStore(pool), projections, settings.stats_floor)
-    projector = Projector(
-        store,
-        projections,
-        log_key.public_key,
-        ratings,
-        ladder_rule=settings.ladder_rule,
-        ladder=LadderStore(pool),
-        after_step=after_step(ratings.models),  # webhook events, in the projection's transaction
-    )
-    await projector.load()
-    await projector.catch_up()
+    if ratings is not None:
+        projector = Projector(
+            store,
+            projections,
+            log_key.public_key,
+            ratings,
+            ladder_rule=settings.ladder_rule,
+            ladder=LadderStore(pool),
+            after_step=after_step(ratings.models),  # webhook events, in the projection's transaction
+        )
+        await projector.load()
+        await projector.catch_up()
+    if isinstance(view, RatingMirror):
+        await view.sync()
     exam_dirs = ExamDirs.from_env()
     sandbox.configure(allow_weak=settings.sandbox_allow_weak)
     isolation = await asyncio.to_thread(sandbox.isolation)
@@ -197,7 +217,7 @@ async def build_services(
     public = PublicService(
         log_service,
         projections if read_pool is None else ProjectionStore(read_pool),
-        ratings,
+        view,
         exam_dirs,
         verification=reverifier.status,
         ladder=ladder.dimensions,
@@ -235,25 +255,40 @@ async def build_services(
     )
     log.info("trustscore ready (log key %s, service key %s)", keys.key_id(log_key.public_key), service_key.id)
     s = settings
+    if ratings is None:
+        assert isinstance(view, RatingMirror)
+        follow = Periodic("checkpoint follower", log_service.follow_checkpoints, s.integrate_interval)
+        return services, [view.periodic(stop), follow]
     background = [
-        Periodic(
-            "integrator", lambda: log_service.integrate_pending(s.integrate_batch), s.integrate_interval
+        *leased(
+            "integrator",
+            Periodic(
+                "integrator", lambda: log_service.integrate_pending(s.integrate_batch), s.integrate_interval
+            ),
         ),
-        Periodic("projector", projector.catch_up, s.project_interval),
+        # The projector, rating refresh and snapshots share one process's in-memory ratings: one lease.
+        Periodic(
+            "projector", projector.catch_up, s.project_interval, lease="ratings", on_lease=projector.load
+        ),
         # Evidence decays: every rating is recomputed at a fresh time (the first after one interval).
         Periodic(
-            "rating refresh", ratings.recompute_all, s.rating_refresh_interval, s.rating_refresh_interval
+            "rating refresh",
+            ratings.recompute_all,
+            s.rating_refresh_interval,
+            s.rating_refresh_interval,
+            lease="ratings",
         ),
         Periodic(
             "snapshots",
-            lambda: snapshots.take(log_service, ratings, service_key),
+            lambda: snapshots.take(log_service, ratings, service_key, s.snapshot_interval),
             s.snapshot_interval,
-            s.snapshot_interval,
+            lease="ratings",
+            aligned=True,  # one snapshot per period of the interval, whichever worker takes it
         ),
-        Periodic("sitting expiry", sittings.sweep, s.sitting_sweep_interval),
-        *reverifier.periodic(stop),
-        scope_runner.periodic(stop),
-        services.webhooks.periodic(),
+        *leased("sitting expiry", Periodic("sitting expiry", sittings.sweep, s.sitting_sweep_interval)),
+        *leased("re-verification", *reverifier.periodic(stop)),
+        *leased("scope runs", scope_runner.periodic(stop)),
+        *leased("webhook dispatch", services.webhooks.periodic()),
     ]
     return services, background
 
@@ -290,6 +325,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         read_pool = None
         stop = asyncio.Event()
         tasks: list[asyncio.Task[None]] = []
+        leases = Leases(pool, holder_name(settings.role))
         try:
             if settings.read_database_url:
                 read_pool = wiring.read_pool = await db.create_pool(
@@ -303,7 +339,9 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             )
             wiring.services = services
             app.state[STATE_KEY] = services
-            tasks = periodic.start(background, stop, wiring.metrics.background_failures)
+            tasks = periodic.start(
+                background, stop, wiring.metrics.background_failures, leases, settings.lease_poll
+            )
             wiring.ready = True
             yield
         finally:
@@ -312,6 +350,9 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             stop.set()
             for task in tasks:
                 await task
+            if wiring.services is not None and isinstance(wiring.services.public.ratings, RatingMirror):
+                await wiring.services.public.ratings.close()
+            await leases.close()
             if read_pool is not None:
                 await read_pool.close()
             await pool.close()
@@ -371,15 +412,23 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             per_address.take(client_address(request))
         return None
 
+    # A worker serves only its health, readiness and metrics (docs/operations.md, "Roles and leases").
+    serving = settings.role != "worker"
     app = Litestar(
-        route_handlers=[*CONTROLLERS, health, ready, metrics, *PAGE_HANDLERS, *integrations.handlers],
+        route_handlers=[
+            health,
+            ready,
+            metrics,
+            *((*CONTROLLERS, *PAGE_HANDLERS, *integrations.handlers) if serving else ()),
+        ],
         dependencies={
             **DEPENDENCIES,
             **integrations.dependencies,
             "max_page": Provide(lambda: settings.max_page, sync_to_thread=False),
             "feed_length": Provide(lambda: settings.feed_length, sync_to_thread=False),
         },
-        lifespan=[lifespan, integrations.lifespan],  # after the services' lifespan: it reads them
+        # after the services' lifespan: it reads them
+        lifespan=[lifespan, integrations.lifespan] if serving else [lifespan],
         exception_handlers=EXCEPTION_HANDLERS,
         template_config=templates(),
         before_request=before_handler,

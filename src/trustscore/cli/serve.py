@@ -33,6 +33,12 @@ def register(sub: Any) -> None:
         help="external PostgreSQL URL (env TRUSTSCORE_DATABASE_URL); default: embedded PostgreSQL in the data dir",
     )
     p.add_argument(
+        "--role",
+        choices=settings_mod.ROLES,
+        help="all: HTTP and background jobs (default); api: HTTP only; worker: background jobs only "
+        "(env TRUSTSCORE_ROLE; docs/operations.md)",
+    )
+    p.add_argument(
         "--read-database-url",
         help="a streaming replica of the database, for public reads (env TRUSTSCORE_READ_DATABASE_URL; "
         "docs/operations.md); default: reads go to the database too",
@@ -54,6 +60,7 @@ def resolve_settings(args: argparse.Namespace) -> Settings:
         data_dir=args.data_dir,
         database_url=args.database_url,
         read_database_url=args.read_database_url,
+        role=getattr(args, "role", None),
     )
 
 
@@ -144,6 +151,11 @@ async def check_log_key(s: Settings, dsn: str, key: keys.SigningKey | None) -> N
 def run(args: argparse.Namespace) -> int:
     """Check what can fail cheaply first (port, database), then start; stop the embedded database on exit."""
     s = resolve_settings(args)
+    if s.role != "all" and not s.database_url:
+        # the embedded PostgreSQL belongs to one process: the first to exit would stop it for the others
+        raise ConfigError(
+            f"--role {s.role} needs an external PostgreSQL shared by every process; pass --database-url"
+        )
     sock = listen(s.host, s.port)
     try:
         if s.database_url:
@@ -172,7 +184,7 @@ def _serve(s: Settings, dsn: str, sock: socket.socket) -> int:
     key = logkey.load_or_create(s.log_key_file)
     where = "external PostgreSQL" if s.database_url else f"embedded PostgreSQL in {s.pg_dir}"
     where += ", reads from a replica" if s.read_database_url else ""
-    print(f"trustscore listening on http://{s.host}:{s.port} ({where})", flush=True)
+    print(f"trustscore listening on http://{s.host}:{s.port} ({where}, role {s.role})", flush=True)
     print(f"log verifier key: {note.make_verifier_key(s.log_origin, key.public_key)}", flush=True)
     config = uvicorn.Config(
         create_app(s, dsn), host=s.host, port=s.port, log_config=None, access_log=False, lifespan="on"

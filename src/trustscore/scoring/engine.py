@@ -20,11 +20,13 @@ from trustscore.scoring.issuers import issuer_cap_factors
 from trustscore.scoring.kernels import (
     F64,
     I64,
+    ascending_order,
     ascending_sums,
     decimal_sums,
     dense_codes,
     round_half_up,
     sums_in_order,
+    sums_near_order,
     table_order,
 )
 from trustscore.scoring.times import MICROS_PER_DAY
@@ -65,12 +67,40 @@ def score_columns(
     agents: Collection[str] | None = None,
 ) -> RatingColumns:
     """Rate ``agents`` (default: every agent in either batch) at ``at`` (microseconds since the epoch)."""
+    return rate_counted(counted_rows(evidence, snapshots, weights, at, agents), weights, at)
+
+
+@dataclass(frozen=True)
+class CountedRows:
+    """The rows that count at a rating time, with everything about them that does not read the time
+    (values, source weights, snapshot consistency): the same for every time at which the same rows and
+    snapshots count, so :func:`rate_counted` can rate them again at another such time."""
+
+    names: tuple[str, ...]
+    agent: I64
+    cell: I64  # agent * dimensions + dimension
+    when: I64
+    value: F64
+    source_weight: F64
+    sw_order: I64  # table_order(source, source_table)
+    extra_weight: F64
+    issuer: I64 | None  # capped issuer codes (-1 exempt), for models with [issuers]
+    consistency: F64  # snapshot consistency C per agent (NaN: none, or the model reads no snapshots)
+
+
+def counted_rows(
+    evidence: EvidenceBatch,
+    snapshots: SnapshotBatch,
+    weights: Weights,
+    at: int,
+    agents: Collection[str] | None = None,
+) -> CountedRows:
+    """The rows of ``agents`` that count at ``at``, prepared for :func:`rate_counted`."""
     evidence.check()
     snapshots.check()
     spec = weights.spec
     names = _agent_universe(evidence, snapshots, agents)
-    n_agents, n_dims = len(names), len(weights.dimension_names)
-    cells = n_agents * n_dims
+    n_dims = len(weights.dimension_names)
 
     # Rows that count: requested agents, at <= the rating time, newest per (agent, key).
     agent = _rank_codes(evidence.agents, names)[evidence.agent]
@@ -80,34 +110,69 @@ def score_columns(
     agent = agent[rows]
     dim = _dimension_index(evidence, weights)[evidence.dimension[rows]]
     source = evidence.source[rows]
-    when = evidence.at[rows]
 
-    # Item value, source weight, item weight.
+    # Item value and source weight.
     outcome = np.array([spec.outcomes.failure, spec.outcomes.partial, spec.outcomes.success])
     raw_value = evidence.value[rows]
     value = np.where(np.isnan(raw_value), outcome[evidence.result[rows]], np.clip(raw_value, 0.0, 1.0))
     value = np.minimum(value, np.array([weights.value_cap(s) for s in evidence.sources])[source])
     source_table = np.array([weights.source_weight(s) for s in evidence.sources], dtype=np.float64)
-    source_weight = source_table[source]
+    issuer = None
+    if spec.issuers is not None:
+        issuer = _capped_issuer_codes(evidence, spec.issuers.exempt)[evidence.issuer[rows]]
+    rel = spec.reliability
+    return CountedRows(
+        names=names,
+        agent=agent,
+        cell=agent * n_dims + dim,
+        when=evidence.at[rows],
+        value=value,
+        source_weight=source_table[source],
+        sw_order=table_order(source, source_table),
+        extra_weight=evidence.extra_weight[rows],
+        issuer=issuer,
+        consistency=(
+            snapshot_consistency(snapshots, names, at, rel.drift_tolerance)
+            if rel.use_snapshots
+            else np.full(len(names), np.nan)
+        ),
+    )
+
+
+def rate_counted(
+    counted: CountedRows, weights: Weights, at: int, orders: dict[str, I64] | None = None
+) -> RatingColumns:
+    """Ratings at ``at`` from the rows that count then (:func:`counted_rows` at a time with the same
+    rows and snapshots): the engine's formulas, every one that reads the rating time included.
+
+    ``orders``, if given, keeps the orders that sorted each cell's weights and w·v at an earlier call
+    with the same ``counted`` (filled in at the first). Decay multiplies an agent's weights by one factor,
+    so the order mostly holds at another time: only cells where rounding reorders terms are re-sorted
+    (:func:`~trustscore.scoring.kernels.sums_near_order`), the sums are the same to the last bit."""
+    spec = weights.spec
+    names, agent, cell, when, value = counted.names, counted.agent, counted.cell, counted.when, counted.value
+    source_weight, sw_order = counted.source_weight, counted.sw_order
+    n_agents, n_dims = len(names), len(weights.dimension_names)
+    cells = n_agents * n_dims
+
+    # Item weight.
     weight = source_weight
     if spec.decay is not None:
         age_days = (at - when) / MICROS_PER_DAY
         weight = weight * np.power(0.5, age_days / spec.decay.half_life_days)
-    weight = weight * evidence.extra_weight[rows]
-    cell = agent * n_dims + dim
+    weight = weight * counted.extra_weight
     if spec.issuers is not None:
-        issuer = _capped_issuer_codes(evidence, spec.issuers.exempt)[evidence.issuer[rows]]
-        weight = weight * issuer_cap_factors(cell, issuer, weight, cells, spec.issuers.max_share)
+        assert counted.issuer is not None
+        weight = weight * issuer_cap_factors(cell, counted.issuer, weight, cells, spec.issuers.max_share)
 
     # Dimension scores.
     # Every sum in ascending order of its terms (kernels.py); one order of a column serves all its sums.
     counts = np.bincount(cell, minlength=cells).astype(np.int64)
-    sw_order = table_order(source, source_table)
     if np.array_equal(weight, source_weight):  # baseline: the item weight is the source weight
         sum_w = sums_in_order(cell, weight, cells, sw_order)
     else:
-        sum_w = ascending_sums(cell, weight, cells)
-    sum_wv = ascending_sums(cell, weight * value, cells)
+        sum_w = _cell_sums(cell, weight, cells, orders, "w")
+    sum_wv = _cell_sums(cell, weight * value, cells, orders, "wv")
     has_weight = sum_w > 0.0
     # trustscore-v2 pads thin evidence with failing weight up to the prior weight (monotone totals).
     trials = sum_w if spec.shrinkage is None else np.maximum(sum_w, spec.shrinkage.prior_weight)
@@ -129,7 +194,7 @@ def score_columns(
     low = np.where(reasons == OK, 100.0 * low, np.nan)
     high = np.where(reasons == OK, 100.0 * high, np.nan)
 
-    _blend_reliability(scores, reasons, low, high, interval_reasons, snapshots, names, weights, at)
+    _blend_reliability(scores, reasons, low, high, interval_reasons, counted.consistency, weights)
 
     # Agent-level figures.
     n = np.bincount(agent, minlength=n_agents).astype(np.int64)
@@ -145,9 +210,7 @@ def score_columns(
 
     newest = np.full(n_agents, np.iinfo(np.int64).min)
     np.maximum.at(newest, agent, when)
-    days = np.where(n > 0, (at - newest) / MICROS_PER_DAY, 0.0)
-    freshness = np.power(0.5, days / spec.freshness.half_life_days)
-    adjusted = np.where(any_score & (n > 0), round_half_up(total * freshness), np.nan)
+    adjusted = freshness_adjusted(total, newest, n, at, weights)
 
     total_n_eff = np.full(n_agents, np.nan)
     total_low = np.full(n_agents, np.nan)
@@ -186,6 +249,25 @@ def score_columns(
     )
 
 
+def _cell_sums(cell: I64, x: F64, cells: int, orders: dict[str, I64] | None, name: str) -> F64:
+    """Ascending per-cell sums of ``x``, from the kept order ``orders[name]`` where there is one."""
+    if orders is None:
+        return ascending_sums(cell, x, cells)
+    if name in orders:
+        return sums_near_order(cell, x, cells, orders[name])
+    orders[name] = ascending_order(cell, x)
+    return sums_in_order(cell, x, cells, orders[name])
+
+
+def freshness_adjusted(total: F64, newest: I64, n: I64, at: int, weights: Weights) -> F64:
+    """adjusted = round_half_up(total · 0.5^(days since the newest counted item / half-life)); NaN where
+    the total is null or nothing counts. The only output of a model without decay that moves with the
+    rating time while the counted rows stay the same (:mod:`trustscore.scoring.refresh`)."""
+    days = np.where(n > 0, (at - newest) / MICROS_PER_DAY, 0.0)
+    freshness = np.power(0.5, days / weights.spec.freshness.half_life_days)
+    return np.where(~np.isnan(total) & (n > 0), round_half_up(total * freshness), np.nan)
+
+
 def wilson_interval(p: F64, n: F64, z: float) -> tuple[F64, F64]:
     """Wilson score interval for a proportion ``p`` on ``n`` (effective) trials; NaN where n <= 0."""
     safe_n = np.where(n > 0.0, n, 1.0)
@@ -222,19 +304,12 @@ def _blend_reliability(
     low: F64,
     high: F64,
     interval_reasons: NDArray[np.int8],
-    snapshots: SnapshotBatch,
-    names: tuple[str, ...],
+    consistency: F64,
     weights: Weights,
-    at: int,
 ) -> None:
     """Blend the reliability evidence score E with snapshot consistency C, in place."""
     rel = weights.spec.reliability
     d = weights.reliability_index
-    consistency = (
-        snapshot_consistency(snapshots, names, at, rel.drift_tolerance)
-        if rel.use_snapshots
-        else np.full(len(names), np.nan)
-    )
     e, c = scores[:, d].copy(), consistency
     has_e, has_c = ~np.isnan(e), ~np.isnan(c)
     a = rel.evidence_share

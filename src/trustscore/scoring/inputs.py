@@ -13,6 +13,7 @@ file, the log index in the service).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 from collections.abc import Iterable, Sequence
@@ -122,6 +123,10 @@ class EvidenceBatch:
             builder.add(item, at=to_micros(item.at), seq=position if seq is None else seq[position])
         return builder.build()
 
+    def take(self, rows: I64) -> EvidenceBatch:
+        """The rows ``rows`` (indexes) of this batch, with the same string tables."""
+        return dataclasses.replace(self, **{c: getattr(self, c)[rows] for c in _EVIDENCE_COLUMNS})
+
     def check(self) -> None:
         """Raise :class:`InvalidInput` naming the first bad row, if any."""
         n = len(self)
@@ -163,6 +168,10 @@ class SnapshotBatch:
             builder.add(item.agent, to_micros(item.at), item.total, item.model_version)
         return builder.build()
 
+    def take(self, rows: I64) -> SnapshotBatch:
+        """The rows ``rows`` (indexes) of this batch, with the same string tables."""
+        return dataclasses.replace(self, **{c: getattr(self, c)[rows] for c in _SNAPSHOT_COLUMNS})
+
     @classmethod
     def empty(cls) -> SnapshotBatch:
         return SnapshotBuilder().build()
@@ -176,6 +185,21 @@ class SnapshotBatch:
         _check_rows(bad_version, "model_version code out of range")
         # Totals beyond 2**53 would not convert to float64 exactly.
         _check_rows(self.has_total & (np.abs(self.total) > 2**53), "total out of range")
+
+
+_EVIDENCE_COLUMNS = (
+    "agent",
+    "dimension",
+    "source",
+    "issuer",
+    "key",
+    "value",
+    "result",
+    "at",
+    "extra_weight",
+    "seq",
+)
+_SNAPSHOT_COLUMNS = ("agent", "at", "total", "has_total", "model_version")
 
 
 def _check_range(codes: NDArray[np.integer], low: int, high: int | None, message: str) -> None:

@@ -24,7 +24,15 @@ def ascending_order(group: I64, x: F64) -> I64:
 
 
 def ascending_sums(group: I64, x: F64, groups: int) -> F64:
-    """Per-group sums of ``x`` (>= 0), each taken in ascending order of its terms."""
+    """Per-group sums of ``x`` (>= 0), each taken in ascending order of its terms.
+
+    Zero terms are left out when they are many: in ascending order they come first and 0.0 + 0.0 is
+    0.0, so they change no sum (a failed item's w·v is 0), and the sort is the cost.
+    """
+    zeros = group.size - np.count_nonzero(x)
+    if zeros * 8 > group.size:
+        kept = np.flatnonzero(x)
+        group, x = group[kept], x[kept]
     if group.size == 0:
         return np.zeros(groups)
     bits = (x + 0.0).view(np.int64)  # + 0.0 turns -0.0 into 0.0; non-negative float bits sort as ints
@@ -50,24 +58,54 @@ def _group_value_order(group: I64, bits: I64) -> tuple[I64, I64, I64]:
     if value_bits < 12:  # not even sign and exponent fit: sort exactly the slow way
         order = np.lexsort((bits, group)).astype(np.int64, copy=False)
         return order, group[order], bits[order]
+    # The value's offset from the smallest, its top value_bits: order-preserving, and exact (no run to
+    # re-sort) when the values span few bits, e.g. one binade.
+    low = int(bits.min())
+    shift = max(0, (int(bits.max()) - low).bit_length() - value_bits)
     packed = group << (63 - group_bits)
-    packed |= (bits >> (63 - value_bits)) << index_bits
+    value = bits - low
+    value >>= shift
+    value <<= index_bits
+    packed |= value
     packed |= np.arange(n, dtype=np.int64)
     packed.sort()
     order = packed & ((1 << index_bits) - 1)
-    head = packed >> index_bits  # (group, top bits of the value)
     sorted_bits = bits[order]
-    same = head[1:] == head[:-1]
-    descent = same & (sorted_bits[1:] < sorted_bits[:-1])
-    if descent.any():
-        run = np.concatenate(([0], np.cumsum(~same)))
-        bad = np.zeros(int(run[-1]) + 1, dtype=np.bool_)
-        bad[run[1:][descent]] = True
-        rows = np.flatnonzero(bad[run])
-        fix = np.lexsort((sorted_bits[rows], head[rows]))
-        order[rows] = order[rows][fix]
-        sorted_bits[rows] = sorted_bits[rows][fix]
+    if shift > 0:
+        # A run to re-sort is a descent of the exact values between rows of equal (group, top bits):
+        # look for descents first (few: mostly group boundaries), then compare heads only there.
+        fall = np.flatnonzero(sorted_bits[1:] < sorted_bits[:-1])
+        heads = packed[fall] >> index_bits
+        heads = heads[heads == packed[fall + 1] >> index_bits]
+        if heads.size:
+            heads = np.unique(heads)
+            starts = np.searchsorted(packed, heads << index_bits, side="left")
+            ends = np.searchsorted(packed, (heads << index_bits) | ((1 << index_bits) - 1), side="right")
+            length = ends - starts
+            rows = np.repeat(starts - np.cumsum(length) + length, length) + np.arange(int(length.sum()))
+            fix = np.lexsort((sorted_bits[rows], np.repeat(np.arange(heads.size), length)))
+            order[rows] = order[rows][fix]
+            sorted_bits[rows] = sorted_bits[rows][fix]
     return order, packed >> (63 - group_bits), sorted_bits
+
+
+def sums_near_order(group: I64, x: F64, groups: int, order: I64) -> F64:
+    """Per-group ascending sums of ``x`` (>= 0) given an ``order`` that sorts the rows by ``group`` and
+    most groups' terms ascending already (e.g. the order of the same weights at another time, all of a
+    group scaled by one factor): the groups it leaves out of order are re-sorted exactly, the others
+    cost no sort."""
+    if group.size == 0:
+        return np.zeros(groups)
+    sorted_group = group[order]
+    terms = x[order] + 0.0  # + 0.0 turns -0.0 into 0.0
+    fall = np.flatnonzero((terms[1:] < terms[:-1]) & (sorted_group[1:] == sorted_group[:-1]))
+    if fall.size:
+        bad = np.unique(sorted_group[fall])
+        starts = np.searchsorted(sorted_group, bad, side="left")
+        length = np.searchsorted(sorted_group, bad, side="right") - starts
+        rows = np.repeat(starts - np.cumsum(length) + length, length) + np.arange(int(length.sum()))
+        terms[rows] = terms[rows][np.lexsort((terms[rows], sorted_group[rows]))]
+    return np.bincount(sorted_group, weights=terms, minlength=groups).astype(np.float64, copy=False)
 
 
 def sums_in_order(group: I64, x: F64, groups: int, order: I64) -> F64:

@@ -359,6 +359,13 @@ class LogService:
             self.checkpoint_size = cp.size
         return cp
 
+    async def follow_checkpoints(self) -> None:
+        """Learn the newest checkpoint another process signed (an ``api`` process runs no integrator,
+        yet its ratings name the checkpoint that covers them, and its reads fall back by it)."""
+        latest = await self.store.latest_checkpoint()
+        if latest is not None and latest.size > (self.checkpoint_size or 0):
+            self.checkpoint_size = latest.size
+
     async def integrate_pending(self, max_batch: int = 50_000) -> None:
         """Integrate every sequenced entry, ``max_batch`` at a time (the integrator's periodic step)."""
         while await self.integrate_once(max_batch) is not None:

@@ -6,7 +6,15 @@ several processes do not wake together), the step, then a wait that ends early w
 A failing step never ends the loop: it logs one line naming the exception's class (no traceback: the
 same failure would print one per interval), counts the failure in a metric and waits longer after each
 failure in a row (doubling, capped), back to ``interval`` after a success. The clock is injected
-(``wait``, ``jitter``) so tests drive it without sleeping.
+(``wait``, ``jitter``, ``now``) so tests drive it without sleeping.
+
+A singleton job names a ``lease`` (store/leases.py): when several processes run it on one database, a
+step runs only in the process holding the lease; the others try to take it every ``lease_poll``
+seconds and take over when its holder dies. Jobs may share a lease (the projector, rating refresh and
+snapshots share "ratings": they read one process's in-memory ratings). A job whose work is counted per
+period (snapshots) is ``aligned``: it wakes at wall-clock multiples of its interval, so that whichever
+process holds the lease, each period's step runs in that period (the step itself makes a second run in
+the same period a no-op; docs/operations.md, "Roles and leases").
 """
 
 from __future__ import annotations
@@ -15,8 +23,10 @@ import asyncio
 import contextlib
 import logging
 import random
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from prometheus_client import Counter
 
@@ -29,6 +39,16 @@ MIN_BACKOFF = 0.1
 
 Wait = Callable[[asyncio.Event, float], Awaitable[None]]
 
+#: Seconds a process without a job's lease waits before trying to take it again (default).
+LEASE_POLL = 1.0
+
+
+class Leases(Protocol):
+    """Leases on singleton jobs (store/leases.py): ``hold`` says whether this process holds ``name``
+    now, taking it when it is free."""
+
+    async def hold(self, name: str) -> bool: ...
+
 
 @dataclass(frozen=True)
 class Periodic:
@@ -40,6 +60,19 @@ class Periodic:
     interval: float
     first_delay: float = 0.0
     jitter: float = 0.0
+    lease: str | None = None  # run only while holding this lease (None: in every process)
+    aligned: bool = False  # wake at multiples of ``interval`` since the epoch, not ``interval`` after a step
+    on_lease: Callable[[], Awaitable[object]] | None = None  # run once each time the lease is taken
+
+
+def period_of(interval: float, at: float) -> int:
+    """The period that the wall-clock time ``at`` (seconds since the epoch) falls in."""
+    return int(at // interval)
+
+
+def until_next_period(interval: float, at: float) -> float:
+    """Seconds from ``at`` to the start of the next period (a little after, so ``period_of`` moves on)."""
+    return (period_of(interval, at) + 1) * interval - at + 1e-3
 
 
 async def wait_or_stop(stop: asyncio.Event, seconds: float) -> None:
@@ -66,10 +99,16 @@ async def run(
     failures: Counter | None = None,
     wait: Wait = wait_or_stop,
     draw: Callable[[], float] = random.random,
+    leases: Leases | None = None,
+    lease_poll: float = LEASE_POLL,
+    now: Callable[[], float] = time.time,
 ) -> None:
-    """Run ``task`` until ``stop`` is set (checked before every step and after every wait)."""
-    delay = task.first_delay + task.jitter * draw()
+    """Run ``task`` until ``stop`` is set (checked before every step and after every wait); a task with
+    a lease runs its step only while ``leases`` holds it (always, when ``leases`` is None)."""
+    delay = until_next_period(task.interval, now()) if task.aligned else task.first_delay
+    delay += task.jitter * draw()
     in_a_row = 0
+    holding = False
     while not stop.is_set():
         if delay > 0:
             await wait(stop, delay)
@@ -78,6 +117,14 @@ async def run(
         else:
             await asyncio.sleep(0)  # a zero interval still lets other tasks run
         try:
+            if task.lease is not None and leases is not None:
+                if not await leases.hold(task.lease):
+                    holding = False
+                    delay = min(lease_poll, task.interval)
+                    continue
+                if not holding and task.on_lease is not None:
+                    await task.on_lease()  # if it fails, it runs again before the next step
+                holding = True
             await task.step()
         except Exception as exc:
             in_a_row += 1
@@ -87,14 +134,34 @@ async def run(
             log.warning("%s failed (%s); retrying in %.1f s", task.name, _line(exc), delay)
         else:
             in_a_row = 0
-            delay = task.interval
+            delay = until_next_period(task.interval, now()) if task.aligned else task.interval
 
 
 def start(
-    tasks: list[Periodic], stop: asyncio.Event, failures: Counter | None = None
+    tasks: list[Periodic],
+    stop: asyncio.Event,
+    failures: Counter | None = None,
+    leases: Leases | None = None,
+    lease_poll: float = LEASE_POLL,
 ) -> list[asyncio.Task[None]]:
     """Start every task in the running loop; await the returned tasks after setting ``stop``."""
-    return [asyncio.create_task(run(t, stop, failures=failures), name=t.name) for t in tasks]
+    return [
+        asyncio.create_task(
+            run(t, stop, failures=failures, leases=leases, lease_poll=lease_poll), name=t.name
+        )
+        for t in tasks
+    ]
 
 
-__all__ = ["MAX_BACKOFF", "Periodic", "backoff", "run", "start", "wait_or_stop"]
+__all__ = [
+    "LEASE_POLL",
+    "MAX_BACKOFF",
+    "Leases",
+    "Periodic",
+    "backoff",
+    "period_of",
+    "run",
+    "start",
+    "until_next_period",
+    "wait_or_stop",
+]

@@ -16,7 +16,7 @@ from trustscore.names import NameIndex
 from trustscore.reverify.status import VerificationStatus, summarize
 from trustscore.scope.report import ScopeSummary
 from trustscore.services.log import LogService
-from trustscore.services.ratings import DEFAULT_MODEL, DEFAULT_WEIGHTS_DIR, RatedAgent, RatingService
+from trustscore.services.ratings import DEFAULT_MODEL, DEFAULT_WEIGHTS_DIR, RatedAgent, RatingView
 from trustscore.store.projection_tables import Card, EvidenceRow, ProjectionStore
 
 
@@ -56,7 +56,7 @@ class PublicService:
         self,
         log: LogService,
         store: ProjectionStore,
-        ratings: RatingService,
+        ratings: RatingView,
         exam_dirs: ExamDirs,
         *,
         verification: Callable[[str], Awaitable[VerificationStatus]] = _no_verification,

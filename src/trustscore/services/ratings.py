@@ -3,6 +3,11 @@
 Each rating names the model, the weights digest, the time it was computed at and the log size whose
 evidence it reflects, so ``trustscore score`` over an export of that log prefix at that time gives the
 same numbers. Evidence is held in memory per agent; a refresh reads only rows projected since the last.
+
+:class:`RatingView` is the read side every consumer uses (public service, pages, attestations,
+snapshots). :class:`RatingService` computes ratings from evidence and, given a :class:`RatingTable`,
+materialises what it computes; :class:`trustscore.services.rating_mirror.RatingMirror` is the view an
+API process serves from that table without holding any evidence (docs/operations.md).
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
+
 from trustscore import resources
 from trustscore.errors import InvalidInput, NotFound
 from trustscore.scoring.inputs import EvidenceBatch, EvidenceItem, Snapshot
@@ -24,6 +31,7 @@ from trustscore.scoring.times import to_micros
 from trustscore.scoring.weights import Weights, load_weights
 from trustscore.services.metrics import Metrics
 from trustscore.store.projection_tables import ProjectionStore
+from trustscore.store.ratings import RatingRow, RatingTable
 
 DEFAULT_WEIGHTS_DIR = resources.path("weights")
 RELEASED_MODELS = ("trustscore-v2", "baseline-v0.3")  # trustscore-v1: offline only (docs/methodology.md)
@@ -59,28 +67,23 @@ class _AgentData:
     snapshots: list[Snapshot] = field(default_factory=list)  # in log order
 
 
-class RatingService:
+class RatingView:
+    """Current ratings by model and agent, and the reads every consumer makes of them."""
+
     def __init__(
         self,
-        store: ProjectionStore,
         models: dict[str, Weights],
-        metrics: Metrics,
         clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
         medals: dict[str, MedalRules] | None = None,
     ) -> None:
         """``medals`` defaults to the released medals files of the served models."""
         if DEFAULT_MODEL not in models:
             raise InvalidInput(f"the default model {DEFAULT_MODEL} must be served")
-        self.store = store
         self.models = models
-        self.metrics = metrics
         self.clock = clock
         self.medals = load_medals(models) if medals is None else medals
-        self.size = 0  # evidence of log entries [0, size) is loaded
-        self._agents: dict[str, _AgentData] = {}
+        self.size = 0  # every rating holds for the log prefix [0, size)
         self._ratings: dict[str, dict[str, RatedAgent]] = {m: {} for m in models}
-        self._generation = 0  # counts recomputations done on the event loop
-        self._recomputed: dict[str, int] = {}  # agent -> the generation that last recomputed it
 
     def model(self, name: str | None) -> Weights:
         w = self.models.get(DEFAULT_MODEL if name is None else name)  # an empty name is not the default
@@ -88,10 +91,75 @@ class RatingService:
             raise NotFound(f"unknown model {name!r}; served: {', '.join(sorted(self.models))}")
         return w
 
+    def _with_medals(
+        self, model: str, batch: EvidenceBatch, ratings: list[Rating], at: dt.datetime
+    ) -> list[tuple[Rating, Medals | None]]:
+        """Each rating with its medals under the model's medals file (None for a model without one)."""
+        rules = self.medals.get(model)
+        if rules is None:
+            return [(r, None) for r in ratings]
+        return list(zip(ratings, medals_of(batch, ratings, rules, to_micros(at)), strict=True))
+
+    def stored(self, agent: str, model: str | None = None) -> RatedAgent | None:
+        """The agent's rating as last computed (its ``log_size`` is when); see :meth:`rating`."""
+        return self._ratings[self.model(model).model_version].get(agent)
+
+    def rating(self, agent: str, model: str | None = None) -> RatedAgent | None:
+        """The agent's current rating. Its ``log_size`` is the whole projected log: an agent is recomputed
+        whenever an entry brings it evidence or a snapshot, so the rating holds for every prefix since."""
+        rated = self._ratings[self.model(model).model_version].get(agent)
+        return None if rated is None else dataclasses.replace(rated, log_size=self.size)
+
+    def all(self, model: str | None = None) -> list[RatedAgent]:
+        return sorted(
+            (
+                dataclasses.replace(r, log_size=self.size)
+                for r in self._ratings[self.model(model).model_version].values()
+            ),
+            key=lambda r: r.rating.agent,
+        )
+
+    def unrated(self, agent: str, model: str | None = None) -> RatedAgent:
+        """The rating of a registered agent with no evidence yet: every number null, with reasons."""
+        weights = self.model(model)
+        at = self.clock()
+        [(rating, medals)] = self._with_medals(
+            weights.model_version,
+            EvidenceBatch.from_items([]),
+            score_agents([], [], weights, at, agents=[agent]),
+            at,
+        )
+        return RatedAgent(rating, at, self.size, medals)
+
+
+class RatingService(RatingView):
+    """Ratings computed here from the evidence, held in memory; with a ``table``, every change is also
+    materialised there (with the log size it holds for) for API processes to serve."""
+
+    def __init__(
+        self,
+        store: ProjectionStore,
+        models: dict[str, Weights],
+        metrics: Metrics,
+        clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+        medals: dict[str, MedalRules] | None = None,
+        table: RatingTable | None = None,
+    ) -> None:
+        super().__init__(models, clock, medals)
+        self.store = store
+        self.metrics = metrics
+        self.table = table
+        self._agents: dict[str, _AgentData] = {}
+        self._generation = 0  # counts recomputations done on the event loop
+        self._recomputed: dict[str, int] = {}  # agent -> the generation that last recomputed it
+        self._unpublished: dict[tuple[str, str], RatingRow] = {}  # (model, agent): not yet in the table
+
     async def refresh(self) -> set[str]:
         """Load evidence projected since the last refresh and recompute the agents it touches."""
         end = await self.store.projected_size()
         if end <= self.size:
+            if self._unpublished:
+                await self.publish({}, self.size)  # a failed write is retried, not left stale
             return set()
         # Read everything first, then apply it with no await in between: a full recompute starting
         # meanwhile must never see evidence beyond ``self.size``, and a failed read must leave nothing
@@ -106,19 +174,22 @@ class RatingService:
             self._agents.setdefault(snap.agent, _AgentData()).snapshots.append(snap)
             touched.add(snap.agent)
         self.size = end
-        self.recompute(touched)
+        await self.publish(self.recompute(touched), end)
         return touched
 
-    def recompute(self, agents: Iterable[str] | None = None, at: dt.datetime | None = None) -> None:
-        """Recompute ``agents`` (default all) under every model at ``at`` (default now), here and now."""
+    def recompute(self, agents: Iterable[str] | None = None, at: dt.datetime | None = None) -> Scored:
+        """Recompute ``agents`` (default all) under every model at ``at`` (default now), here and now;
+        return what was computed (not yet materialised: see :meth:`publish`)."""
         names = sorted(self._agents if agents is None else set(agents))
         if not names:
-            return
+            return {}
         at = at or self.clock()
         self._generation += 1
         for name in names:
             self._recomputed[name] = self._generation
-        self._apply(self._score(self._inputs(names), at), at, self.size)
+        scored = self._score(self._inputs(names), at)
+        self._apply(scored, at, self.size)
+        return scored
 
     async def recompute_all(self) -> None:
         """Recompute every agent at a new time in a worker thread, so the event loop keeps serving.
@@ -137,6 +208,29 @@ class RatingService:
         for model, ratings in scored.items():
             scored[model] = [r for r in ratings if self._recomputed.get(r[0].agent, 0) <= generation]
         self._apply(scored, at, size)
+        await self.publish(scored, size)
+
+    async def publish(self, scored: Scored, size: int) -> None:
+        """Materialise ``scored`` (computed from the log prefix [0, ``size``)) and that every rating now
+        holds for [0, ``self.size``), if this service has a table. Rows whose write failed are written
+        with the next (the table must never claim a log size its rows do not reflect)."""
+        if self.table is None:
+            return
+        for model, ratings in scored.items():
+            for rating, medals in ratings:
+                self._unpublished[(model, rating.agent)] = RatingRow(
+                    model,
+                    rating.agent,
+                    msgspec.json.encode(rating),
+                    None if medals is None else msgspec.json.encode(medals),
+                    self._ratings[model][rating.agent].at,
+                    size,
+                )
+        rows = dict(self._unpublished)
+        await self.table.write(list(rows.values()), self.size)
+        for key, row in rows.items():
+            if self._unpublished.get(key) is row:  # not replaced by a newer one meanwhile
+                del self._unpublished[key]
 
     def _inputs(self, names: list[str]) -> list[tuple[str, int, int]]:
         """Each agent with how many evidence items and snapshots it has now (the prefix to score)."""
@@ -172,47 +266,7 @@ class RatingService:
         self.metrics.rating_seconds.observe(time.perf_counter() - started)
         return out
 
-    def _with_medals(
-        self, model: str, batch: EvidenceBatch, ratings: list[Rating], at: dt.datetime
-    ) -> list[tuple[Rating, Medals | None]]:
-        """Each rating with its medals under the model's medals file (None for a model without one)."""
-        rules = self.medals.get(model)
-        if rules is None:
-            return [(r, None) for r in ratings]
-        return list(zip(ratings, medals_of(batch, ratings, rules, to_micros(at)), strict=True))
-
     def _apply(self, scored: Scored, at: dt.datetime, size: int) -> None:
         for model, ratings in scored.items():
             for rating, medals in ratings:
                 self._ratings[model][rating.agent] = RatedAgent(rating, at, size, medals)
-
-    def stored(self, agent: str, model: str | None = None) -> RatedAgent | None:
-        """The agent's rating as last computed (its ``log_size`` is when); see :meth:`rating`."""
-        return self._ratings[self.model(model).model_version].get(agent)
-
-    def rating(self, agent: str, model: str | None = None) -> RatedAgent | None:
-        """The agent's current rating. Its ``log_size`` is the whole projected log: an agent is recomputed
-        whenever an entry brings it evidence or a snapshot, so the rating holds for every prefix since."""
-        rated = self._ratings[self.model(model).model_version].get(agent)
-        return None if rated is None else dataclasses.replace(rated, log_size=self.size)
-
-    def all(self, model: str | None = None) -> list[RatedAgent]:
-        return sorted(
-            (
-                dataclasses.replace(r, log_size=self.size)
-                for r in self._ratings[self.model(model).model_version].values()
-            ),
-            key=lambda r: r.rating.agent,
-        )
-
-    def unrated(self, agent: str, model: str | None = None) -> RatedAgent:
-        """The rating of a registered agent with no evidence yet: every number null, with reasons."""
-        weights = self.model(model)
-        at = self.clock()
-        [(rating, medals)] = self._with_medals(
-            weights.model_version,
-            EvidenceBatch.from_items([]),
-            score_agents([], [], weights, at, agents=[agent]),
-            at,
-        )
-        return RatedAgent(rating, at, self.size, medals)

@@ -1,4 +1,9 @@
-"""Periodic server-signed snapshots of every rating, logged so reliability can measure reproducibility."""
+"""Periodic server-signed snapshots of every rating, logged so reliability can measure reproducibility.
+
+A scheduled snapshot belongs to a period (wall-clock multiples of the snapshot interval) and its
+statements' nonces name that period, so the log itself refuses a second snapshot of the same period
+(a replayed nonce), whichever process takes it and however a failover interleaves: one per period,
+however many workers (docs/operations.md, "Roles and leases")."""
 
 from __future__ import annotations
 
@@ -7,12 +12,14 @@ import logging
 
 import msgspec
 
+from trustscore.errors import NonceReplay
 from trustscore.kinds.snapshots import SnapshotRow, make_rating_snapshot
 from trustscore.ledger import dsse, statements
 from trustscore.ledger.keys import SigningKey
 from trustscore.ledger.submission import prepare
 from trustscore.services.log import LogService
-from trustscore.services.ratings import RatingService
+from trustscore.services.periodic import period_of
+from trustscore.services.ratings import RatingView
 from trustscore.store.log import Appended
 
 log = logging.getLogger(__name__)
@@ -24,11 +31,21 @@ log = logging.getLogger(__name__)
 ROWS_PER_STATEMENT = 1000
 
 
+def period_nonce(interval: float, at: float) -> str:
+    """The nonce prefix of the snapshot of the period of ``interval`` seconds that ``at`` falls in."""
+    return f"snapshot/{interval:g}s/{period_of(interval, at)}"
+
+
 def snapshot_payloads(
-    ratings: RatingService, key: SigningKey, taken_at: str, rows_per_statement: int = ROWS_PER_STATEMENT
+    ratings: RatingView,
+    key: SigningKey,
+    taken_at: str,
+    rows_per_statement: int = ROWS_PER_STATEMENT,
+    nonce: str | None = None,
 ) -> list[bytes]:
     """Statement bytes of one snapshot of every rated agent per served model, ``rows_per_statement``
-    agents per statement (in agent order); none for a model without rated agents."""
+    agents per statement (in agent order); none for a model without rated agents. With ``nonce``, each
+    statement's nonce is it plus the model and the first row (random otherwise)."""
     out = []
     for model, weights in sorted(ratings.models.items()):
         rows = [
@@ -44,16 +61,27 @@ def snapshot_payloads(
                     log_size=ratings.size,
                     taken_at=taken_at,
                     ratings=rows[start : start + rows_per_statement],
+                    nonce=None if nonce is None else f"{nonce}/{model}/{start}",
                 )
             )
     return out
 
 
-async def take(log_service: LogService, ratings: RatingService, key: SigningKey) -> list[Appended]:
-    """Log a snapshot of every rated agent under every served model, all in one transaction."""
-    taken_at = statements.format_time(dt.datetime.now(dt.UTC))
+async def take(
+    log_service: LogService, ratings: RatingView, key: SigningKey, interval: float | None = None
+) -> list[Appended]:
+    """Log a snapshot of every rated agent under every served model, all in one transaction. With
+    ``interval``, it is the snapshot of the current period: none if that period has one already."""
+    now = dt.datetime.now(dt.UTC)
+    nonce = None if interval is None else period_nonce(interval, now.timestamp())
     prepared = [
         prepare(msgspec.to_builtins(dsse.sign(payload, [key])))
-        for payload in snapshot_payloads(ratings, key, taken_at)
+        for payload in snapshot_payloads(ratings, key, statements.format_time(now), nonce=nonce)
     ]
-    return await log_service.append(prepared) if prepared else []
+    if not prepared:
+        return []
+    try:
+        return await log_service.append(prepared)
+    except NonceReplay:
+        log.info("snapshot of period %s: already taken", nonce)
+        return []

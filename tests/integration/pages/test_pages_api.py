@@ -25,11 +25,19 @@ from trustscore.pages import badge
 from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import sign_run
 from trustscore.services import logkey, snapshots
+from trustscore.services.ratings import RatingService
 from trustscore.settings import Settings
 
 Client = AsyncTestClient[Litestar]
 SVG = "{http://www.w3.org/2000/svg}"
 NASTY = '<script>alert("x")</script>&<b>'
+
+
+def computing(client: Client) -> RatingService:
+    """The app's rating service: role "all" (the tests' app) serves the ratings it computes."""
+    ratings = public_of(client).ratings
+    assert isinstance(ratings, RatingService)
+    return ratings
 
 
 async def report(client: Client, key: keys.SigningKey, exam: str = "integrity@1") -> int:
@@ -247,7 +255,7 @@ async def test_a_refresh_for_decay_alone_serves_the_kept_page_while_it_renders(
     pages = services_of(client.app.state).pages
     first = await settled_page(client, agent)
     later = dt.datetime.now(dt.UTC) + dt.timedelta(days=3)
-    public_of(client).ratings.recompute([agent], at=later)
+    computing(client).recompute([agent], at=later)
     assert (await client.get(f"/agents/{agent}")).text == first  # the kept page, within MAX_STALE
     await on_app(client, pages.rendered.settled)
     renewed = (await client.get(f"/agents/{agent}")).text
@@ -335,7 +343,7 @@ async def test_a_medal_lost_to_staleness_changes_the_badge_etag_and_the_page(
     assert "·" in (ET.fromstring(before.content).get("aria-label") or "")
     await client.get(f"/agents/{good.id}")  # kept: must not be served once the medal moved
     later = dt.datetime.now(dt.UTC) + dt.timedelta(days=40)
-    public_of(client).ratings.recompute([good.id], at=later)
+    computing(client).recompute([good.id], at=later)
     after = await client.get(
         path, params={"dimension": "capability"}, headers={"If-None-Match": before.headers["etag"]}
     )

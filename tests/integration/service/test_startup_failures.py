@@ -54,6 +54,12 @@ def test_an_out_of_range_port_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "data").exists()
 
 
+def test_a_role_without_an_external_database_is_refused(tmp_path: Path) -> None:
+    r = serve("--port", free_port(), "--data-dir", tmp_path / "data", "--role", "worker")
+    one_line_error(r, "--role worker needs an external PostgreSQL shared by every process")
+    assert not (tmp_path / "data").exists()
+
+
 def test_an_unreachable_database_fails_with_one_line_and_creates_nothing(tmp_path: Path) -> None:
     closed = free_port()
     url = f"postgresql://postgres@127.0.0.1:{closed}/nothing"

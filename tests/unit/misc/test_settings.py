@@ -44,6 +44,8 @@ def test_values_are_converted_from_strings() -> None:
         ({"TRUSTSCORE_INTEGRATE_INTERVAL": "0"}, "expected float > 0"),
         ({"TRUSTSCORE_OUTBOUND_ALLOW_PRIVATE": "maybe"}, "expected bool"),
         ({"TRUSTSCORE_MAX_BODY_BYTES": "10"}, "expected int >= 1024"),
+        ({"TRUSTSCORE_ROLE": "boss"}, "setting role (TRUSTSCORE_ROLE) = 'boss': invalid enum value"),
+        ({"TRUSTSCORE_LEASE_POLL": "0"}, "expected float > 0"),
     ],
 )
 def test_out_of_range_or_unparsable_values_are_refused(env: dict[str, str], words: str) -> None:
@@ -57,6 +59,7 @@ def test_flags_are_checked_like_the_environment() -> None:
     with pytest.raises(ConfigError, match="unknown setting"):
         Settings().with_overrides(prot=1)
     assert Settings().with_overrides(port=None, host="::1").host == "::1"
+    assert Settings().role == "all" and Settings().with_overrides(role="worker").role == "worker"
 
 
 def test_weak_sandbox_is_off_unless_the_operator_says_so() -> None:

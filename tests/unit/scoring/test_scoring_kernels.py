@@ -13,6 +13,7 @@ from trustscore.scoring.kernels import (
     key_order,
     round_half_up,
     sums_in_order,
+    sums_near_order,
     table_order,
 )
 
@@ -103,3 +104,31 @@ def test_one_ascending_order_serves_every_grouping(rows: list[tuple[int, int]]) 
 def test_key_order_sorts(keys: list[int]) -> None:
     key = np.array(keys, dtype=np.int64)
     assert key[key_order(key)].tolist() == sorted(keys)
+
+
+def test_many_runs_to_re_sort_in_a_large_column() -> None:
+    # Thousands of groups whose values agree in the packed top bits but not below, beside zero terms
+    # (left out of the sort) and values of every magnitude: the runs are found and re-sorted exactly.
+    rng = np.random.default_rng(5)
+    n = 200_000
+    group = rng.integers(0, 20_000, n)
+    base = rng.choice([0.3, 0.7 * 0.3, 1e-5, 0.999], n)
+    x = base + rng.integers(0, 64, n) * np.spacing(base)
+    x[rng.random(n) < 0.2] = 0.0
+    order = np.lexsort((x, group))
+    expected = np.bincount(group[order], weights=x[order], minlength=20_000)
+    assert ascending_sums(group, x, 20_000).tobytes() == expected.tobytes()
+    by_order = ascending_order(group, x)
+    assert np.array_equal(group[by_order], group[order]) and np.array_equal(x[by_order], x[order])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), near), max_size=60), st.integers(0, 2**32 - 1))
+def test_sums_near_an_order_are_the_ascending_sums(rows: list[tuple[int, float]], seed: int) -> None:
+    # The hint sorts by group but leaves any order within a group (as a scaled weight may): every group
+    # out of order is re-sorted, and the sums are the ascending ones, bit for bit.
+    group = np.array([g for g, _ in rows], dtype=np.int64)
+    x = np.abs(np.array([v for _, v in rows], dtype=np.float64))
+    shuffle = np.random.default_rng(seed).permutation(x.size)
+    hint = shuffle[np.argsort(group[shuffle], kind="stable")].astype(np.int64)
+    assert sums_near_order(group, x, 5, hint).tolist() == python_sums(group.tolist(), x.tolist(), 5)

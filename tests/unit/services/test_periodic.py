@@ -123,3 +123,51 @@ async def test_a_zero_interval_yields_to_other_tasks() -> None:
 
     await asyncio.wait_for(asyncio.gather(periodic.run(Periodic("busy", step, 0.0), stop), stopper()), 30)
     assert count >= 5
+
+
+class FakeLeases:
+    """Holds a lease only while ``free`` says so; counts the tries."""
+
+    def __init__(self, free: list[bool]) -> None:
+        self.free = iter(free)
+        self.tries = 0
+
+    async def hold(self, name: str) -> bool:
+        assert name == "L"
+        self.tries += 1
+        return next(self.free)
+
+
+async def test_a_leased_step_runs_only_while_the_lease_is_held_and_on_lease_runs_on_each_take() -> None:
+    stop = asyncio.Event()
+    clock = FakeClock(stop, limit=6)
+    steps: list[int] = []
+    takes: list[int] = []
+
+    async def step() -> None:
+        steps.append(len(clock.waits))
+
+    async def on_lease() -> None:
+        takes.append(len(clock.waits))
+
+    task = Periodic("t", step, interval=5.0, lease="L", on_lease=on_lease)
+    leases = FakeLeases([False, True, True, False, True, True])
+    await periodic.run(task, stop, wait=clock.wait, leases=leases, lease_poll=0.25)
+    # not held: poll again soon; held: step, then the interval; lost and taken again: on_lease again
+    assert clock.waits == [0.25, 5.0, 5.0, 0.25, 5.0, 5.0]
+    assert steps == [1, 2, 4, 5]
+    assert takes == [1, 4]
+
+
+async def test_an_aligned_task_wakes_at_the_start_of_each_period() -> None:
+    stop = asyncio.Event()
+    clock = FakeClock(stop, limit=3)
+    times = iter([1000.5, 1010.2, 1020.0])  # seconds since the epoch at each "now"
+
+    async def step() -> None:
+        pass
+
+    task = Periodic("t", step, interval=10.0, aligned=True)
+    await periodic.run(task, stop, wait=clock.wait, now=lambda: next(times))
+    assert [round(w, 3) for w in clock.waits] == [9.501, 9.801, 10.001]  # to 1010, 1020, 1030
+    assert periodic.period_of(10.0, 1019.999) == 101 and periodic.period_of(10.0, 1020.0) == 102

@@ -1,0 +1,202 @@
+"""Ratings kept current: move every agent's rating to a new time without a pass over its evidence.
+
+A rating at time t depends on t in two ways: through *which* rows count (evidence and snapshots with
+``at`` <= t) and, for the counted rows, through the formulas. :class:`RatingState` keeps, per agent, the
+engine's columns at the last time it computed them and the window ``[valid_from, valid_until)`` of times
+over which the same rows count. Within the window:
+
+* a model **without** ``[decay]`` (baseline-v0.3) changes only ``adjusted`` (the freshness factor on the
+  total). The state recomputes it from the cached total, newest item time and n with the engine's own
+  function (:func:`~trustscore.scoring.engine.freshness_adjusted`), so the result is the full recompute
+  bit for bit, in O(agents) whatever the number of items;
+* a model **with** ``[decay]`` (trustscore-v1, trustscore-v2) multiplies each item's weight by
+  ``0.5^(age/half_life)`` computed per item, and the released arithmetic takes its sums over those
+  rounded products. Mathematically the common factor cancels in the scores, but in float64
+  ``pow(0.5, a + b)`` is not ``pow(0.5, a) · pow(0.5, b)``, and n_eff, suppression, intervals, shrinkage
+  and confidence depend on the absolute weights: no cached statistic reproduces the released numbers
+  bit for bit. Such a model's time formulas run over every counted row at each refresh (O(items), the
+  limit stated in ``docs/methodology.md``); the state keeps the counted rows
+  (:class:`~trustscore.scoring.engine.CountedRows`) and the orders of their sums while every agent stays
+  in its window, so a refresh selects nothing and sorts only where rounding reordered terms.
+
+Outside its window an agent is recomputed from its rows (an item became due, or time went back). Rows
+come from the caller (``rows_of``): the state does no I/O and keeps no log (only, for a decay model, the
+columns derived from the counted rows). An arrival is
+:meth:`RatingState.update` with the agent's rows, O(that agent's items): ascending-order sums put a new
+item among the old ones, so an agent's sums are retaken whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import fields
+
+import numpy as np
+
+from trustscore.scoring.engine import (
+    CountedRows,
+    RatingColumns,
+    counted_rows,
+    freshness_adjusted,
+    rate_counted,
+    score_columns,
+)
+from trustscore.scoring.inputs import EvidenceBatch, EvidenceBuilder, SnapshotBatch
+from trustscore.scoring.kernels import I64
+from trustscore.scoring.weights import Weights
+
+#: The rows (evidence, snapshots) of the agents named, each agent with all of its rows.
+RowsOf = Callable[[tuple[str, ...]], tuple[EvidenceBatch, SnapshotBatch]]
+
+_NEVER = np.iinfo(np.int64).max  # no row becomes due
+_ALWAYS = np.iinfo(np.int64).min  # no row counts yet
+_PER_AGENT = tuple(f.name for f in fields(RatingColumns) if f.name != "agents")
+
+
+class RatingState:
+    """Every agent's rating under one model, refreshable to any time; see the module docstring."""
+
+    def __init__(self, weights: Weights) -> None:
+        self.weights = weights
+        self._names: list[str] = []
+        self._slot: dict[str, int] = {}
+        self._columns: dict[str, np.ndarray] = {}  # field -> (slots, ...) as in RatingColumns
+        self._newest = np.zeros(0, dtype=np.int64)  # newest counted item time (meaningless where n == 0)
+        self._valid_from = np.zeros(0, dtype=np.int64)
+        self._valid_until = np.zeros(0, dtype=np.int64)
+        self._agents: tuple[str, ...] | None = None  # the names when slots are in name order
+        self._counted: CountedRows | None = None  # every agent's counted rows (models with decay)
+        self._orders: dict[str, I64] = {}  # orders of their weights' sums (engine.rate_counted)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def update(
+        self,
+        evidence: EvidenceBatch,
+        snapshots: SnapshotBatch,
+        at: int,
+        agents: Collection[str] | None = None,
+    ) -> None:
+        """Rate ``agents`` (default: every agent in the batches) at ``at`` from all of their rows."""
+        columns = score_columns(evidence, snapshots, self.weights, at, agents)
+        self._store(columns, _windows(evidence, snapshots, columns.agents, at))
+        self._counted = None  # these agents' rows changed: the next refresh of a decay model re-reads all
+
+    def _store(self, columns: RatingColumns, windows: tuple[I64, I64, I64]) -> None:
+        slots = self._slots_of(columns.agents, columns)
+        for name in _PER_AGENT:
+            self._columns[name][slots] = getattr(columns, name)
+        self._newest[slots], self._valid_from[slots], self._valid_until[slots] = windows
+
+    def refresh(self, at: int, rows_of: RowsOf) -> RatingColumns:
+        """Every agent's rating at ``at`` (agents sorted by id), bit for bit the full recompute at ``at``.
+
+        O(agents) for a model without decay; agents whose counted rows differ at ``at`` (and every agent
+        of a model with decay) are recomputed from ``rows_of`` and kept for the next refresh.
+        """
+        if not self._names:
+            return score_columns(EvidenceBuilder().build(), SnapshotBatch.empty(), self.weights, at, ())
+        agents = self._sorted_names()
+        size = len(agents)
+        stale = (at < self._valid_from[:size]) | (at >= self._valid_until[:size])
+        if self.weights.spec.decay is not None:
+            return self._refresh_decayed(at, agents, bool(stale.any()), rows_of)
+        if stale.any():
+            names = tuple(agents[i] for i in np.flatnonzero(stale).tolist())
+            self.update(*rows_of(names), at, names)
+        fresh = np.flatnonzero(~stale)
+        adjusted = self._columns["adjusted"]
+        adjusted[fresh] = freshness_adjusted(
+            self._columns["total"][fresh], self._newest[fresh], self._columns["n"][fresh], at, self.weights
+        )
+        return RatingColumns(
+            agents=agents, **{name: self._columns[name][:size].copy() for name in _PER_AGENT}
+        )
+
+    def _refresh_decayed(
+        self, at: int, agents: tuple[str, ...], stale: bool, rows_of: RowsOf
+    ) -> RatingColumns:
+        """A model with decay: every formula that reads the time runs over every counted row (the limit
+        in the module docstring); the selection of those rows, their values and snapshot consistency are
+        kept while every agent stays in its window."""
+        orders: dict[str, I64] | None = self._orders
+        if self._counted is None or stale:
+            evidence, snapshots = rows_of(agents)
+            self._counted = counted_rows(evidence, snapshots, self.weights, at, agents)
+            self._orders, orders = {}, None  # orders are kept from the next refresh on: no cost now
+            windows = _windows(evidence, snapshots, agents, at)
+        else:
+            size = len(agents)
+            windows = (self._newest[:size], self._valid_from[:size], self._valid_until[:size])
+        columns = rate_counted(self._counted, self.weights, at, orders)
+        counted = self._counted
+        self._store(columns, windows)
+        self._counted = counted
+        return columns
+
+    def _slots_of(self, names: tuple[str, ...], columns: RatingColumns) -> I64:
+        new = [n for n in names if n not in self._slot]
+        if new:
+            first = len(self._names)
+            self._names += new
+            self._slot.update((n, first + i) for i, n in enumerate(new))
+            self._agents = None
+            if len(self._names) > self._newest.size:  # capacity doubles: adding agents stays linear
+                self._grow(max(len(self._names), 2 * self._newest.size, 16), columns)
+        return np.array([self._slot[n] for n in names], dtype=np.int64)
+
+    def _grow(self, capacity: int, like: RatingColumns) -> None:
+        for name in _PER_AGENT:
+            template = getattr(like, name)
+            grown = np.empty((capacity, *template.shape[1:]), dtype=template.dtype)
+            old = self._columns.get(name)
+            if old is not None:
+                grown[: old.shape[0]] = old
+            self._columns[name] = grown
+        self._newest, self._valid_from, self._valid_until = (
+            _grown(a, capacity) for a in (self._newest, self._valid_from, self._valid_until)
+        )
+
+    def _sorted_names(self) -> tuple[str, ...]:
+        """The agents in ascending order, with the slots renumbered to that order (once per new agent)."""
+        if self._agents is None:
+            order = np.array(sorted(range(len(self._names)), key=self._names.__getitem__), dtype=np.int64)
+            for name in _PER_AGENT:
+                self._columns[name][: order.size] = self._columns[name][order]
+            for a in (self._newest, self._valid_from, self._valid_until):
+                a[: order.size] = a[order]
+            self._names = [self._names[i] for i in order.tolist()]
+            self._slot = {name: i for i, name in enumerate(self._names)}
+            self._agents = tuple(self._names)
+        return self._agents
+
+
+def _grown(a: I64, capacity: int) -> I64:
+    out = np.zeros(capacity, dtype=np.int64)
+    out[: a.size] = a
+    return out
+
+
+def _windows(
+    evidence: EvidenceBatch, snapshots: SnapshotBatch, names: tuple[str, ...], at: int
+) -> tuple[I64, I64, I64]:
+    """Per agent of ``names``: the newest row time <= ``at`` (the newest counted item: a superseded row
+    is never newer than the row that supersedes it), and the window [from, until) of rating times at
+    which the same evidence rows and snapshots count."""
+    index = {name: i for i, name in enumerate(names)}
+    newest = np.full(len(names), _ALWAYS)
+    valid_from = np.full(len(names), _ALWAYS)
+    valid_until = np.full(len(names), _NEVER)
+    for table, codes, times, counts_newest in (
+        (evidence.agents, evidence.agent, evidence.at, True),
+        (snapshots.agents, snapshots.agent, snapshots.at, False),
+    ):
+        rank = np.array([index.get(name, -1) for name in table], dtype=np.int64)[codes]
+        past = (rank >= 0) & (times <= at)
+        future = (rank >= 0) & (times > at)
+        np.maximum.at(valid_from, rank[past], times[past])
+        np.minimum.at(valid_until, rank[future], times[future])
+        if counts_newest:
+            np.maximum.at(newest, rank[past], times[past])
+    return newest, valid_from, valid_until

@@ -1,0 +1,125 @@
+"""SQL of the materialised current ratings (migration 0016): written by the ratings lease holder, read
+by every API process, which LISTENs on :data:`CHANNEL` to learn of new writes."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import asyncpg
+
+from trustscore.store.leases import give_back
+
+CHANNEL = "trustscore_ratings"
+
+
+@dataclass(frozen=True)
+class RatingRow:
+    """One stored rating: JSON bytes of the rating and of its medals (None: no medals file)."""
+
+    model: str
+    agent: str
+    rating: bytes
+    medals: bytes | None
+    computed_at: dt.datetime
+    log_size: int
+
+
+@dataclass(frozen=True)
+class RatingsChange:
+    """What changed since a reader's ``version``: the rows written since, the newest version and the log
+    size every rating now holds for."""
+
+    version: int
+    log_size: int
+    rows: list[RatingRow]
+
+
+class RatingTable:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+
+    async def write(self, rows: Sequence[RatingRow], log_size: int) -> int:
+        """Store ``rows`` (a row never replaces one computed from a longer log prefix or, on the same
+        prefix, at a later time) and the log size they hold for, and NOTIFY readers, in one transaction;
+        return the new version."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            version: int = await conn.fetchval(
+                "UPDATE ratings_state SET version = version + 1, log_size = greatest(log_size, $1) "
+                "RETURNING version",
+                log_size,
+            )
+            if rows:
+                await conn.executemany(
+                    "INSERT INTO current_ratings AS c "
+                    "(model, agent, rating, medals, computed_at, log_size, version) "
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7) "
+                    "ON CONFLICT (model, agent) DO UPDATE SET rating = excluded.rating, "
+                    "medals = excluded.medals, computed_at = excluded.computed_at, "
+                    "log_size = excluded.log_size, version = excluded.version "
+                    "WHERE (excluded.log_size, excluded.computed_at) >= (c.log_size, c.computed_at)",
+                    [
+                        (r.model, r.agent, r.rating, r.medals, r.computed_at, r.log_size, version)
+                        for r in rows
+                    ],
+                )
+            await conn.execute("SELECT pg_notify($1, $2)", CHANNEL, str(version))
+        return version
+
+    async def changes(self, since: int) -> RatingsChange:
+        """The rows written after version ``since``, read in one snapshot with the state."""
+        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+            state = await conn.fetchrow("SELECT version, log_size FROM ratings_state")
+            assert state is not None  # migration 0016 inserts the one row
+            rows = await conn.fetch(
+                "SELECT model, agent, rating, medals, computed_at, log_size FROM current_ratings "
+                "WHERE version > $1",
+                since,
+            )
+        return RatingsChange(
+            state["version"],
+            state["log_size"],
+            [
+                RatingRow(
+                    r["model"],
+                    r["agent"],
+                    bytes(r["rating"]),
+                    None if r["medals"] is None else bytes(r["medals"]),
+                    r["computed_at"],
+                    r["log_size"],
+                )
+                for r in rows
+            ],
+        )
+
+
+class Listener:
+    """A connection kept from ``pool`` that LISTENs on :data:`CHANNEL` and calls ``notified`` on each
+    NOTIFY; reconnected by :meth:`ensure` after it is lost (the caller then re-reads what it missed)."""
+
+    def __init__(self, pool: asyncpg.Pool, notified: Callable[[], None]) -> None:
+        self.pool = pool
+        self.notified = notified
+        self._conn: asyncpg.pool.PoolConnectionProxy | None = None
+
+    async def ensure(self) -> bool:
+        """Listen if not listening; True when a (new) connection was made, so changes may have been missed."""
+        if self._conn is not None and not self._conn.is_closed():
+            return False
+        await self.close()
+        conn = await self.pool.acquire()
+        try:
+            await conn.add_listener(CHANNEL, lambda *_: self.notified())
+        except BaseException:
+            await self.pool.release(conn)
+            raise
+        self._conn = conn
+        return True
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        await give_back(self.pool, conn)
+
+
+__all__ = ["CHANNEL", "Listener", "RatingRow", "RatingTable", "RatingsChange"]

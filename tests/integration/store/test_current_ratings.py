@@ -1,0 +1,78 @@
+"""Materialised ratings (migration 0016): what a worker's RatingService computes, an API process's
+RatingMirror serves identically, woken by NOTIFY; an older computation never replaces a newer one."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+from collections.abc import Sequence
+
+import asyncpg
+import pytest
+
+from tests.unit.services.test_ratings_recompute import ALICE, AT, BOB, service
+from trustscore.services.rating_mirror import RatingMirror
+from trustscore.store.ratings import RatingRow, RatingTable
+
+
+async def test_the_mirror_serves_what_the_service_computed_woken_by_notify(pool: asyncpg.Pool) -> None:
+    computing = service()
+    computing.table = RatingTable(pool)
+    mirror = RatingMirror(RatingTable(pool), computing.models, clock=lambda: AT, poll=60.0)
+    stop = asyncio.Event()
+    assert await mirror.follow(stop) == 0  # listens (a new connection: reads at once, nothing yet)
+    assert mirror.stored(ALICE) is None and mirror.size == 0
+    follower = asyncio.create_task(mirror.follow(stop))  # waits for a NOTIFY (or a minute)
+    await asyncio.sleep(0.2)
+    await computing.recompute_all()
+    assert await asyncio.wait_for(follower, 10) == 2 * len(computing.models)  # the NOTIFY woke it
+    for model in computing.models:
+        for agent in (ALICE, BOB):
+            assert mirror.stored(agent, model) == computing.stored(agent, model)
+            assert mirror.rating(agent, model) == computing.rating(agent, model)
+        assert mirror.all(model) == computing.all(model)
+    stop.set()
+    assert await mirror.follow(stop) == 0  # stopping closes the listening connection
+    await mirror.close()
+
+
+async def test_an_older_computation_never_replaces_a_newer_one(pool: asyncpg.Pool) -> None:
+    computing = service()
+    computing.table = RatingTable(pool)
+    await computing.recompute_all()
+    newer = computing.stored(ALICE)
+    assert newer is not None
+    older = computing.recompute([ALICE], at=AT - dt.timedelta(days=1))  # computed for an earlier time
+    computing._ratings["trustscore-v2"][ALICE] = dataclasses.replace(newer, at=AT - dt.timedelta(days=1))
+    await computing.publish({"trustscore-v2": older["trustscore-v2"]}, computing.size)
+    mirror = RatingMirror(RatingTable(pool), computing.models)
+    await mirror.sync()
+    assert mirror.stored(ALICE) == newer
+    await mirror.close()
+
+
+class FailingOnce(RatingTable):
+    """A table whose first write fails (the database went away for a moment)."""
+
+    failed = False
+
+    async def write(self, rows: Sequence[RatingRow], log_size: int) -> int:
+        if not self.failed:
+            self.failed = True
+            raise OSError("connection lost")
+        return await super().write(rows, log_size)
+
+
+async def test_ratings_whose_write_failed_are_written_with_the_next(pool: asyncpg.Pool) -> None:
+    computing = service()
+    computing.table = FailingOnce(pool)
+    with pytest.raises(OSError):
+        await computing.recompute_all()
+    await computing.publish({}, computing.size)  # nothing new: the failed rows alone
+    mirror = RatingMirror(RatingTable(pool), computing.models)
+    await mirror.sync()
+    assert mirror.size == computing.size
+    for model in computing.models:
+        assert mirror.all(model) == computing.all(model) != []
+    await mirror.close()

@@ -1,0 +1,147 @@
+"""Pins every output bit of the engine for all three released models on a rich synthetic evidence set.
+
+The engine's arithmetic may be reorganised for speed (``docs/methodology.md``, "Engine and performance"),
+but a released model's numbers never change: each digest below is the sha256 of the ``repr`` of every
+number the engine returns (and of the published rating structs), computed before any optimisation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import pytest
+
+from trustscore.scoring import EvidenceBatch, SnapshotBatch, load_weights
+from trustscore.scoring.engine import RatingColumns, score_columns
+from trustscore.scoring.ratings import to_ratings
+from trustscore.scoring.times import MICROS_PER_DAY, parse_time
+
+ROOT = Path(__file__).resolve().parents[3]
+AT = parse_time("2026-11-30T00:00:00Z")
+#: Spelled out here, not imported from kinds/graded.py: the pinned set must not move if that list does.
+DIMENSIONS = (
+    "capability",
+    "reliability",
+    "delivery",
+    "economic",
+    "collaboration",
+    "security",
+    "negotiation",
+    "integrity",
+)
+SOURCES = ("real", "real-benchmark", "arena", "verified", "benchmark", "self-reported", "tavern-event")
+
+
+def rich_evidence(
+    rows: int = 6_000, agents: int = 240, seed: int = 16
+) -> tuple[EvidenceBatch, SnapshotBatch]:
+    """Thin and thick agents, keyed re-submissions, capped and exempt issuers, extra weights, future rows,
+    repeated values and times, out-of-range values, snapshots of two model versions."""
+    rng = np.random.default_rng(seed)
+    agent = (rng.pareto(1.2, rows) * 7).astype(np.int64) % agents  # a few heavy agents, many thin
+    has_value = rng.random(rows) < 0.6
+    value = np.where(has_value, np.round(rng.uniform(-0.2, 1.2, rows), 2), np.nan)
+    result = np.where(has_value, -1, rng.integers(0, 3, rows)).astype(np.int8)
+    key = np.where(rng.random(rows) < 0.4, rng.integers(0, 12, rows), -1)
+    issuer = np.where(rng.random(rows) < 0.6, rng.integers(0, 9, rows), -1)
+    day = rng.integers(-5, 200, rows)
+    at = (
+        AT - day * MICROS_PER_DAY - np.where(rng.random(rows) < 0.5, 0, rng.integers(0, MICROS_PER_DAY, rows))
+    )
+    extra = np.where(rng.random(rows) < 0.7, 1.0, np.round(rng.random(rows), 3))
+    evidence = EvidenceBatch(
+        agents=tuple(f"agent-{i:04d}" for i in range(agents)),
+        dimensions=DIMENSIONS,
+        sources=SOURCES,
+        issuers=("server-reverify", *(f"issuer-{i}" for i in range(8))),
+        agent=agent,
+        dimension=rng.integers(0, len(DIMENSIONS), rows),
+        source=rng.integers(0, len(SOURCES), rows),
+        issuer=issuer,
+        key=key,
+        value=value,
+        result=result,
+        at=at,
+        extra_weight=extra,
+        seq=rng.permutation(rows).astype(np.int64),
+    )
+    snap_agent = rng.integers(0, agents + 20, 900) % (agents + 20)
+    has_total = rng.random(900) < 0.9
+    snapshots = SnapshotBatch(
+        agents=(*evidence.agents, *(f"snap-only-{i}" for i in range(20))),
+        model_versions=("baseline-v0.2", "baseline-v0.3"),
+        agent=snap_agent,
+        at=AT - rng.integers(-10, 120, 900) * MICROS_PER_DAY,
+        total=np.where(has_total, rng.integers(200, 900, 900), 0),
+        has_total=has_total,
+        model_version=rng.integers(0, 2, 900),
+    )
+    return evidence, snapshots
+
+
+def columns_digest(columns: RatingColumns) -> str:
+    """sha256 of the repr of every number in ``columns`` (NaN, -0.0 and the last bit all count)."""
+    h = hashlib.sha256(repr(columns.agents).encode())
+    for name in RatingColumns.__dataclass_fields__:
+        if name == "agents":
+            continue
+        array = np.asarray(getattr(columns, name))
+        h.update(name.encode())
+        h.update(repr(array.dtype).encode() + repr(array.shape).encode())
+        h.update(" ".join(repr(x) for x in array.ravel().tolist()).encode())
+    return h.hexdigest()
+
+
+PINNED = {
+    # (model, days after AT): (columns digest, ratings JSON digest)
+    ("baseline-v0.3", 0): (
+        "7897f21e55ab69200d2aada94ca3f9d85461b393a86988dd29b9c931390e59fd",
+        "736c7ca8b2e781363d1bea393d0fbfe621b5706df0551dc26dbaff63819625b0",
+    ),
+    ("baseline-v0.3", 7): (
+        "cd3970c1a9fb2e76bf305f0d303ab1cd3716a1bb28c9013e0544928dafac3587",
+        "9d8d5544a50ecae1d0fde72bdb60cc67640c168288a7963aa17b7d41881d419d",
+    ),
+    ("baseline-v0.3", -30): (
+        "1d987cf3f73354387ec5a840659b38c7ee4ec7a16885da3b9df04421fb748bd7",
+        "80b37b1631e9e32331ebe47e97c38936bb5c1333278686e65b86ff44effca9f3",
+    ),
+    ("trustscore-v1", 0): (
+        "0a306fd7f22b34186cec591d4a911cf04dc6c6048f56574a4647dd289e691f97",
+        "395f66c5d02d8d57942d8805ba4a9190401eda405fd2bec9f616132d2b083587",
+    ),
+    ("trustscore-v1", 7): (
+        "06a69ba15a77842a0b392e637e16a9760e22b264726897e8df13e99c35c0ded8",
+        "15323e848687c5fa7a2b10ce3634e5f9154c4b7ec808c14a1176dcca24a60e46",
+    ),
+    ("trustscore-v1", -30): (
+        "f413b8c1033cea3a8b79f2e0a9749a8b7d27e2b3058e86dcd657f4c52a72e2b5",
+        "749d6847d5cb9127a5c2c5aa9f5d3778f302a27f12ef14a68bab88dce1459a06",
+    ),
+    ("trustscore-v2", 0): (
+        "9147db50217db4acfe7c12260fe5e463ac756763653bccf78a64633b8877657c",
+        "e63cc2f6560107b82c4d08dc2d51799856e54a6e709f29285687850241a1ab94",
+    ),
+    ("trustscore-v2", 7): (
+        "f2561d0c8addabc649760ffb2295bdc8fd9e1ed6fb1ce52c21899c6fd87e737e",
+        "689e52e7b5f7a149281d728124c8e262872855a9f88638e2c3c970dbe80ab52a",
+    ),
+    ("trustscore-v2", -30): (
+        "9d6cc53635c17436234bcd1f2b9365a22b7bc2c2bcc92c5b1bf312318ade769b",
+        "bbc3713bb4158008db456cc443bbaeea3bf2451273351f22e66eacef33141b86",
+    ),
+}
+
+CASES = [(m, d) for m in ("baseline-v0.3", "trustscore-v1", "trustscore-v2") for d in (0, 7, -30)]
+
+
+@pytest.mark.parametrize(("model", "days"), CASES)
+def test_released_models_outputs_are_pinned_bit_for_bit(model: str, days: int) -> None:
+    evidence, snapshots = rich_evidence()
+    weights = load_weights(ROOT / "weights" / f"{model}.toml")
+    columns = score_columns(evidence, snapshots, weights, AT + days * MICROS_PER_DAY)
+    ratings = hashlib.sha256(msgspec.json.encode(to_ratings(columns, weights))).hexdigest()
+    assert (columns_digest(columns), ratings) == PINNED[(model, days)]
