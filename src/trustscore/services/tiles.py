@@ -78,11 +78,9 @@ class TileService:
         held = self._subtrees.get((tile.level or 0, tile.index))  # folded for a proof, as wide or wider
         if held is not None and len(held[0]) >= tile.width * merkle.HASH_SIZE:
             return held[0][: tile.width * merkle.HASH_SIZE]
-        ids = tiles.tile_nodes(tile)
         for store in self.stores:
-            nodes = await store.nodes(ids)
-            if len(nodes) == len(ids):
-                return tiles.encode_hashes([nodes[i] for i in ids])
+            if data := await self._hash_tiles([tile], store):
+                return data[tile]
         raise NotYetAvailable(f"{tile.path()} is beyond the latest checkpoint")
 
     async def _bundle(self, tile: Tile) -> bytes:
@@ -139,12 +137,10 @@ class TileService:
         in one query)."""
         out = {t: data for t in wanted if (data := self._cached_bytes(t, False)) is not None}
         rest = [t for t in wanted if t not in out]
-        if rest:
-            nodes = await store.nodes(node for t in rest for node in tiles.tile_nodes(t))
-            for t in rest:
-                ids = tiles.tile_nodes(t)
-                if all(i in nodes for i in ids):
-                    out[t] = tiles.encode_hashes([nodes[i] for i in ids])
+        runs = await store.node_runs([(t.hash_level(), tiles.WIDTH * t.index, t.width) for t in rest])
+        out.update(
+            (t, data) for t, data in zip(rest, runs, strict=True) if len(data) == t.width * merkle.HASH_SIZE
+        )
         return out
 
     def _keep_subtree(self, tile: Tile, subtree: Subtree) -> None:

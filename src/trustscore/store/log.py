@@ -377,6 +377,25 @@ class LogStore:
         )
         return {(r["level"], r["idx"]): bytes(r["hash"]) for r in rows}
 
+    async def node_runs(self, runs: Sequence[tuple[int, int, int]]) -> list[bytes]:
+        """The hashes of each run ``(level, first, count)`` of stored nodes, concatenated in index order,
+        in one query of index range scans (a hash tile is one run); a run not stored whole comes back
+        shorter."""
+        if not runs:
+            return []
+        rows = await self.pool.fetch(
+            "SELECT t.i, n.hash FROM unnest($1::smallint[], $2::bigint[], $3::bigint[]) WITH ORDINALITY "
+            "AS t(level, lo, hi, i) JOIN tree_nodes n ON n.level = t.level AND n.idx >= t.lo AND n.idx < t.hi "
+            "ORDER BY t.i, n.idx",
+            [lv for lv, _, _ in runs],
+            [first for _, first, _ in runs],
+            [first + count for _, first, count in runs],
+        )
+        out = [bytearray() for _ in runs]
+        for i, h in rows:
+            out[i - 1] += h
+        return [bytes(b) for b in out]
+
     async def integrate(
         self, sign: Callable[[int, bytes], str], *, max_batch: int
     ) -> StoredCheckpoint | None:

@@ -5,7 +5,7 @@ that grew is answered from its wider tiles, never from a narrower tile that lack
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Sequence
 
 import msgspec
 import pytest
@@ -25,11 +25,9 @@ class CountingStore(LogStore):
 
     queries = 0
 
-    async def nodes(
-        self, coords: Iterable[tuple[int, int]], conn: object = None
-    ) -> dict[tuple[int, int], bytes]:
+    async def node_runs(self, runs: Sequence[tuple[int, int, int]]) -> list[bytes]:
         self.queries += 1
-        return await super().nodes(coords)
+        return await super().node_runs(runs)
 
     async def latest_checkpoint(self) -> StoredCheckpoint | None:
         self.queries += 1
