@@ -255,11 +255,22 @@ async def build_services(
     )
     log.info("trustscore ready (log key %s, service key %s)", keys.key_id(log_key.public_key), service_key.id)
     s = settings
+    # Every process learns the checkpoints whoever holds the integrator lease signs: its ratings name the
+    # checkpoint covering them, and the re-verification schedule and replica fallback go by it.
+    follow = Periodic("checkpoint follower", log_service.follow_checkpoints, s.integrate_interval)
+
+    async def snapshot() -> None:
+        # A worker that has just taken the lease over must not sign its start-up ratings: it first
+        # loads what the previous holder projected (the period's nonce allows one snapshot only).
+        assert ratings is not None
+        await ratings.refresh()
+        await snapshots.take(log_service, ratings, service_key, s.snapshot_interval)
+
     if ratings is None:
         assert isinstance(view, RatingMirror)
-        follow = Periodic("checkpoint follower", log_service.follow_checkpoints, s.integrate_interval)
         return services, [view.periodic(stop), follow]
     background = [
+        follow,
         *leased(
             "integrator",
             Periodic(
@@ -280,7 +291,7 @@ async def build_services(
         ),
         Periodic(
             "snapshots",
-            lambda: snapshots.take(log_service, ratings, service_key, s.snapshot_interval),
+            snapshot,
             s.snapshot_interval,
             lease="ratings",
             aligned=True,  # one snapshot per period of the interval, whichever worker takes it

@@ -12,6 +12,7 @@ from litestar.openapi.spec import OpenAPIHeader, OpenAPIType, Parameter, Schema
 from litestar.params import FromPath, QueryParameter
 from litestar.response.base import ASGIResponse
 
+from trustscore.api.conditional import etag_matches
 from trustscore.api.openapi import MAX_INDEX, READ_PROBLEMS, operation_class
 from trustscore.api.public_routes import MODEL_PARAMETER, PUBLIC, Model
 from trustscore.api.wiring import services_of
@@ -79,7 +80,7 @@ class PagesApiController(Controller):
             request.query_params.get("dimension"),
         )
         headers = {"etag": made.etag, "cache-control": BADGE_CACHE}
-        if made.etag in request.headers.get("if-none-match", ""):
+        if etag_matches(request.headers.get("if-none-match", ""), made.etag):
             return ASGIResponse(status_code=304, headers=headers)
         return ASGIResponse(body=made.svg, headers={**headers, "content-type": SVG})
 

@@ -12,6 +12,7 @@ from litestar.di import NamedDependency, Provide
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath
 
+from trustscore.api.conditional import accepts_gzip, etag_matches
 from trustscore.api.openapi import READ_PROBLEMS
 from trustscore.api.wiring import services_of
 from trustscore.services.tiles import TileService
@@ -78,7 +79,7 @@ class TileController(Controller):
         """A hash tile ``<L>/<N>[.p/<W>]`` (256 hashes of level 8L, 32 bytes each) or an entry bundle
         ``entries/<N>[.p/<W>]`` (leaves with big-endian uint16 lengths); 404 beyond the latest checkpoint.
         Bundles are gzipped for clients that accept it. A matching ``If-None-Match`` is a 304."""
-        gzip_ok = "gzip" in request.headers.get("accept-encoding", "")
+        gzip_ok = accepts_gzip(request.headers.get("accept-encoding", ""))
         tile, data, gzipped = await tile_service.tile("tile/" + tile_path.lstrip("/"), gzip_ok=gzip_ok)
         etag = f'"{hashlib.sha256(data).hexdigest()}"'  # of the bytes sent: one per representation
         headers = {"ETag": etag, "Cache-Control": IMMUTABLE if tile.full else PARTIAL}
@@ -86,6 +87,6 @@ class TileController(Controller):
             headers["Vary"] = "Accept-Encoding"
         if gzipped:
             headers["Content-Encoding"] = "gzip"
-        if etag in request.headers.get("if-none-match", ""):
+        if etag_matches(request.headers.get("if-none-match", ""), etag):
             return Response(b"", status_code=304, headers=headers)
         return Response(data, media_type=OCTETS, headers=headers)

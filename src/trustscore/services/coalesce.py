@@ -52,12 +52,18 @@ class Coalescer(Generic[K, V]):
                 take += 1
             group, self._waiting = self._waiting[:take], self._waiting[take:]
             try:
-                found = await self._fetch(list(union))
-            except Exception as exc:
-                for _, done in group:
-                    if not done.done():
-                        done.set_exception(exc)
-                continue
+                try:
+                    found = await self._fetch(list(union))
+                except Exception as exc:
+                    if len(group) == 1:
+                        _fail(group[0][1], exc)
+                        continue
+                    # One caller's keys may be what failed the shared lookup (a key the database
+                    # refuses): each caller is asked again alone, so a failure reaches only the callers
+                    # whose own keys cause it and never an honest request that happened to share a tick.
+                    for keys, done in group:
+                        await self._alone(keys, done)
+                    continue
             except BaseException:  # cancelled: nobody may wait forever
                 for _, done in group + self._waiting:
                     done.cancel()
@@ -66,3 +72,17 @@ class Coalescer(Generic[K, V]):
             for keys, done in group:
                 if not done.done():
                     done.set_result({k: found[k] for k in keys if k in found})
+
+    async def _alone(self, keys: Collection[K], done: asyncio.Future[dict[K, V]]) -> None:
+        try:
+            found = await self._fetch(list(keys))
+        except Exception as exc:
+            _fail(done, exc)
+        else:
+            if not done.done():
+                done.set_result({k: found[k] for k in keys if k in found})
+
+
+def _fail(done: asyncio.Future[dict[K, V]], exc: Exception) -> None:
+    if not done.done():
+        done.set_exception(exc)

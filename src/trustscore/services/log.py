@@ -20,7 +20,7 @@ from trustscore.errors import (
 from trustscore.kinds import catalog as kinds_all
 from trustscore.kinds.admission import Registration, admit, registration_of
 from trustscore.ledger import checkpoint, dsse, merkle, note
-from trustscore.ledger.keys import SigningKey
+from trustscore.ledger.keys import SigningKey, is_key_id
 from trustscore.ledger.submission import CheckedEntry, Prepared, check, prepare
 from trustscore.services.coalesce import Coalescer
 from trustscore.services.metrics import Metrics
@@ -168,7 +168,9 @@ class LogService:
     async def _lookups(self, prepared: list[Prepared]) -> tuple[dict[str, Registration], dict[str, bytes]]:
         ids = {s.keyid for p in prepared for s in p.envelope.signatures}
         ids |= {k for p in prepared for k in _named_parties(p)}
-        regs = await self._registrations.get(ids)
+        # Only a key id can be registered: anything else is simply unregistered (admission then refuses
+        # it by name) and never reaches the database, whose text type refuses some strings outright.
+        regs = await self._registrations.get({k for k in ids if is_key_id(k)})
         return regs, {self.log_key.id: self.log_key.public_key}
 
     async def check_prepared(self, prepared: list[Prepared], *, batch: bool = True) -> list[CheckedEntry]:

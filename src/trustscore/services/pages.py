@@ -135,7 +135,10 @@ class RenderedPages:
         """Render a stale page again, one at a time (the readers of every other page go first)."""
         try:
             async with self._render_slot:
-                self._keep(key, stamp, await make())
+                body = await make()
+                kept = self._pages.get(key)
+                if kept is None or kept.stamp[1:] == stamp[1:]:  # not over a page a reader made since
+                    self._keep(key, stamp, body)
         except Exception as exc:  # the stale body stays until MAX_STALE; then a reader renders inline
             log.warning("re-rendering a page failed (%s: %s)", type(exc).__name__, exc)
         finally:

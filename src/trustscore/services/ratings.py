@@ -153,9 +153,15 @@ class RatingService(RatingView):
         self._generation = 0  # counts recomputations done on the event loop
         self._recomputed: dict[str, int] = {}  # agent -> the generation that last recomputed it
         self._unpublished: dict[tuple[str, str], RatingRow] = {}  # (model, agent): not yet in the table
+        self._refreshing = asyncio.Lock()  # two refreshes at once would both add the same rows
 
     async def refresh(self) -> set[str]:
-        """Load evidence projected since the last refresh and recompute the agents it touches."""
+        """Load evidence projected since the last refresh and recompute the agents it touches (one
+        refresh at a time: the projector and the snapshot job both call it)."""
+        async with self._refreshing:
+            return await self._refresh()
+
+    async def _refresh(self) -> set[str]:
         end = await self.store.projected_size()
         if end <= self.size:
             if self._unpublished:

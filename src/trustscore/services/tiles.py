@@ -16,6 +16,7 @@ from trustscore.ledger.tiles import HEIGHT, Subtree, Tile
 from trustscore.store.log import LogStore
 
 DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
+MAX_LEAVES = 2**63  # log indexes are PostgreSQL bigints
 
 
 class TileTooLarge(NotFound):
@@ -75,6 +76,9 @@ class TileService:
     async def _hashes(self, tile: Tile) -> bytes:
         # Tree nodes are written with the checkpoint that covers them, in one transaction: a tile whose
         # nodes all exist is within the latest checkpoint, and one query answers both.
+        if (tile.index + 1) << (tile.hash_level() + tiles.HEIGHT) > MAX_LEAVES:
+            # a well-formed path of a tile no log can have (log indexes are bigints): no query for it
+            raise NotYetAvailable(f"{tile.path()} is beyond the latest checkpoint")
         held = self._subtrees.get((tile.level or 0, tile.index))  # folded for a proof, as wide or wider
         if held is not None and len(held[0]) >= tile.width * merkle.HASH_SIZE:
             return held[0][: tile.width * merkle.HASH_SIZE]

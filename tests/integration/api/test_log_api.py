@@ -139,6 +139,13 @@ async def test_bad_input_is_refused_and_writes_nothing(client: Client) -> None:
         signatures=[dsse.Signature(keyid=k2.id, sig=forged.signatures[0].sig)],
     )
     await assert_refused(client, body(mismatched), 422, "does not verify")
+    # A key id the database cannot even store (a NUL character) is named as malformed, not a 500.
+    nul = dsse.Envelope(
+        payloadType=env2.payloadType,
+        payload=env2.payload,
+        signatures=[dsse.Signature(keyid="ts1_ab\u0000cd", sig=forged.signatures[0].sig)],
+    )
+    await assert_refused(client, body(nul), 400, "not a trustscore key id")
     # One bad envelope in a batch refuses the whole batch.
     await assert_refused(client, body([new_card("a")[1], bad_sig]), 422, "entries[1]")
     # A new statement reusing a nonce of the same signer is a replay.

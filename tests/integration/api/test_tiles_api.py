@@ -114,7 +114,11 @@ async def test_tiles_beyond_the_checkpoint_and_bad_paths(client: Client) -> None
     cp = await wait_for_size(client, size)
     assert (await client.get(f"/tile/0/000.p/{cp.size}")).status_code == 200
     for beyond in ("/tile/0/000", f"/tile/0/000.p/{cp.size + 1}", "/tile/0/001.p/1", "/tile/1/000.p/1",
-                   "/tile/entries/000", "/tile/entries/x001/000.p/1"):  # fmt: skip
+                   "/tile/entries/000", "/tile/entries/x001/000.p/1",
+                   # well-formed, but beyond any log (indexes are bigints): a 404, not a 500
+                   "/tile/0/x999/x999/x999/x999/x999/x999/x999/x999/999",
+                   "/tile/7/001", "/tile/63/x999/x999/x999/x999/x999/999.p/255",
+                   "/tile/entries/x999/x999/x999/x999/x999/x999/x999/x999/999"):  # fmt: skip
         r = await client.get(beyond)
         assert r.status_code == 404, (beyond, r.text)
         assert r.headers["content-type"] == "application/problem+json"

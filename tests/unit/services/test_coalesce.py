@@ -97,3 +97,32 @@ async def test_no_keys_no_lookup() -> None:
     table = Table()
     assert await Coalescer[str, int](table.fetch).get([]) == {}
     assert table.calls == []
+
+
+async def test_a_key_the_database_refuses_fails_only_the_caller_who_sent_it() -> None:
+    """A key the lookup itself refuses (asyncpg cannot encode a NUL character, say) must not fail the
+    honest callers that shared its lookup: the shared lookup is retried caller by caller."""
+    rows = {"a": 1, "b": 2}
+    calls: list[list[str]] = []
+    gate = asyncio.Event()
+
+    async def fetch(keys: list[str]) -> dict[str, int]:
+        calls.append(sorted(keys))
+        await gate.wait()
+        if any("\x00" in k for k in keys):
+            raise ValueError("invalid byte sequence: 0x00")
+        return {k: rows[k] for k in keys if k in rows}
+
+    lookups = Coalescer[str, int](fetch)
+    first = asyncio.create_task(lookups.get(["a"]))
+    await settle()  # the first lookup runs; the next three share one
+    honest = asyncio.create_task(lookups.get(["a"]))
+    evil = asyncio.create_task(lookups.get(["x\x00y"]))
+    other = asyncio.create_task(lookups.get(["b"]))
+    await settle()
+    gate.set()
+    assert await first == {"a": 1}
+    assert await honest == {"a": 1} and await other == {"b": 2}
+    with pytest.raises(ValueError, match="0x00"):
+        await evil
+    assert calls[1] == ["a", "b", "x\x00y"] and calls[2:] == [["a"], ["x\x00y"], ["b"]]

@@ -139,3 +139,26 @@ async def test_a_failed_refresh_leaves_nothing_half_applied() -> None:
     store.gate.set()
     await ratings.refresh()
     assert len(ratings._agents[ALICE].evidence) == 40  # once, not twice
+
+
+class SlowStore:
+    """Projected evidence of ALICE at [0, 10), read with a pause (so two refreshes overlap)."""
+
+    async def projected_size(self) -> int:
+        await asyncio.sleep(0.01)
+        return 10
+
+    async def evidence_since(self, start: int, end: int) -> list[EvidenceRow]:
+        await asyncio.sleep(0.01)
+        return [EvidenceRow(i, 0, item(ALICE, 80.0, i)) for i in range(start, end)]
+
+    async def snapshots_since(self, start: int, end: int) -> list[Any]:
+        return []
+
+
+async def test_two_refreshes_at_once_add_each_projected_row_once() -> None:
+    """The projector and the snapshot job both refresh; overlapping, they must not both add the rows
+    (the snapshot job refreshes first so that a worker that just took the lease signs current ratings)."""
+    ratings = RatingService(SlowStore(), load_models(), Metrics(), clock=lambda: AT)  # type: ignore[arg-type]
+    await asyncio.gather(ratings.refresh(), ratings.refresh(), ratings.refresh())
+    assert len(ratings._agents[ALICE].evidence) == 10 and ratings.size == 10

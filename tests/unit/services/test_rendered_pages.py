@@ -76,3 +76,22 @@ async def test_a_kept_page_is_never_served_longer_than_max_stale() -> None:
         await pages.page(KEY, (object(), 10, 10), make)
     make.fail = False
     assert await pages.page(KEY, (object(), 10, 10), make) == b"body-2"
+
+
+async def test_a_background_render_never_replaces_a_newer_page() -> None:
+    """New evidence arrives while a stale page renders in the background: the reader renders the new
+    page inline; the background render, finishing later, must not put the older page back."""
+    pages, make = RenderedPages(Clock()), Maker()
+    await pages.page(KEY, (object(), 10, 10), make)  # body-1
+    slow = asyncio.Event()
+
+    async def slow_make() -> bytes:
+        await slow.wait()
+        return b"old render"
+
+    assert await pages.page(KEY, (object(), 10, 10), slow_make) == b"body-1"  # renders in the background
+    newer = (object(), 11, 11)
+    assert await pages.page(KEY, newer, make) == b"body-2"  # new evidence: rendered inline
+    slow.set()
+    await pages.settled()
+    assert await pages.page(KEY, newer, make) == b"body-2"
