@@ -6,10 +6,8 @@ and keeps the one cache the hot badge route needs.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
-import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -20,6 +18,7 @@ from trustscore.errors import InvalidInput, NotFound, TrustscoreError
 from trustscore.kinds.graded import DIMENSIONS
 from trustscore.ledger import audit, keys
 from trustscore.pages import badge as badges
+from trustscore.services.kept import KeptBodies, Stamp
 from trustscore.services.log import LogService
 from trustscore.services.public import PublicService
 from trustscore.services.ratings import RatedAgent
@@ -30,18 +29,7 @@ MAX_HISTORY = 1000  # snapshots per history page (API) and in the chart (the new
 MAX_SEARCH = 50  # agents a search lists
 RECENT_ENTRIES = 25  # entries on /log
 MAX_CACHED_PAGES = 4096  # rendered profile pages kept (the oldest is dropped first)
-MAX_STALE = 5.0  # seconds a moved page is still served while re-rendered (the pages' HTTP max-age)
-
-log = logging.getLogger(__name__)
-#: What a rendered page depends on (see :meth:`PageService.stamp`).
-Stamp = tuple[object, int, int | None]
-
-
-@dataclass
-class _Kept:
-    stamp: Stamp
-    body: bytes
-    stale_since: float | None = None  # when a reader first found the stamp moved
+MAX_KEPT_BADGES = 100_000  # badge SVGs kept (about 1 KB each)
 
 
 @dataclass(frozen=True)
@@ -84,70 +72,18 @@ def decode_entry(index: int, leaf: bytes, leaf_hash: bytes) -> DecodedEntry:
     )
 
 
-def _badge(text: badges.BadgeText) -> Badge:
-    svg = badges.render(text).encode()
+def _with_etag(svg: bytes) -> Badge:
     return Badge(svg, '"' + hashlib.sha256(svg).hexdigest()[:32] + '"')
 
 
-class RenderedPages:
-    """Rendered profile pages kept with the stamp they were rendered at (at most
-    :data:`MAX_CACHED_PAGES`, the oldest dropped first)."""
+class RenderedPages(KeptBodies[tuple[str, ...]]):
+    """Rendered profile pages (at most :data:`MAX_CACHED_PAGES`), kept as :class:`KeptBodies` keeps."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._pages: dict[tuple[str, ...], _Kept] = {}
-        self._renewing: set[tuple[str, ...]] = set()  # pages being rendered again in the background
-        self._tasks: set[asyncio.Task[None]] = set()  # those renders (held, so none is collected early)
-        self._render_slot = asyncio.Semaphore(1)
-        self._clock = clock
+        super().__init__(MAX_CACHED_PAGES, clock)
 
     async def page(self, key: tuple[str, ...], stamp: Stamp, make: Callable[[], Awaitable[bytes]]) -> bytes:
-        """The page ``key`` as rendered at ``stamp``: the kept body while its stamp is current, else made
-        by ``make`` (and kept). One exception: when only the time moved (the periodic decay refresh gave
-        the agent a new rating object but the log brought no entry since), the kept body is still served,
-        for at most :data:`MAX_STALE` seconds, while one background task renders it again. A refresh
-        moves every agent's stamp at once and would otherwise make every reader wait for a render; the
-        page names the time and log size it was computed at, so it is visibly a few seconds behind,
-        never wrong. New evidence, a snapshot, a card or any other entry is shown on the next read."""
-        kept = self._pages.get(key)
-        if kept is not None and kept.stamp[1:] == stamp[1:]:
-            if kept.stamp[0] is stamp[0]:
-                return kept.body
-            now = self._clock()
-            if kept.stale_since is None:
-                kept.stale_since = now
-            if now - kept.stale_since < MAX_STALE:
-                if key not in self._renewing:
-                    self._renewing.add(key)
-                    task = asyncio.create_task(self._renew(key, stamp, make))
-                    self._tasks.add(task)
-                    task.add_done_callback(self._tasks.discard)
-                return kept.body
-        body = await make()
-        self._keep(key, stamp, body)
-        return body
-
-    async def settled(self) -> None:
-        """Wait for every background render started so far (tests; a clean shutdown)."""
-        while self._tasks:
-            await asyncio.gather(*self._tasks)
-
-    async def _renew(self, key: tuple[str, ...], stamp: Stamp, make: Callable[[], Awaitable[bytes]]) -> None:
-        """Render a stale page again, one at a time (the readers of every other page go first)."""
-        try:
-            async with self._render_slot:
-                body = await make()
-                kept = self._pages.get(key)
-                if kept is None or kept.stamp[1:] == stamp[1:]:  # not over a page a reader made since
-                    self._keep(key, stamp, body)
-        except Exception as exc:  # the stale body stays until MAX_STALE; then a reader renders inline
-            log.warning("re-rendering a page failed (%s: %s)", type(exc).__name__, exc)
-        finally:
-            self._renewing.discard(key)
-
-    def _keep(self, key: tuple[str, ...], stamp: Stamp, body: bytes) -> None:
-        if len(self._pages) >= MAX_CACHED_PAGES and key not in self._pages:
-            del self._pages[next(iter(self._pages))]
-        self._pages[key] = _Kept(stamp, body)
+        return await self.get(key, stamp, make)
 
 
 class PageService:
@@ -159,8 +95,8 @@ class PageService:
         self.history_store = HistoryStore(public.store.pool)
         self._names: dict[str, str] = {}  # agent id -> its newest card's display name
         self._names_next = 0  # the log index the name map has read up to
-        # (model, agent, dimension) -> (the rating object it was drawn from, the badge)
-        self._badges: dict[tuple[str, str, str | None], tuple[object, Badge]] = {}
+        # (model, agent, dimension) -> the badge's SVG, kept with the rating it was drawn from
+        self._badges = KeptBodies[tuple[str, str, str | None]](MAX_KEPT_BADGES, clock)
         self.rendered = RenderedPages(clock)
 
     # --- rendered pages ---------------------------------------------------------------------------
@@ -228,20 +164,19 @@ class PageService:
         weights = self.public.ratings.model(model)
         stored = self.public.ratings.stored(agent, weights.model_version)
         key = (weights.model_version, agent, dimension)
-        if stored is not None:
-            cached = self._badges.get(key)
-            if cached is not None and cached[0] is stored.rating:
-                return cached[1]
-        try:
-            rated = await self.public.rating(agent, weights.model_version)
-        except NotFound:
-            return _badge(badges.unknown(dimension))
-        made = _badge(await self._badge_text(rated, dimension))
-        if stored is not None:
-            # Every re-verification brings the agent evidence, so a new status comes with a new rating
-            # object: the badge drawn from this one stays right while it is current.
-            self._badges[key] = (stored.rating, made)
-        return made
+
+        async def make() -> bytes:
+            try:
+                rated = await self.public.rating(agent, weights.model_version)
+            except NotFound:
+                return badges.render(badges.unknown(dimension)).encode()
+            return badges.render(await self._badge_text(rated, dimension)).encode()
+
+        if stored is None:
+            return _with_etag(await make())
+        # Every re-verification brings the agent evidence, so a new status comes with a new rating object
+        # (and a new projected size): the badge drawn from this one stays right while it is current.
+        return _with_etag(await self._badges.get(key, (stored.rating, self.public.ratings.size, None), make))
 
     async def _badge_text(self, rated: RatedAgent, dimension: str | None) -> badges.BadgeText:
         verified = (await self.public.verification(rated.rating.agent)).verified

@@ -15,6 +15,7 @@ from trustscore.ladder.stats import Distribution
 from trustscore.names import NameIndex
 from trustscore.reverify.status import VerificationStatus, summarize
 from trustscore.scope.report import ScopeSummary
+from trustscore.services.kept import KeptBodies
 from trustscore.services.log import LogService
 from trustscore.services.ratings import DEFAULT_MODEL, DEFAULT_WEIGHTS_DIR, RatedAgent, RatingView
 from trustscore.store.projection_tables import Card, EvidenceRow, ProjectionStore
@@ -51,6 +52,9 @@ class Leaderboard:
     unranked: list[tuple[RatedAgent, str]]
 
 
+MAX_KEPT_BODIES = 100_000  # encoded rating bodies kept (about 2.5 KB each)
+
+
 class PublicService:
     def __init__(
         self,
@@ -71,8 +75,8 @@ class PublicService:
         self.ratings = ratings
         self.exam_dirs = exam_dirs
         # Encoded rating bodies by (model, agent): reused while the rating object, the log size and the
-        # checkpoint size stay the same. Bounded by the agents the rating service holds anyway.
-        self._bodies: dict[tuple[str, str], tuple[object, int, int | None, bytes]] = {}
+        # checkpoint size stay the same (services/kept.py).
+        self._bodies = KeptBodies[tuple[str, str]](MAX_KEPT_BODIES)
         self.verification = verification  # an agent's re-verification status (services/reverify.py)
         # Per dimension, the rung distribution of an agent's evidence (services/ladder.py).
         self.ladder = ladder
@@ -122,13 +126,22 @@ class PublicService:
         ],
     ) -> bytes:
         """The encoded rating response of ``agent``, encoded again only when something it shows changed
-        (every recorded re-verification brings the agent evidence, so it changes the rating object)."""
+        (every recorded re-verification brings the agent evidence, so it changes the rating object); after
+        a decay refresh alone, the previous body for at most kept.MAX_STALE seconds (services/kept.py)."""
         size = self.log.checkpoint_size
+
+        async def make() -> bytes:
+            rated = await self.rating(agent, model)
+            ladder = await self.ladder(agent, rated.log_size)
+            return encode(
+                rated, size, await self.verification(agent), ladder, await self.scope_summary(agent)
+            )
+
         stored = self.ratings.stored(agent, model)
-        if stored is not None:  # the hot path: nothing changed since the body was encoded
-            cached = self._bodies.get((stored.rating.model_version, agent))
-            if cached is not None and cached[0] is stored.rating and cached[1:3] == (self.ratings.size, size):
-                return cached[3]
+        if stored is None:  # no rating computed: an unknown agent (404) or one with no evidence yet
+            return await make()
+        key = (stored.rating.model_version, agent)
+        return await self._bodies.get(key, (stored.rating, self.ratings.size, size), make)
         rated = await self.rating(agent, model)
         key = (rated.rating.model_version, agent)
         cached = self._bodies.get(key)

@@ -344,14 +344,17 @@ async def test_a_medal_lost_to_staleness_changes_the_badge_etag_and_the_page(
     await client.get(f"/agents/{good.id}")  # kept: must not be served once the medal moved
     later = dt.datetime.now(dt.UTC) + dt.timedelta(days=40)
     computing(client).recompute([good.id], at=later)
+    # Only the time moved (no new entry): the first reads may get the kept badge and page while they are
+    # made again in the background (test_a_refresh_for_decay_alone_serves_the_kept_page_while_it_renders).
+    pages = services_of(client.app.state).pages
+    await client.get(path, params={"dimension": "capability"})
+    await client.get(f"/agents/{good.id}")
+    await on_app(client, pages._badges.settled)
+    await on_app(client, pages.rendered.settled)
     after = await client.get(
         path, params={"dimension": "capability"}, headers={"If-None-Match": before.headers["etag"]}
     )
     assert after.status_code == 200 and after.headers["etag"] != before.headers["etag"]
     assert "·" not in (ET.fromstring(after.content).get("aria-label") or "")
-    # Only the time moved (no new entry): the first read may get the kept page while it is rendered
-    # again in the background (test_a_refresh_for_decay_alone_serves_the_kept_page_while_it_renders).
-    await client.get(f"/agents/{good.id}")
-    await on_app(client, services_of(client.app.state).pages.rendered.settled)
     section = medals_section((await client.get(f"/agents/{good.id}")).text)
     assert "no medal: the newest real evidence is too old (freshness 0.40, at least 0.5 needed" in section

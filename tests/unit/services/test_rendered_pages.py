@@ -11,7 +11,8 @@ import asyncio
 
 import pytest
 
-from trustscore.services.pages import MAX_STALE, RenderedPages
+from trustscore.services.kept import MAX_STALE
+from trustscore.services.pages import RenderedPages
 
 KEY = ("ts1_agent", "", "", "http://x")
 
