@@ -29,27 +29,28 @@ RENEW_SLOTS = 2
 #: What a body depends on: the rating object, the projected log size, the checkpoint size.
 Stamp = tuple[object, int, int | None]
 K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 
 @dataclass
-class _Kept:
+class _Kept(Generic[V]):
     stamp: Stamp
-    body: bytes
+    body: V
     stale_since: float | None = None  # when a reader first found the stamp moved
 
 
-class KeptBodies(Generic[K]):
+class KeptBodies(Generic[K, V]):
     """Bodies by key, at most ``limit`` (the oldest dropped first)."""
 
     def __init__(self, limit: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.limit = limit
-        self._kept: dict[K, _Kept] = {}
+        self._kept: dict[K, _Kept[V]] = {}
         self._renewing: set[K] = set()  # bodies being made again in the background
         self._tasks: set[asyncio.Task[None]] = set()  # those tasks (held, so none is collected early)
         self._slots = asyncio.Semaphore(RENEW_SLOTS)
         self._clock = clock
 
-    async def get(self, key: K, stamp: Stamp, make: Callable[[], Awaitable[bytes]]) -> bytes:
+    async def get(self, key: K, stamp: Stamp, make: Callable[[], Awaitable[V]]) -> V:
         """The body ``key`` as made at ``stamp``: the kept one while its stamp is current (or moved with
         the time alone, for at most :data:`MAX_STALE` seconds, while it is made again in the
         background), else made by ``make`` now (and kept)."""
@@ -76,7 +77,7 @@ class KeptBodies(Generic[K]):
         while self._tasks:
             await asyncio.gather(*self._tasks)
 
-    async def _renew(self, key: K, stamp: Stamp, make: Callable[[], Awaitable[bytes]]) -> None:
+    async def _renew(self, key: K, stamp: Stamp, make: Callable[[], Awaitable[V]]) -> None:
         try:
             async with self._slots:
                 body = await make()
@@ -88,7 +89,7 @@ class KeptBodies(Generic[K]):
         finally:
             self._renewing.discard(key)
 
-    def _keep(self, key: K, stamp: Stamp, body: bytes) -> None:
+    def _keep(self, key: K, stamp: Stamp, body: V) -> None:
         if len(self._kept) >= self.limit and key not in self._kept:
             del self._kept[next(iter(self._kept))]
         self._kept[key] = _Kept(stamp, body)

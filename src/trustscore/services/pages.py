@@ -76,7 +76,7 @@ def _with_etag(svg: bytes) -> Badge:
     return Badge(svg, '"' + hashlib.sha256(svg).hexdigest()[:32] + '"')
 
 
-class RenderedPages(KeptBodies[tuple[str, ...]]):
+class RenderedPages(KeptBodies[tuple[str, ...], bytes]):
     """Rendered profile pages (at most :data:`MAX_CACHED_PAGES`), kept as :class:`KeptBodies` keeps."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
@@ -96,7 +96,7 @@ class PageService:
         self._names: dict[str, str] = {}  # agent id -> its newest card's display name
         self._names_next = 0  # the log index the name map has read up to
         # (model, agent, dimension) -> the badge's SVG, kept with the rating it was drawn from
-        self._badges = KeptBodies[tuple[str, str, str | None]](MAX_KEPT_BADGES, clock)
+        self._badges = KeptBodies[tuple[str, str, str | None], Badge](MAX_KEPT_BADGES, clock)
         self.rendered = RenderedPages(clock)
 
     # --- rendered pages ---------------------------------------------------------------------------
@@ -165,18 +165,18 @@ class PageService:
         stored = self.public.ratings.stored(agent, weights.model_version)
         key = (weights.model_version, agent, dimension)
 
-        async def make() -> bytes:
+        async def make() -> Badge:
             try:
                 rated = await self.public.rating(agent, weights.model_version)
             except NotFound:
-                return badges.render(badges.unknown(dimension)).encode()
-            return badges.render(await self._badge_text(rated, dimension)).encode()
+                return _with_etag(badges.render(badges.unknown(dimension)).encode())
+            return _with_etag(badges.render(await self._badge_text(rated, dimension)).encode())
 
         if stored is None:
-            return _with_etag(await make())
+            return await make()
         # Every re-verification brings the agent evidence, so a new status comes with a new rating object
         # (and a new projected size): the badge drawn from this one stays right while it is current.
-        return _with_etag(await self._badges.get(key, (stored.rating, self.public.ratings.size, None), make))
+        return await self._badges.get(key, (stored.rating, self.public.ratings.size, None), make)
 
     async def _badge_text(self, rated: RatedAgent, dimension: str | None) -> badges.BadgeText:
         verified = (await self.public.verification(rated.rating.agent)).verified

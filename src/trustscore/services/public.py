@@ -76,7 +76,7 @@ class PublicService:
         self.exam_dirs = exam_dirs
         # Encoded rating bodies by (model, agent): reused while the rating object, the log size and the
         # checkpoint size stay the same (services/kept.py).
-        self._bodies = KeptBodies[tuple[str, str]](MAX_KEPT_BODIES)
+        self._bodies = KeptBodies[tuple[str, str], bytes](MAX_KEPT_BODIES)
         self.verification = verification  # an agent's re-verification status (services/reverify.py)
         # Per dimension, the rung distribution of an agent's evidence (services/ladder.py).
         self.ladder = ladder
