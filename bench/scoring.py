@@ -117,12 +117,14 @@ def recompute(
 
 def engine_at(revision: str) -> Any:
     """The scoring package of git ``revision``, importable beside this one as ``scoring_<hash>``."""
-    tree = subprocess.run(
+    listed = subprocess.run(
         ["git", "-C", str(ROOT), "ls-tree", "--name-only", f"{revision}:src/trustscore/scoring"],
         capture_output=True,
         text=True,
-        check=True,
-    ).stdout.split()
+    )
+    if listed.returncode != 0:
+        raise SystemExit(f"--against {revision}: no such revision in a git checkout at {ROOT}")
+    tree = listed.stdout.split()
     name = "scoring_" + hashlib.sha256(revision.encode()).hexdigest()[:12]
     folder = Path(tempfile.mkdtemp(prefix="bench-scoring-"))
     atexit.register(shutil.rmtree, folder, True)
