@@ -16,10 +16,12 @@ from trustscore.errors import InvalidInput, NonceReplay
 from trustscore.kinds.admission import Registration, registration_of
 from trustscore.ledger import merkle
 from trustscore.ledger.submission import CheckedEntry
+from trustscore.store.partitions import Partitions, Room
 
-# Unique constraints of migrations/0001_log.sql that appends rely on.
-_STATEMENT_CONSTRAINT = "entries_statement_hash_key"  # statement_hash UNIQUE
-_NONCE_CONSTRAINT = "entries_signer_nonce_key"  # UNIQUE (signer, nonce)
+# Unique constraints that appends rely on: the side tables of migrations/0017_partitions.sql hold the
+# log's global uniqueness (a partitioned table's unique indexes must include its partition key, idx).
+_STATEMENT_CONSTRAINT = "entry_statements_pkey"  # a statement is logged once
+_NONCE_CONSTRAINT = "entry_nonces_pkey"  # a signer uses a nonce once
 _KEYS_CONSTRAINT = "keys_pkey"  # keys.id PRIMARY KEY
 
 _INTEGRATOR_LOCK = 0x74726565  # advisory lock key held while integrating
@@ -31,6 +33,13 @@ class Appended:
     leaf_hash: bytes
     duplicate: bool
 
+
+# The entries holding any of the statements with hashes $1 (the side table names the index, and the join
+# on idx lets each probe of entries go to one partition).
+_EXISTING = (
+    "SELECT s.statement_hash, e.idx, e.leaf_hash FROM unnest($1::bytea[]) AS t(h) "
+    "JOIN entry_statements s ON s.statement_hash = t.h JOIN entries e ON e.idx = s.idx"
+)
 
 # Lookups of many keys use unnest(...) JOIN rather than "= ANY(array)": when the planner's row
 # estimates lag behind a growing table it may pick a sequential scan, and "= ANY" then compares every
@@ -57,6 +66,7 @@ class StoredEntry:
 class LogStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
+        self.partitions = Partitions()
 
     async def registrations(self, ids: Iterable[str]) -> dict[str, Registration]:
         """What admission needs of each registered key among ``ids``."""
@@ -78,7 +88,7 @@ class LogStore:
     async def statement_index(self, statement_hash: bytes) -> int | None:
         """The index of the entry holding the statement with this hash, if any."""
         idx: int | None = await self.pool.fetchval(
-            "SELECT idx FROM entries WHERE statement_hash = $1", statement_hash
+            "SELECT idx FROM entry_statements WHERE statement_hash = $1", statement_hash
         )
         return idx
 
@@ -86,23 +96,22 @@ class LogStore:
         """The entries already holding any of these statements (a resubmission gets its first index)."""
         if not statement_hashes:
             return {}
-        rows = await self.pool.fetch(
-            "SELECT e.statement_hash, e.idx, e.leaf_hash FROM unnest($1::bytea[]) AS t(h) "
-            "JOIN entries e ON e.statement_hash = t.h",
-            list(statement_hashes),
-        )
+        rows = await self.pool.fetch(_EXISTING, list(statement_hashes))
         return {bytes(r["statement_hash"]): Appended(r["idx"], bytes(r["leaf_hash"]), True) for r in rows}
 
     async def entry_by_nonce(self, signer: str, nonce: str) -> StoredEntry | None:
         """The entry ``signer`` made with ``nonce``, if any (a server statement's content address)."""
         r = await self.pool.fetchrow(
-            "SELECT idx, leaf, leaf_hash FROM entries WHERE signer = $1 AND nonce = $2", signer, nonce
+            "SELECT e.idx, e.leaf, e.leaf_hash FROM entry_nonces n JOIN entries e ON e.idx = n.idx "
+            "WHERE n.signer = $1 AND n.nonce = $2",
+            signer,
+            nonce,
         )
         return None if r is None else StoredEntry(r["idx"], bytes(r["leaf"]), bytes(r["leaf_hash"]))
 
     async def nonce_used(self, signer: str, nonce: str) -> bool:
         used: bool = await self.pool.fetchval(
-            "SELECT EXISTS (SELECT 1 FROM entries WHERE signer = $1 AND nonce = $2)", signer, nonce
+            "SELECT EXISTS (SELECT 1 FROM entry_nonces WHERE signer = $1 AND nonce = $2)", signer, nonce
         )
         return used
 
@@ -133,6 +142,7 @@ class LogStore:
         the groups one by one would give.
         """
         results: list[list[Appended] | Exception] = []
+        room = self.partitions.room()
         async with self.pool.acquire() as conn, conn.transaction():
             start: int = await conn.fetchval("SELECT next_index FROM log_sequence FOR UPDATE")
             next_index = start
@@ -143,7 +153,7 @@ class LogStore:
                 try:
                     async with conn.transaction():
                         out, next_index = await self._append_group(
-                            conn, [e for entries, _ in groups for e in entries], start
+                            conn, room, [e for entries, _ in groups for e in entries], start
                         )
                 except Exception:
                     next_index = start
@@ -155,31 +165,37 @@ class LogStore:
                     groups = []
             for entries, follow in groups:
                 if len(groups) == 1:
-                    out, next_index = await self._append_followed(conn, entries, follow, next_index)
+                    out, next_index = await self._append_followed(conn, room, entries, follow, next_index)
                 else:
                     try:
                         async with conn.transaction():  # a savepoint
-                            out, next_index = await self._append_followed(conn, entries, follow, next_index)
+                            out, next_index = await self._append_followed(
+                                conn, room, entries, follow, next_index
+                            )
                     except Exception as exc:
                         results.append(exc)
                         continue
                 results.append(out)
             if next_index != start:
                 await conn.execute("UPDATE log_sequence SET next_index = $1", next_index)
+        room.committed()
+        if next_index != start:
+            await self.partitions.ahead(self.pool, next_index - 1)
         return results
 
     @classmethod
     async def _append_followed(
         cls,
         conn: asyncpg.pool.PoolConnectionProxy,
+        room: Room,
         entries: Sequence[CheckedEntry],
         follow: Follow | None,
         next_index: int,
     ) -> tuple[list[Appended], int]:
         """Append ``entries``, then what ``follow`` makes of their results, in the same transaction."""
-        out, next_index = await cls._append_group(conn, entries, next_index)
+        out, next_index = await cls._append_group(conn, room, entries, next_index)
         if follow is not None:
-            more, next_index = await cls._append_group(conn, follow(out), next_index)
+            more, next_index = await cls._append_group(conn, room, follow(out), next_index)
             out = out + more
         return out, next_index
 
@@ -209,9 +225,22 @@ class LogStore:
 
     @staticmethod
     async def _copy_entries(
-        conn: asyncpg.pool.PoolConnectionProxy, new: list[tuple[int, CheckedEntry]]
+        conn: asyncpg.pool.PoolConnectionProxy, room: Room, new: list[tuple[int, CheckedEntry]]
     ) -> None:
+        """Write ``new`` and their statements and nonces: a unique violation of the side tables says a
+        statement or a nonce is in the log already."""
+        await room.before_write(conn, new[-1][0])
         async with conn.transaction():  # a savepoint: a unique violation undoes only this
+            await conn.execute(
+                "WITH s AS (INSERT INTO entry_statements (statement_hash, idx) "
+                "SELECT * FROM unnest($1::bytea[], $2::bigint[])) "
+                "INSERT INTO entry_nonces (signer, nonce, idx) "
+                "SELECT * FROM unnest($3::text[], $4::text[], $2::bigint[])",
+                [e.statement_hash for _, e in new],
+                [i for i, _ in new],
+                [e.signer for _, e in new],
+                [e.nonce for _, e in new],
+            )
             await conn.copy_records_to_table(
                 "entries",
                 columns=["idx", "leaf", "leaf_hash", "statement_hash", "signer", "nonce", "kind", "subject"],
@@ -223,19 +252,23 @@ class LogStore:
 
     @classmethod
     async def _append_group(
-        cls, conn: asyncpg.pool.PoolConnectionProxy, entries: Sequence[CheckedEntry], next_index: int
+        cls,
+        conn: asyncpg.pool.PoolConnectionProxy,
+        room: Room,
+        entries: Sequence[CheckedEntry],
+        next_index: int,
     ) -> tuple[list[Appended], int]:
         """Write ``entries`` from ``next_index`` on (the sequence row is locked); return the next index.
 
-        Statements are written as if none were in the log yet; the unique indexes on statement hash and
-        (signer, nonce) say otherwise, rarely, and only then are the statements and nonces looked up (a
+        Statements are written as if none were in the log yet; the primary keys of the side tables of
+        statement hashes and (signer, nonce) say otherwise, rarely, and only then are the statements and nonces looked up (a
         resubmission gets its first index back; a reused nonce is a replay).
         """
         try:
             out, new, _ = cls._plan(entries, {}, next_index)
             if not new:
                 return out, next_index
-            await cls._copy_entries(conn, new)
+            await cls._copy_entries(conn, room, new)
         except NonceReplay:
             pass  # a nonce twice in the batch, unless one of the two is a resubmission: look up below
         except asyncpg.UniqueViolationError as exc:
@@ -247,17 +280,13 @@ class LogStore:
         # Some statement may be in the log already: look them up, then write the rest.
         existing = {
             bytes(r["statement_hash"]): (r["idx"], bytes(r["leaf_hash"]))
-            for r in await conn.fetch(
-                "SELECT e.statement_hash, e.idx, e.leaf_hash FROM unnest($1::bytea[]) AS t(h) "
-                "JOIN entries e ON e.statement_hash = t.h",
-                [e.statement_hash for e in entries],
-            )
+            for r in await conn.fetch(_EXISTING, [e.statement_hash for e in entries])
         }
         out, new, nonce_pos = cls._plan(entries, existing, next_index)
         if not new:
             return out, next_index
         try:
-            await cls._copy_entries(conn, new)
+            await cls._copy_entries(conn, room, new)
         except asyncpg.UniqueViolationError as again:
             if again.constraint_name != _NONCE_CONSTRAINT:
                 raise
@@ -273,7 +302,7 @@ class LogStore:
     ) -> NonceReplay:
         """The replay to report: the first position whose (signer, nonce) the log already holds."""
         used = await conn.fetch(
-            "SELECT signer, nonce FROM entries WHERE (signer, nonce) IN "
+            "SELECT signer, nonce FROM entry_nonces WHERE (signer, nonce) IN "
             "(SELECT * FROM unnest($1::text[], $2::text[]))",
             [e.signer for _, e in new],
             [e.nonce for _, e in new],

@@ -101,7 +101,7 @@ class ReverifyStore:
 
     async def entry_by_nonce(self, signer: str, nonce: str) -> int | None:
         v: int | None = await self.pool.fetchval(
-            "SELECT idx FROM entries WHERE signer = $1 AND nonce = $2", signer, nonce
+            "SELECT idx FROM entry_nonces WHERE signer = $1 AND nonce = $2", signer, nonce
         )
         return v
 
