@@ -49,6 +49,14 @@ _EXISTING = (
 Follow = Callable[[list[Appended]], Sequence[CheckedEntry]]
 
 
+#: The columns of an entry row as appends write them, and the rows of indexed entries.
+ENTRY_COLUMNS = ["idx", "leaf", "leaf_hash", "statement_hash", "signer", "nonce", "kind", "subject"]
+
+
+def entry_records(new: Iterable[tuple[int, CheckedEntry]]) -> list[tuple[object, ...]]:
+    return [(i, e.leaf, e.leaf_hash, e.statement_hash, e.signer, e.nonce, e.kind, e.subject) for i, e in new]
+
+
 @dataclass(frozen=True)
 class StoredCheckpoint:
     size: int
@@ -241,14 +249,7 @@ class LogStore:
                 [e.signer for _, e in new],
                 [e.nonce for _, e in new],
             )
-            await conn.copy_records_to_table(
-                "entries",
-                columns=["idx", "leaf", "leaf_hash", "statement_hash", "signer", "nonce", "kind", "subject"],
-                records=[
-                    (i, e.leaf, e.leaf_hash, e.statement_hash, e.signer, e.nonce, e.kind, e.subject)
-                    for i, e in new
-                ],
-            )
+            await conn.copy_records_to_table("entries", columns=ENTRY_COLUMNS, records=entry_records(new))
 
     @classmethod
     async def _append_group(
