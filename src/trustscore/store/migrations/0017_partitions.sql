@@ -24,6 +24,8 @@ $$;
 -- lock (store/partitions.py); it runs as the tables' owner because the app role may not create tables.
 -- A partition is created on its own and then attached: ATTACH PARTITION takes SHARE UPDATE EXCLUSIVE on
 -- the parent (readers and writers go on), where CREATE TABLE .. PARTITION OF would take ACCESS EXCLUSIVE.
+-- Either way the tables with foreign keys into the parent are locked SHARE ROW EXCLUSIVE (their writes
+-- wait, their reads do not) until the transaction ends.
 CREATE FUNCTION trustscore_extend_partitions(
     last_index bigint, OUT covered bigint, OUT created integer, OUT span bigint
 )
