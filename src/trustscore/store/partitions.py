@@ -16,7 +16,11 @@ taking the sequence row first here too keeps one lock order and no deadlock. Two
 
 from __future__ import annotations
 
+import logging
+
 import asyncpg
+
+log = logging.getLogger(__name__)
 
 AHEAD_LOCK_TIMEOUT = "500ms"
 
@@ -44,7 +48,15 @@ class Partitions:
                 await conn.execute(f"SET LOCAL lock_timeout = '{AHEAD_LOCK_TIMEOUT}'")
                 covered, _, span = await _extend(conn, last_index)
         except asyncpg.LockNotAvailableError:
-            return  # busy: the next append into the last partition tries again
+            log.info(
+                "partitions: the locks to add one after index %d were busy; a later append retries",
+                last_index,
+            )
+            return
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+            # The append has committed: its caller must not see it fail. The needed path still holds.
+            log.warning("partitions: could not add one after index %d: %s", last_index, exc)
+            return
         self._learn(covered, span)
 
     def room(self) -> Room:

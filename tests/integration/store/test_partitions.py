@@ -421,3 +421,36 @@ async def test_a_failed_group_rolls_back_the_partition_it_made_and_the_others_st
 async def test_a_span_that_is_not_a_power_of_two_is_refused(dsn: str) -> None:
     with pytest.raises(asyncpg.RaiseError, match="power of two"):
         await migrate_with_span(dsn, span=1000)
+
+
+async def test_a_busy_referencing_table_delays_partitions_but_never_fails_an_append(tiny: str) -> None:
+    """A writer holding a table that references entries (a long projector step, say) makes the partition
+    made ahead give up after its lock timeout, and the append that needs a partition wait for it."""
+    pool = await db.create_pool(tiny, min_size=1, max_size=3)
+    blocker = await owner(tiny)
+    try:
+        store = LogStore(pool)
+
+        def cards(tag: str, n: int) -> list[CheckedEntry]:
+            return [checked(card_envelope(keys.SigningKey.generate(), f"{tag}{i}"), {}) for i in range(n)]
+
+        await store.append(cards("a", 1))  # index 0; partitions [0, 16) exist
+        tx = blocker.transaction()
+        await tx.start()
+        await blocker.execute("LOCK TABLE ladder IN ROW EXCLUSIVE MODE")
+        got = await store.append(cards("b", SPAN))  # indexes 1..8: into the last partition
+        assert [a.index for a in got] == list(range(1, 1 + SPAN))
+        assert await partitions(blocker, "entries") == [(0, SPAN), (SPAN, 2 * SPAN)]  # ahead gave up
+
+        async def release() -> None:
+            await asyncio.sleep(1.0)
+            await tx.commit()
+
+        releasing = asyncio.create_task(release())
+        got = await store.append(cards("c", SPAN))  # 9..16: 16 needs a partition, and waits for it
+        await releasing
+        assert [a.index for a in got] == list(range(1 + SPAN, 1 + 2 * SPAN))
+        assert (2 * SPAN, 3 * SPAN) in await partitions(blocker, "entries")
+    finally:
+        await blocker.close()
+        await pool.close()
