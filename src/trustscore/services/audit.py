@@ -59,6 +59,7 @@ async def _fsck(conn: asyncpg.Connection, given: note.Verifier | None, batch: in
             check.compare_nodes(
                 completed, await store.stored_nodes(conn, [(lv, i) for lv, i, _ in completed])
             )
+    problems += await store.side_table_problems(conn)
     report = check.finish()
     report.problems[:0] = problems
     return report

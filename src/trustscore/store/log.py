@@ -513,6 +513,37 @@ async def entry_batches(conn: asyncpg.Connection, batch: int) -> AsyncIterator[l
         yield [StoredEntry(r["idx"], bytes(r["leaf"]), bytes(r["leaf_hash"])) for r in rows]
 
 
+async def side_table_problems(conn: asyncpg.Connection, limit: int = 20) -> list[str]:
+    """Disagreements between the entries and the side tables that keep statements and nonces unique
+    (migration 0017): an entry whose statement or (signer, nonce) row is missing or names another index,
+    or side rows that no entry has. Empty where the side tables do not exist (an older schema)."""
+    if await conn.fetchval("SELECT to_regclass('entry_statements') IS NULL"):
+        return []
+    rows = await conn.fetch(
+        "(SELECT 'statement' AS side, e.idx, s.idx AS named FROM entries e "
+        " LEFT JOIN entry_statements s ON s.statement_hash = e.statement_hash WHERE s.idx IS DISTINCT FROM e.idx"
+        " UNION ALL "
+        " SELECT 'nonce', e.idx, n.idx FROM entries e "
+        " LEFT JOIN entry_nonces n ON n.signer = e.signer AND n.nonce = e.nonce WHERE n.idx IS DISTINCT FROM e.idx)"
+        " ORDER BY 2, 1 LIMIT $1",
+        limit,
+    )
+    out = [
+        f"entry {r['idx']}: its {r['side']} row "
+        + ("is missing" if r["named"] is None else f"names entry {r['named']}")
+        for r in rows
+    ]
+    counts = await conn.fetchrow(
+        "SELECT (SELECT count(*) FROM entries) AS entries, (SELECT count(*) FROM entry_statements) AS statements,"
+        " (SELECT count(*) FROM entry_nonces) AS nonces"
+    )
+    assert counts is not None
+    for side in ("statements", "nonces"):
+        if counts[side] != counts["entries"]:
+            out.append(f"entry_{side} has {counts[side]} rows for {counts['entries']} entries")
+    return out
+
+
 async def stored_nodes(
     conn: asyncpg.Connection, ids: Sequence[tuple[int, int]]
 ) -> dict[tuple[int, int], bytes]:

@@ -454,3 +454,29 @@ async def test_a_busy_referencing_table_delays_partitions_but_never_fails_an_app
     finally:
         await blocker.close()
         await pool.close()
+
+
+@pytest.mark.parametrize(
+    ("tamper", "problem"),
+    [
+        ("UPDATE entry_statements SET idx = 3 WHERE idx = 4", "entry 4: its statement row names entry 3"),
+        ("DELETE FROM entry_nonces WHERE idx = 9", "entry 9: its nonce row is missing"),
+        (
+            "INSERT INTO entry_nonces (signer, nonce, idx) VALUES ('k', 'extra-nonce', 2)",
+            "entry_nonces has 38 rows for 37 entries",
+        ),
+    ],
+)
+async def test_fsck_finds_side_tables_that_disagree_with_the_entries(
+    migrated: Migrated, tamper: str, problem: str
+) -> None:
+    assert len(migrated.signed.entries) == 37  # 2 market statements, 5 cards, 30 events
+    conn = await owner(migrated.dsn)
+    try:
+        table = tamper.split()[2 if tamper.startswith(("DELETE", "INSERT")) else 1]
+        await conn.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
+        await conn.execute(tamper)
+    finally:
+        await conn.close()
+    report = await fsck_database(migrated.dsn, VERIFIER, batch=10)
+    assert report.root_matches and problem in report.problems, report.problems
