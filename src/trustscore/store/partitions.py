@@ -11,7 +11,7 @@ taking the sequence row first here too keeps one lock order and no deadlock. Two
   transaction of its own that waits at most ``AHEAD_LOCK_TIMEOUT`` for its locks (a projector step or an
   autovacuum of a referencing table may hold them); on timeout a later append tries again.
 - **needed**: an append about to write an index no partition covers yet creates the partitions first,
-  in its own transaction, waiting as long as it takes, so no append ever fails for a missing partition.
+  inside the append's transaction, waiting as long as it takes, so no append fails for a missing one.
 """
 
 from __future__ import annotations
