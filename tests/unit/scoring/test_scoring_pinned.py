@@ -1,8 +1,10 @@
-"""Pins every output bit of the engine for all three released models on a rich synthetic evidence set.
+"""Pins every output bit of the engine for every released model on a rich synthetic evidence set.
 
 The engine's arithmetic may be reorganised for speed (``docs/methodology.md``, "Engine and performance"),
 but a released model's numbers never change: each digest below is the sha256 of the ``repr`` of every
 number the engine returns (and of the published rating structs), computed before any optimisation.
+trustscore-v3's were recorded when it was released; its item weights and decay factor use only IEEE
+additions and multiplications (scoring/anchored.py), not a platform's pow.
 """
 
 from __future__ import annotations
@@ -133,9 +135,22 @@ PINNED = {
         "9d6cc53635c17436234bcd1f2b9365a22b7bc2c2bcc92c5b1bf312318ade769b",
         "bbc3713bb4158008db456cc443bbaeea3bf2451273351f22e66eacef33141b86",
     ),
+    ("trustscore-v3", 0): (
+        "6737b88fe641ae4cc16b05bc26253238c39ee6c7b7e764d23c87a6af0edab8e6",
+        "3d5437a5f95dc316a89dec55333d7372eb9f40e5d42c0a90a8abf42bf4bf92b4",
+    ),
+    ("trustscore-v3", 7): (
+        "db9d801ebb7471bc1b95083465c9e87a59626442158536644ca54ac4dafacbf9",
+        "3be4bcf539f65c4a737626850e446f2da887258168eec0f31fd26379de0e7092",
+    ),
+    ("trustscore-v3", -30): (
+        "9aaa5b055ff5188bb5b12caeb5f3413d944c7d11001e26ce5a3f5befe54662bd",
+        "a66137b5ecb486f2414084b5522f8af6a23da6aa86e111cb8c4d6993210046de",
+    ),
 }
 
-CASES = [(m, d) for m in ("baseline-v0.3", "trustscore-v1", "trustscore-v2") for d in (0, 7, -30)]
+MODELS = ("baseline-v0.3", "trustscore-v1", "trustscore-v2", "trustscore-v3")
+CASES = [(m, d) for m in MODELS for d in (0, 7, -30)]
 
 
 @pytest.mark.parametrize(("model", "days"), CASES)
