@@ -57,8 +57,9 @@ def exp2(x: F64) -> F64:
     k = np.rint(x)
     f = x - k
     p = np.full(x.shape, _COEFFICIENTS[-1])
-    for c in reversed(_COEFFICIENTS[:-1]):
-        p = p * f + c
+    for c in reversed(_COEFFICIENTS[:-1]):  # p = p · f + c, in place (the same roundings)
+        p *= f
+        p += c
     out: F64 = np.ldexp(p, k.astype(np.int64))
     return out
 
