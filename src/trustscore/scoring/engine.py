@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from trustscore.errors import ConfigError, InvalidInput
-from trustscore.scoring.anchored import anchored_factors, decay_factor
+from trustscore.scoring.anchored import anchored_factors, decay_factor, exp2
 from trustscore.scoring.inputs import EvidenceBatch, SnapshotBatch
 from trustscore.scoring.issuers import issuer_cap_factors
 from trustscore.scoring.kernels import (
@@ -162,7 +162,9 @@ def rate_counted(
     weight = source_weight
     if spec.decay is not None:
         age_days = (at - counted.when) / MICROS_PER_DAY
-        weight = weight * np.power(0.5, age_days / spec.decay.half_life_days)
+        # 0.5^y as 2^-y by the portable exp2: numpy's pow differs in the last bit between machines
+        # (its AVX-512 path), which made the released numbers depend on the CPU (methodology.md).
+        weight = weight * exp2(-(age_days / spec.decay.half_life_days))
     weight = weight * counted.extra_weight
     if spec.issuers is not None:
         assert counted.issuer is not None
