@@ -21,6 +21,7 @@ import asyncio
 import hashlib
 import os
 import random
+import resource
 import shutil
 import sys
 import tempfile
@@ -36,7 +37,7 @@ import asyncpg
 import httpx
 
 from _common import drop_database, embedded_dsn, fresh_database, percentile, print_header
-from ingest import SERVER_ENV, Phase, presign, run_phases
+from ingest import SERVER_ENV, Phase, cpu_seconds, presign, run_phases
 from ingest import _pairs as pairs
 from proofs import timed, verify_sample
 from trustscore import canonical
@@ -55,25 +56,63 @@ from trustscore.settings import Settings
 from trustscore.store import db
 from trustscore.store.log import LogStore
 
+Conn = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
 Node = tuple[int, int, bytes]  # (level, index, hash) of a complete aligned subtree, as in tree_nodes
+
+
+Entry = tuple[int, bytes, bytes, bytes, str, str, str, str]
+"""What appending writes of an entry: (idx, leaf, leaf_hash, statement_hash, signer, nonce, kind, subject)."""
 
 
 @dataclass
 class Rows:
-    """Synthetic entries ``[start, end)`` and the tree nodes they complete."""
+    """Synthetic entries ``[start, end)`` and the tree nodes they complete, as concatenated fixed-size
+    byte strings (a worker process makes them: one byte string pickles in a memcpy, 10^5 tuples do not)."""
 
     start: int
     end: int
-    # (idx, leaf, leaf_hash, statement_hash, signer, nonce, kind, subject), the columns of an append
-    entries: list[tuple[int, bytes, bytes, bytes, str, str, str, str]]
-    nodes: list[Node]  # complete aligned subtrees inside [start, end)
-    pieces: list[Node] = field(default_factory=list)  # the largest of them, covering [start, end) in order
+    leaves: bytes  # every leaf has the same length (fixed-width nonce, fixed-length key id)
+    leaf_hashes: bytes
+    statement_hashes: bytes
+    levels: list[tuple[int, bytes]]  # per tree level from 0: (first index, hashes) of the inner nodes
+    pieces: list[Node] = field(default_factory=list)  # the largest inner nodes, covering the range in order
+
+    def entries(self) -> list[Entry]:
+        n = self.end - self.start
+        size = len(self.leaves) // n
+        out = []
+        kid = ""
+        for k in range(n):
+            i = self.start + k
+            if k == 0 or i % PER_SIGNER == 0:
+                kid = signer_of(i)
+            out.append(
+                (
+                    i,
+                    self.leaves[k * size : (k + 1) * size],
+                    self.leaf_hashes[32 * k : 32 * k + 32],
+                    self.statement_hashes[32 * k : 32 * k + 32],
+                    kid,
+                    nonce_of(i),
+                    KIND,
+                    kid,
+                )
+            )
+        return out
+
+    def nodes(self) -> list[Node]:
+        """The complete aligned subtrees inside ``[start, end)``."""
+        return [
+            (lv, lo + k, hs[32 * k : 32 * k + 32])
+            for lv, (lo, hs) in enumerate(self.levels)
+            for k in range(len(hs) // 32)
+        ]
 
 
 # --- the one function that knows the table layout ------------------------------------------------------
 
 
-async def copy_synthetic(conn: asyncpg.Connection, rows: Rows, more_nodes: list[Node]) -> None:
+async def copy_synthetic(conn: Conn, rows: Rows, more_nodes: list[Node]) -> None:
     """Write ``rows`` and ``more_nodes`` (nodes completed across the start of ``rows``) as appending and
     integrating them would have, inside the caller's transaction: COPY into ``entries`` (and into the
     global-uniqueness side tables ``entry_statements`` and ``entry_nonces`` where the schema has them),
@@ -87,25 +126,26 @@ async def copy_synthetic(conn: asyncpg.Connection, rows: Rows, more_nodes: list[
     )
     if moved != "UPDATE 1":
         raise RuntimeError(f"the log does not end at {rows.start}: was another writer running?")
+    entries = rows.entries()
     await conn.copy_records_to_table(
         "entries",
         columns=["idx", "leaf", "leaf_hash", "statement_hash", "signer", "nonce", "kind", "subject"],
-        records=rows.entries,
+        records=entries,
     )
     if await conn.fetchval("SELECT to_regclass('entry_statements') IS NOT NULL"):
         await conn.copy_records_to_table(
             "entry_statements",
             columns=["statement_hash", "idx"],
-            records=[(e[3], e[0]) for e in rows.entries],
+            records=[(e[3], e[0]) for e in entries],
         )
     if await conn.fetchval("SELECT to_regclass('entry_nonces') IS NOT NULL"):
         await conn.copy_records_to_table(
             "entry_nonces",
             columns=["signer", "nonce", "idx"],
-            records=[(e[4], e[5], e[0]) for e in rows.entries],
+            records=[(e[4], e[5], e[0]) for e in entries],
         )
     await conn.copy_records_to_table(
-        "tree_nodes", columns=["level", "idx", "hash"], records=rows.nodes + more_nodes
+        "tree_nodes", columns=["level", "idx", "hash"], records=rows.nodes() + more_nodes
     )
     projected = await conn.execute(
         "UPDATE projection_state SET next_index = $2 WHERE name = 'log' AND next_index = $1",
@@ -147,36 +187,41 @@ def templates(kid: str) -> tuple[bytes, bytes]:
     return payload.replace(_NONCE.encode(), b"%s"), leaf.replace(_PAYLOAD.encode(), b"%s")
 
 
+def nonce_of(index: int) -> str:
+    return f"growth-{index:012d}"
+
+
 def synthetic_rows(span: tuple[int, int]) -> Rows:
     """Entries ``[start, end)`` and their inner tree nodes (in a worker process). The first entry is
     parsed back with the log's own parser and must say what its row says."""
     start, end = span
     sha, b64 = hashlib.sha256, canonical.b64encode
-    entries = []
-    hashes = []
-    kid = ""
+    leaves, hashes, statement_hashes = [], [], []
     payload_t = leaf_t = b""
     for i in range(start, end):
         if i == start or i % PER_SIGNER == 0:
-            kid = signer_of(i)
-            payload_t, leaf_t = templates(kid)
-        nonce = f"growth-{i:012d}"
-        payload = payload_t % nonce.encode()
+            payload_t, leaf_t = templates(signer_of(i))
+        payload = payload_t % nonce_of(i).encode()
         leaf = leaf_t % b64(payload).encode()
-        h = sha(b"\x00" + leaf).digest()
-        hashes.append(h)
-        entries.append((i, leaf, h, sha(payload).digest(), kid, nonce, KIND, kid))
-    first = audit.parse_leaf(entries[0][1])
-    facts = first.statement.facts
-    if (first.statement_hash, facts.signer, first.statement.predicate.nonce, first.statement.kind.predicate_type, facts.subject) != entries[0][3:]:  # fmt: skip
+        leaves.append(leaf)
+        hashes.append(sha(b"\x00" + leaf).digest())
+        statement_hashes.append(sha(payload).digest())
+    if len({len(leaf) for leaf in leaves}) != 1:
+        raise RuntimeError("synthetic leaves must all have one length")
+    levels, pieces = inner_nodes(start, hashes)
+    rows = Rows(start, end, b"".join(leaves), b"".join(hashes), b"".join(statement_hashes), levels, pieces)
+    first = rows.entries()[0]
+    parsed = audit.parse_leaf(first[1])
+    facts = parsed.statement.facts
+    if (parsed.statement_hash, facts.signer, parsed.statement.predicate.nonce, parsed.statement.kind.predicate_type, facts.subject) != first[3:]:  # fmt: skip
         raise RuntimeError(f"synthetic entry {start} does not parse back to its row")
-    nodes, pieces = inner_nodes(start, hashes)
-    return Rows(start, end, entries, nodes, pieces)
+    return rows
 
 
-def inner_nodes(start: int, leaf_hashes: list[bytes]) -> tuple[list[Node], list[Node]]:
-    """Every complete aligned subtree inside ``[start, start + len(leaf_hashes))``, level by level, and
-    those of :func:`merkle.range_nodes` (the largest, covering the range left to right)."""
+def inner_nodes(start: int, leaf_hashes: list[bytes]) -> tuple[list[tuple[int, bytes]], list[Node]]:
+    """Every complete aligned subtree inside ``[start, start + len(leaf_hashes))``, per level as (first
+    index, concatenated hashes), and those of :func:`merkle.range_nodes` (the largest, covering the
+    range left to right)."""
     levels: list[tuple[int, list[bytes]]] = []
     lo, row = start, leaf_hashes
     sha = hashlib.sha256
@@ -186,12 +231,11 @@ def inner_nodes(start: int, leaf_hashes: list[bytes]) -> tuple[list[Node], list[
         off = first - lo
         row = [sha(b"\x01" + row[k] + row[k + 1]).digest() for k in range(off, len(row) - 1, 2)]
         lo = first >> 1
-    nodes = [(lv, lo + k, h) for lv, (lo, hs) in enumerate(levels) for k, h in enumerate(hs)]
     pieces = [
         (lv, i, levels[lv][1][i - levels[lv][0]])
         for lv, i in merkle.range_nodes(start, start + len(leaf_hashes))
     ]
-    return nodes, pieces
+    return [(lo, b"".join(hs)) for lo, hs in levels], pieces
 
 
 def join(frontier: list[Node], pieces: list[Node]) -> list[Node]:
@@ -216,11 +260,11 @@ def spans(start: int, end: int) -> Iterator[tuple[int, int]]:
         start = stop
 
 
-async def check_projects_nothing(conn: asyncpg.Connection, rows: Rows, sample: int = 1000) -> int:
+async def check_projects_nothing(conn: Conn, rows: Rows, sample: int = 1000) -> int:
     """Run the projection (evidence, snapshots, ladder) and the webhook hook it runs in the same
     transaction over the first ``sample`` synthetic entries, and require that they yield nothing, so
     moving the projection's progress past them equals projecting them. Returns the entries checked."""
-    some = rows.entries[:sample]
+    some = rows.entries()[:sample]
     state = ProjectionState(b"\x00" * 32, next_index=rows.start)
     out = project([(e[0], e[1]) for e in some], state, verify=False)
     if out.evidence or out.snapshots or out.ladder or out.rejected:
@@ -244,6 +288,7 @@ class Fill:
     vacuum_seconds: float
     database_bytes: tuple[int, int]  # before, after
     checked: int  # synthetic entries run through the projection, yielding nothing
+    cpu: tuple[float, float, float | None] = (0.0, 0.0, None)  # seconds: this process, workers, backend
 
 
 async def fill(dsn: str, data_dir: Path, target: int, check_tree_upto: int) -> Fill:
@@ -265,9 +310,11 @@ async def fill(dsn: str, data_dir: Path, target: int, check_tree_upto: int) -> F
         print(f"filling {start:,} -> {target:,} entries (COPY, {CHUNK:,} per chunk) ...", flush=True)
         t0 = time.perf_counter()
         checked = 0
+        self0, workers0 = _rusage(resource.RUSAGE_SELF), _rusage(resource.RUSAGE_CHILDREN)
         loop = asyncio.get_running_loop()
         async with pool.acquire() as conn, conn.transaction():
             await conn.execute("SET LOCAL synchronous_commit = off")
+            backend = _backend_cpu(await conn.fetchval("SELECT pg_backend_pid()"))
             stored = await store.nodes(merkle.frontier_nodes(start), conn)
             frontier = [(lv, i, stored[lv, i]) for lv, i in merkle.frontier_nodes(start)]
             with ProcessPoolExecutor(max_workers=os.cpu_count()) as ex:
@@ -284,25 +331,51 @@ async def fill(dsn: str, data_dir: Path, target: int, check_tree_upto: int) -> F
                 ranges = merkle.consistency_proof_ranges(prev.size, target)
                 proof = merkle.assemble(ranges, await store.nodes(merkle.required_nodes(ranges), conn))
                 merkle.verify_consistency(prev.size, target, proof, prev.root, root)
-            if target <= check_tree_upto:
-                await check_tree(conn, target)
             await conn.execute(
                 "INSERT INTO checkpoints (size, root, signed_note) VALUES ($1, $2, $3)",
                 target,
                 root,
                 service.sign_checkpoint(target, root),
             )
+            if backend is not None:
+                backend = _backend_cpu(await conn.fetchval("SELECT pg_backend_pid()"), backend)
         seconds = time.perf_counter() - t0
+        cpu = (
+            _rusage(resource.RUSAGE_SELF) - self0,
+            _rusage(resource.RUSAGE_CHILDREN) - workers0,  # the pool's processes, reaped when it closed
+            backend,
+        )
+        if target <= check_tree_upto:  # not timed
+            async with pool.acquire() as conn:
+                await check_tree(conn, target)
         t0 = time.perf_counter()
-        await pool.execute("VACUUM (ANALYZE)")  # what autovacuum would have done to a grown log
+        owner = await asyncpg.connect(dsn)  # not the pool's: it acts as the app role, which owns nothing
+        try:
+            await owner.execute("VACUUM (ANALYZE)")  # what autovacuum would have done to a grown log
+        finally:
+            await owner.close()
         vacuum = time.perf_counter() - t0
         after = await pool.fetchval("SELECT pg_database_size(current_database())")
-        return Fill(start, target, seconds, vacuum, (before, after), checked)
+        return Fill(start, target, seconds, vacuum, (before, after), checked, cpu)
     finally:
         await pool.close()
 
 
-async def check_tree(conn: asyncpg.Connection, size: int) -> None:
+def _rusage(who: int) -> float:
+    r = resource.getrusage(who)
+    return r.ru_utime + r.ru_stime
+
+
+def _backend_cpu(pid: int, since: float | None = 0.0) -> float | None:
+    """CPU seconds of the PostgreSQL backend ``pid`` minus ``since``; None where it is not visible (a
+    server on another machine or in a container)."""
+    try:
+        return cpu_seconds(pid) - (since or 0.0)
+    except OSError:
+        return None
+
+
+async def check_tree(conn: Conn, size: int) -> None:
     """Every stored tree node equals a from-scratch rebuild from the stored leaves (small logs only)."""
     leaves = [
         bytes(r[0]) for r in await conn.fetch("SELECT leaf FROM entries WHERE idx < $1 ORDER BY idx", size)
@@ -368,6 +441,7 @@ async def settled(dsn: str, limit: float = 600) -> int:
                 "(SELECT max(size) FROM checkpoints) AS integrated, "
                 "(SELECT next_index FROM projection_state WHERE name = 'log') AS projected"
             )
+            assert row is not None
             if row["integrated"] == row["sequenced"] == row["projected"]:
                 return int(row["sequenced"])
             if time.perf_counter() - t0 > limit:
@@ -414,6 +488,14 @@ def measure_size(
             "to no rows, so the projection was moved past them",
             flush=True,
         )
+        us = [f"{c / n * 1e6:.1f}" if c is not None else "n/a" for c in filled.cpu]
+        known = sum(c for c in filled.cpu if c is not None)
+        print(
+            f"  fill CPU per entry: this process {us[0]} µs, generating workers {us[1]} µs, PostgreSQL "
+            f"backend {us[2]} µs; {known / n * 1e6:.0f} CPU-s per 10^6 entries (>= "
+            f"{known / n * 1e6 / (os.cpu_count() or 1):.0f} s per 10^6 on {os.cpu_count()} idle CPUs)",
+            flush=True,
+        )
     pg_pid = None if args.database_url else int((data_dir / "pg" / "postmaster.pid").read_text().split()[0])
     server = ServeProcess(data_dir, dsn, log_path=data_dir / "serve.log", env=SERVER_ENV, start_timeout=600)
     t0 = time.perf_counter()
@@ -445,7 +527,7 @@ def measure_size(
 # --- output ------------------------------------------------------------------------------------------------
 
 
-def report(steps: list[Step], batches: list[int]) -> None:
+def report(steps: list[Step], batches: list[int], verified: int) -> None:
     print()
     print("log size   = entries when the proofs were timed; ingest then appended on top of it")
     print("fill       = synthetic entries COPYed before this size (s, entries/s, MiB of database per 10^6)")
@@ -499,7 +581,9 @@ def report(steps: list[Step], batches: list[int]) -> None:
             f"warm {warm:.2f} ms ({'met' if warm < 1 else 'not met'} warm; healthz {percentile(s.proofs.health, 50):.2f} ms)"
         )
     print("synthetic entries: subscription revocations with a zero signature (log fsck would refuse them);")
-    print("every proof verified above was checked against the log's signed checkpoint: all valid")
+    print(
+        f"verified {verified} proofs at each size (leaf from /v1/log/entries) against its signed checkpoint: all valid"
+    )
 
 
 # --- main ----------------------------------------------------------------------------------------------------
@@ -570,7 +654,7 @@ def run(args: argparse.Namespace, data_dir: Path) -> None:
     finally:
         if args.database_url and not args.data_dir:
             asyncio.run(drop_database(args.database_url, dsn))
-    report(steps, list(args.ingest))
+    report(steps, list(args.ingest), args.verify)
 
 
 def main(argv: list[str] | None = None) -> int:
