@@ -37,7 +37,7 @@ import asyncpg
 import httpx
 
 from _common import drop_database, embedded_dsn, fresh_database, percentile, print_header
-from ingest import SERVER_ENV, Phase, cpu_seconds, presign, run_phases
+from ingest import SERVER_ENV, Phase, bodies_for, cpu_seconds, post_all, presign, run_phases
 from ingest import _pairs as pairs
 from proofs import timed, verify_sample
 from trustscore import canonical
@@ -615,6 +615,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="up to this size, compare every stored tree node with a rebuild from the leaves",
     )
     p.add_argument(
+        "--real-cards",
+        type=int,
+        help="real signed agent cards posted over HTTP before the first fill "
+        "(default: 1 %% of the first size)",
+    )
+    p.add_argument(
         "--database-url",
         help="a PostgreSQL server URL on which to CREATE a fresh database (default: embedded PostgreSQL)",
     )
@@ -622,7 +628,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.sizes != sorted(args.sizes) or args.sizes[0] < 1:
         p.error("--sizes must be positive and increasing")
+    if args.real_cards is None:
+        args.real_cards = args.sizes[0] // 100
+    if not 0 <= args.real_cards < args.sizes[0]:
+        p.error("--real-cards must be >= 0 and below the first size")
     return args
+
+
+def seed_cards(dsn: str, data_dir: Path, cards: list[bytes]) -> None:
+    """Post ``cards`` to a fresh log over HTTP before its first fill. A log of revocations alone would
+    give the planner statistics in which agent cards do not exist, which no real log has (and in which
+    the webhook hook's lookup of each new card's previous card scans every card instead of one index
+    entry: minutes per projection step of 5,000 cards)."""
+    t0 = time.perf_counter()
+    with ServeProcess(data_dir, dsn, log_path=data_dir / "serve.log", env=SERVER_ENV) as server:
+        asyncio.run(post_all(server.url, bodies_for(cards, 1000), 2))
+        asyncio.run(settled(dsn))
+    print(f"posted {len(cards):,} real agent cards first ({time.perf_counter() - t0:.1f} s, not timed)")
 
 
 def run(args: argparse.Namespace, data_dir: Path) -> None:
@@ -640,12 +662,16 @@ def run(args: argparse.Namespace, data_dir: Path) -> None:
     print(f"database: {dsn}", flush=True)
     per_size = sum(args.ingest.values())
     t0 = time.perf_counter()
-    # Cards never posted to this log before: seeds from its size (a --data-dir log grows between runs).
-    cards = presign(per_size * len(args.sizes), first_seed=1 + asyncio.run(log_size(dsn)))
+    # Cards never posted to this log before: seeds from its size (a --data-dir log grows between runs),
+    # far from those of bench/proofs.py's fill (1,000,000 on).
+    have = asyncio.run(log_size(dsn))
+    cards = presign(per_size * len(args.sizes) + args.real_cards, first_seed=2_000_000 + have)
     print(f"pre-signed {len(cards):,} distinct agent cards in {time.perf_counter() - t0:.1f} s (not timed)")
     rng = random.Random(6962)
     steps = []
     try:
+        if have == 0 and args.real_cards:
+            seed_cards(dsn, data_dir, cards[-args.real_cards :])
         for n, target in enumerate(args.sizes):
             print(f"size {target:,} (load average {os.getloadavg()[0]:.1f})", flush=True)
             steps.append(
