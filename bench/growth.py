@@ -1,8 +1,8 @@
 """Cost growth: ingest rate and inclusion-proof latency at 10^5, 10^6 and 10^7 log entries, side by side.
 
 One database grows through ``--sizes``. Between sizes the log is filled fast, by COPY of synthetic but
-well-formed entries and of every Merkle node they complete (:func:`copy_synthetic`, the one function
-that knows the table layout), then sealed with a checkpoint signed by the log key as the integrator
+well-formed entries and of every Merkle node they complete (:func:`copy_synthetic`; it and :func:`seal`
+are the only writes that know the table layout), then sealed with a checkpoint signed by the log key as the integrator
 would (a fresh log first gets 1 % of the first size in real agent cards over HTTP, ``--real-cards``, so
 that the planner's statistics know cards). At each size ``trustscore serve`` starts on that database and the bench measures, over real HTTP:
 inclusion-proof p50/p90 for random indexes (first pass, then the same proofs warm) next to ``/healthz``,
@@ -110,7 +110,7 @@ class Rows:
         ]
 
 
-# --- the one function that knows the table layout ------------------------------------------------------
+# --- the writes that know the table layout ---------------------------------------------------------------
 
 
 async def copy_synthetic(conn: Conn, rows: Rows, more_nodes: list[Node]) -> None:
@@ -155,6 +155,14 @@ async def copy_synthetic(conn: Conn, rows: Rows, more_nodes: list[Node]) -> None
     )
     if projected != "UPDATE 1":
         raise RuntimeError(f"the log projection is not at {rows.start}: let the server catch up first")
+
+
+async def seal(conn: Conn, size: int, root: bytes, signed_note: str) -> None:
+    """Store the checkpoint over the filled log, as the integrator does once its consistency proof from
+    the previous checkpoint has verified (the caller verifies it first)."""
+    await conn.execute(
+        "INSERT INTO checkpoints (size, root, signed_note) VALUES ($1, $2, $3)", size, root, signed_note
+    )
 
 
 # -------------------------------------------------------------------------------------------------------
@@ -332,12 +340,7 @@ async def fill(dsn: str, data_dir: Path, target: int, check_tree_upto: int) -> F
                 ranges = merkle.consistency_proof_ranges(prev.size, target)
                 proof = merkle.assemble(ranges, await store.nodes(merkle.required_nodes(ranges), conn))
                 merkle.verify_consistency(prev.size, target, proof, prev.root, root)
-            await conn.execute(
-                "INSERT INTO checkpoints (size, root, signed_note) VALUES ($1, $2, $3)",
-                target,
-                root,
-                service.sign_checkpoint(target, root),
-            )
+            await seal(conn, target, root, service.sign_checkpoint(target, root))
             if backend is not None:
                 backend = _backend_cpu(await conn.fetchval("SELECT pg_backend_pid()"), backend)
         seconds = time.perf_counter() - t0
