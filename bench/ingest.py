@@ -95,10 +95,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 # --- the pieces --------------------------------------------------------------------------------------
 
 
-def presign(total: int) -> list[bytes]:
-    """``total`` distinct signed agent cards as JSON bytes, signed on every CPU (not timed)."""
+def presign(total: int, first_seed: int = 1) -> list[bytes]:
+    """``total`` distinct signed agent cards as JSON bytes, signed on every CPU (not timed); other
+    ``first_seed`` values more than ``total / 2000`` apart give cards distinct from these."""
     chunk = 2000
-    jobs = [(1 + i // chunk, min(chunk, total - i)) for i in range(0, total, chunk)]
+    jobs = [(first_seed + i // chunk, min(chunk, total - i)) for i in range(0, total, chunk)]
     with ProcessPoolExecutor(max_workers=os.cpu_count()) as ex:
         return [e for part in ex.map(encoded_cards, jobs) for e in part]
 

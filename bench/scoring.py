@@ -5,17 +5,22 @@ Runs each released model over the same synthetic columns, the medals of trustsco
 (:mod:`trustscore.scoring.reference`) on a sample of agents in the same run, checks that the engine's
 ratings of the sample are identical to it, and prints both rates and their ratio.
 
-Then the refresh to a new time (:class:`trustscore.scoring.refresh.RatingState`) of baseline-v0.3 over
-``--refresh-agents`` agents with each of ``--refresh-items`` items per agent: the refresh one hour later
-beside the full recompute at that time, in the same run, checked identical bit for bit. Its cost should
-not grow with the items per agent (trustscore-v1/v2 refresh by a full pass: docs/methodology.md).
+Then trustscore-v3 beside trustscore-v2 (the same model, decay anchored in time): how many published
+integers (total, adjusted, total interval, n) and published 10^-6 numbers differ, at several times.
+
+Then the refresh to a new time (:class:`trustscore.scoring.refresh.RatingState`) of each of
+``--refresh-models`` over ``--refresh-agents`` agents with each of ``--refresh-items`` items per agent: the
+refresh one hour later beside the full recompute at that time, in the same run, checked identical bit for
+bit. baseline-v0.3's and trustscore-v3's cost should not grow with the items per agent (trustscore-v1/v2
+refresh by a full pass: docs/methodology.md).
 
 With ``--against REV`` each model's full recompute is also timed with the engine of git revision REV
 (its ``src/trustscore/scoring`` loaded beside this one), alternating old and new in the same run: the
 before/after ratio under the same load, and a check that both give the same ratings.
 
     PYTHONPATH=src python bench/scoring.py [--rows 1000000] [--agents 10000] [--sample 1000]
-        [--refresh-agents 100000] [--refresh-items 1,10,30] [--against main]
+        [--refresh-agents 100000] [--refresh-items 1,10,30]
+        [--refresh-models baseline-v0.3,trustscore-v2,trustscore-v3] [--against main]
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from trustscore.kinds.graded import DIMENSIONS
 from trustscore.scoring import EvidenceBatch, SnapshotBatch, load_weights
 from trustscore.scoring.engine import RatingColumns, score_columns
 from trustscore.scoring.medals import find_medal_rules, medals_of
+from trustscore.scoring.publish import published
 from trustscore.scoring.ratings import Rating, to_ratings
 from trustscore.scoring.reference import RefEvidence, RefSnapshot, score_baseline
 from trustscore.scoring.refresh import RatingState
@@ -243,10 +249,10 @@ class AgentRows:
 
 
 def refresh_bench(model: str, agents: int, per_agent: int, repeat: int) -> bool:
-    """Refresh a microsecond on (no row becomes due: baseline-v0.3's O(agents) path; a decay model's pass
-    over its kept rows) and one hour on (the agents with a row due are recomputed from their rows; a
-    decay model reads all rows again) vs the full recompute at the same times; True if every refresh is
-    identical to it bit for bit."""
+    """Refresh a microsecond on (no row becomes due: baseline-v0.3's and trustscore-v3's O(agents) path;
+    an unanchored decay model's pass over its kept rows) and one hour on (the agents with a row due are
+    recomputed from their rows; an unanchored decay model reads all rows again) vs the full recompute at
+    the same times; True if every refresh is identical to it bit for bit."""
     evidence, snapshots = synthetic(agents * per_agent, agents, seed=per_agent)
     weights = load_weights(ROOT / "weights" / f"{model}.toml")
     state = RatingState(weights)
@@ -281,6 +287,46 @@ def refresh_bench(model: str, agents: int, per_agent: int, repeat: int) -> bool:
     return True
 
 
+def v2_v3_differences(evidence: EvidenceBatch, snapshots: SnapshotBatch, days: tuple[int, ...]) -> None:
+    """Published ratings of trustscore-v2 and trustscore-v3 (mathematically the same model) at AT + each
+    of ``days``: the integers and the 10^-6 numbers that differ, and the largest difference of a float
+    before publication rounding."""
+    v2, v3 = (load_weights(ROOT / "weights" / f"{m}.toml") for m in ("trustscore-v2", "trustscore-v3"))
+    for day in days:
+        at = AT + day * MICROS_PER_DAY
+        a, b = (score_columns(evidence, snapshots, w, at) for w in (v2, v3))
+        counts = {"int": [0, 0], "float": [0, 0]}  # differing, compared
+        for x, y in zip(to_ratings(a, v2), to_ratings(b, v3), strict=True):
+            for kind, p, q in _leaves(msgspec.to_builtins(published(x)), msgspec.to_builtins(published(y))):
+                counts[kind][0] += p != q
+                counts[kind][1] += 1
+        relative = max(
+            float(
+                np.nanmax(np.abs(getattr(b, f) - getattr(a, f)) / np.maximum(np.abs(getattr(a, f)), 1e-300))
+            )
+            for f in ("scores", "n_eff", "total_n_eff", "confidence")
+        )
+        print(
+            f"trustscore-v3 vs v2 at AT{day:+d} days, {len(a.agents):,} agents: published integers differ "
+            f"{counts['int'][0]:,} of {counts['int'][1]:,}; published 10^-6 numbers differ "
+            f"{counts['float'][0]:,} of {counts['float'][1]:,}; largest relative difference before "
+            f"rounding {relative:.1e}"
+        )
+
+
+def _leaves(x: object, y: object) -> list[tuple[str, object, object]]:
+    """The published numbers of two ratings side by side, as ("int" | "float", v2's, v3's); the model's
+    name and digest left out, a grade counted as an integer (it follows the total)."""
+    if isinstance(x, dict) and isinstance(y, dict):
+        keys = sorted((set(x) | set(y)) - {"model_version", "weights_digest", "agent"})
+        return [leaf for k in keys for leaf in _leaves(x.get(k), y.get(k))]
+    if isinstance(x, list | tuple) and isinstance(y, list | tuple):
+        return [leaf for p, q in zip(x, y, strict=True) for leaf in _leaves(p, q)]
+    if isinstance(x, list | tuple) or isinstance(y, list | tuple):  # an interval on one side only
+        return [("int" if isinstance(x or y, int) else "float", x, y)]
+    return [("float" if isinstance(x, float) or isinstance(y, float) else "int", x, y)]
+
+
 def _same_columns(a: RatingColumns, b: RatingColumns) -> bool:
     """Bit for bit: every number's bytes (NaN, -0.0 and the last bit included)."""
     fields = (f for f in RatingColumns.__dataclass_fields__ if f != "agents")
@@ -299,6 +345,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--refresh-agents", type=int, default=100_000)
     parser.add_argument("--refresh-items", default="1,10,30", help="items per agent, comma-separated")
+    parser.add_argument(
+        "--refresh-models", default="baseline-v0.3,trustscore-v2,trustscore-v3", help="comma-separated"
+    )
     parser.add_argument("--against", metavar="REV", help="also time the engine of this git revision")
     args = parser.parse_args()
 
@@ -307,7 +356,7 @@ def main() -> int:
     results: dict[str, list[Rating]] = {}
     engine_rate = 0.0
     best_of: dict[str, float] = {}
-    for name in ("baseline-v0.3", "trustscore-v1", "trustscore-v2"):
+    for name in ("baseline-v0.3", "trustscore-v1", "trustscore-v2", "trustscore-v3"):
         weights = load_weights(ROOT / "weights" / f"{name}.toml")
         timings = []
         for _ in range(args.repeat):
@@ -370,9 +419,11 @@ def main() -> int:
     )
     print(f"engine (baseline-v0.3, best) / plain-Python rate: {engine_rate / python_rate:,.1f}x")
     print(f"identical on the sample: {not mismatches} ({len(mismatches)} of {len(expected)} agents differ)")
+    v2_v3_differences(evidence, snapshots, (0, 7, 90, -30))
     refreshed = [
         refresh_bench(model, args.refresh_agents, int(k), args.repeat)
-        for model in ("baseline-v0.3", "trustscore-v2")
+        for model in args.refresh_models.split(",")
+        if model
         for k in args.refresh_items.split(",")
         if k
     ]

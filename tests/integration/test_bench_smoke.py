@@ -66,6 +66,17 @@ RUNS: dict[str, tuple[str, list[str]]] = {
             rf"proof from tiles, warm client p50 / API proof p50 = {NUMBER}x",
         ],
     ),
+    "growth.py": (
+        "--sizes 20000,50000 --ingest 1:100,1000:2000 --requests 200 --verify 10 --database-url {db}",
+        [
+            rf"filled {NUMBER} entries in {NUMBER} s \({NUMBER} entries/s\)",
+            r"1000 synthetic entries projected to no rows",
+            r"tree checked: all [\d,]+ stored nodes equal a rebuild from the 50,000 leaves",
+            rf"^\s+50,000\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER} \(\s*{NUMBER} µs\)",
+            rf"50,000: ingest batch 1 {NUMBER}x, ingest batch 1000 {NUMBER}x, proof p50 {NUMBER}x",
+            r"verified 10 proofs at each size .*: all valid",
+        ],
+    ),
     "ingest.py": (
         "--entries 1:10,100:100 --concurrency 1:2,100:1 --verify-sample 10 --prefill 30 --database-url {db}",
         [

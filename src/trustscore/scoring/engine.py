@@ -9,12 +9,13 @@ bit-identical whatever the order of the input rows.
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
 
-from trustscore.errors import InvalidInput
+from trustscore.errors import ConfigError, InvalidInput
+from trustscore.scoring.anchored import anchored_factors, decay_factor, exp2
 from trustscore.scoring.inputs import EvidenceBatch, SnapshotBatch
 from trustscore.scoring.issuers import issuer_cap_factors
 from trustscore.scoring.kernels import (
@@ -148,31 +149,114 @@ def rate_counted(
     ``orders``, if given, keeps the orders that sorted each cell's weights and w·v at an earlier call
     with the same ``counted`` (filled in at the first). Decay multiplies an agent's weights by one factor,
     so the order mostly holds at another time: only cells where rounding reorders terms are re-sorted
-    (:func:`~trustscore.scoring.kernels.sums_near_order`), the sums are the same to the last bit."""
+    (:func:`~trustscore.scoring.kernels.sums_near_order`), the sums are the same to the last bit. A model
+    with an anchored decay needs no orders: its sums do not read the time (:func:`anchored_sums`)."""
+    if weights.decay_anchor is not None:
+        return rate_sums(anchored_sums(counted, weights), weights, at)
     spec = weights.spec
-    names, agent, cell, when, value = counted.names, counted.agent, counted.cell, counted.when, counted.value
-    source_weight, sw_order = counted.source_weight, counted.sw_order
-    n_agents, n_dims = len(names), len(weights.dimension_names)
+    cell, source_weight = counted.cell, counted.source_weight
+    n_agents, n_dims = len(counted.names), len(weights.dimension_names)
     cells = n_agents * n_dims
 
     # Item weight.
     weight = source_weight
     if spec.decay is not None:
-        age_days = (at - when) / MICROS_PER_DAY
-        weight = weight * np.power(0.5, age_days / spec.decay.half_life_days)
+        age_days = (at - counted.when) / MICROS_PER_DAY
+        # 0.5^y as 2^-y by the portable exp2: numpy's pow differs in the last bit between machines
+        # (its AVX-512 path), which made the released numbers depend on the CPU (methodology.md).
+        weight = weight * exp2(-(age_days / spec.decay.half_life_days))
     weight = weight * counted.extra_weight
     if spec.issuers is not None:
         assert counted.issuer is not None
         weight = weight * issuer_cap_factors(cell, counted.issuer, weight, cells, spec.issuers.max_share)
 
-    # Dimension scores.
     # Every sum in ascending order of its terms (kernels.py); one order of a column serves all its sums.
-    counts = np.bincount(cell, minlength=cells).astype(np.int64)
     if np.array_equal(weight, source_weight):  # baseline: the item weight is the source weight
-        sum_w = sums_in_order(cell, weight, cells, sw_order)
+        sum_w = sums_in_order(cell, weight, cells, counted.sw_order)
     else:
         sum_w = _cell_sums(cell, weight, cells, orders, "w")
-    sum_wv = _cell_sums(cell, weight * value, cells, orders, "wv")
+    sum_wv = _cell_sums(cell, weight * counted.value, cells, orders, "wv")
+    return _rate(_sums(counted, sum_w, sum_wv, n_dims), weights, at)
+
+
+@dataclass(frozen=True)
+class CellSums:
+    """What the formulas read of an agent's counted rows: per cell (agent, dimension) Σw, Σ(w·v) and the
+    item count; per agent n, the newest item time, Σ source weight and snapshot consistency. Shapes (A, D)
+    and (A,). For a model with an anchored decay, Σw and Σ(w·v) are of the anchored weights and do not read
+    the rating time (:func:`anchored_sums`), so they can be kept (:mod:`trustscore.scoring.refresh`)."""
+
+    names: tuple[str, ...]
+    sum_w: F64
+    sum_wv: F64
+    counts: I64
+    n: I64
+    newest: I64  # int64 min where n == 0
+    sum_sw: F64
+    consistency: F64
+
+
+def anchored_sums(counted: CountedRows, weights: Weights) -> CellSums:
+    """A model with an anchored decay: the cell sums of its time-independent item weights
+    ``w = sw · 2^x · extra`` (× the issuer cap computed from those), x the item's half-lives after the
+    anchor (:mod:`trustscore.scoring.anchored`); raises InvalidInput for an item outside the range."""
+    spec = weights.spec
+    cell = counted.cell
+    cells = len(counted.names) * len(weights.dimension_names)
+    weight = counted.source_weight * anchored_factors(counted.when, *_anchor(weights))
+    weight = weight * counted.extra_weight
+    if spec.issuers is not None:
+        assert counted.issuer is not None
+        weight = weight * issuer_cap_factors(cell, counted.issuer, weight, cells, spec.issuers.max_share)
+    sum_w = ascending_sums(cell, weight, cells)
+    sum_wv = ascending_sums(cell, weight * counted.value, cells)
+    return _sums(counted, sum_w, sum_wv, len(weights.dimension_names))
+
+
+def rate_sums(sums: CellSums, weights: Weights, at: int) -> RatingColumns:
+    """A model with an anchored decay: ratings at ``at`` from its kept sums, the decayed sums being
+    ``D(at) · Σw`` and ``D(at) · Σ(w·v)`` (one multiplication per cell); O(agents × dimensions)."""
+    d = decay_factor(at, *_anchor(weights))
+    return _rate(replace(sums, sum_w=d * sums.sum_w, sum_wv=d * sums.sum_wv), weights, at)
+
+
+def _anchor(weights: Weights) -> tuple[int, float]:
+    """The decay anchor and half-life of a model with an anchored decay."""
+    anchor = weights.decay_anchor
+    if anchor is None or weights.spec.decay is None:
+        raise ConfigError(f"{weights.model_version} has no anchored decay")
+    return anchor, weights.spec.decay.half_life_days
+
+
+def _sums(counted: CountedRows, sum_w: F64, sum_wv: F64, n_dims: int) -> CellSums:
+    n_agents = len(counted.names)
+    agent = counted.agent
+    newest = np.full(n_agents, np.iinfo(np.int64).min)
+    np.maximum.at(newest, agent, counted.when)
+    return CellSums(
+        names=counted.names,
+        sum_w=sum_w.reshape(n_agents, n_dims),
+        sum_wv=sum_wv.reshape(n_agents, n_dims),
+        counts=np.bincount(counted.cell, minlength=n_agents * n_dims)
+        .astype(np.int64)
+        .reshape(n_agents, n_dims),
+        n=np.bincount(agent, minlength=n_agents).astype(np.int64),
+        newest=newest,
+        sum_sw=sums_in_order(agent, counted.source_weight, n_agents, counted.sw_order),
+        consistency=counted.consistency,
+    )
+
+
+def _rate(sums: CellSums, weights: Weights, at: int) -> RatingColumns:
+    """Every formula from the decayed cell sums on: scores, shrinkage, intervals, the reliability
+    blend, coverage, total, freshness and confidence. O(agents × dimensions)."""
+    spec = weights.spec
+    names = sums.names
+    n_agents, n_dims = len(names), len(weights.dimension_names)
+    cells = n_agents * n_dims
+    sum_w, sum_wv, counts = sums.sum_w.reshape(cells), sums.sum_wv.reshape(cells), sums.counts.reshape(cells)
+
+    # Dimension scores.
     has_weight = sum_w > 0.0
     # trustscore-v2 pads thin evidence with failing weight up to the prior weight (monotone totals).
     trials = sum_w if spec.shrinkage is None else np.maximum(sum_w, spec.shrinkage.prior_weight)
@@ -194,10 +278,10 @@ def rate_counted(
     low = np.where(reasons == OK, 100.0 * low, np.nan)
     high = np.where(reasons == OK, 100.0 * high, np.nan)
 
-    _blend_reliability(scores, reasons, low, high, interval_reasons, counted.consistency, weights)
+    _blend_reliability(scores, reasons, low, high, interval_reasons, sums.consistency, weights)
 
     # Agent-level figures.
-    n = np.bincount(agent, minlength=n_agents).astype(np.int64)
+    n = sums.n
     dim_weights = weights.dimension_weights
     coverage = decimal_sums(~np.isnan(scores), dim_weights)
     weighted = np.zeros(n_agents)
@@ -208,9 +292,7 @@ def rate_counted(
     any_score = ~np.isnan(scores).all(axis=1)
     total = np.where(any_score, round_half_up(raw_total), np.nan)
 
-    newest = np.full(n_agents, np.iinfo(np.int64).min)
-    np.maximum.at(newest, agent, when)
-    adjusted = freshness_adjusted(total, newest, n, at, weights)
+    adjusted = freshness_adjusted(total, sums.newest, n, at, weights)
 
     total_n_eff = np.full(n_agents, np.nan)
     total_low = np.full(n_agents, np.nan)
@@ -223,8 +305,7 @@ def rate_counted(
         size = total_n_eff
         with_interval = any_score & (total_n_eff > 0.0)  # not from snapshot consistency alone
         total_low, total_high = _total_interval(scores, low, high, weights, factor, raw_total, with_interval)
-    sum_sw = sums_in_order(agent, source_weight, n_agents, sw_order)
-    mean_sw = sum_sw / np.maximum(n, 1)
+    mean_sw = sums.sum_sw / np.maximum(n, 1)
     share = spec.confidence.size_share
     size_term = np.minimum(1.0, size / spec.confidence.saturation_n)
     confidence = np.where(n > 0, coverage * (share * size_term + (1.0 - share) * mean_sw), np.nan)

@@ -42,6 +42,7 @@ SCHEMA_VERSION = 1
 #: sha256 of every released medals file, by the model version of the weights file it belongs to.
 RELEASED_DIGESTS: dict[str, str] = {
     "trustscore-v2": "4d4fea069601f3e40448653cb0aa61c17148c53b23df71a38fd3c475893b7500",
+    "trustscore-v3": "677c487dec5cbdba3719e264a1ee2ffc3a8ce8ab729c746440ff5bd0a4a583ce",
 }
 
 Medal = Literal["bronze", "silver", "gold"]

@@ -9,7 +9,13 @@ over which the same rows count. Within the window:
   total). The state recomputes it from the cached total, newest item time and n with the engine's own
   function (:func:`~trustscore.scoring.engine.freshness_adjusted`), so the result is the full recompute
   bit for bit, in O(agents) whatever the number of items;
-* a model **with** ``[decay]`` (trustscore-v1, trustscore-v2) multiplies each item's weight by
+* a model with an **anchored** ``[decay]`` (trustscore-v3) defines its decayed sums as ``D(at) · S``, S the
+  ascending-order cell sums of time-independent weights (:mod:`trustscore.scoring.anchored`). The state
+  keeps, per agent, S_w and S_wv per dimension, the counts and the per-agent figures that do not read the
+  time (:class:`~trustscore.scoring.engine.CellSums`), and rates them with the engine's own function
+  (:func:`~trustscore.scoring.engine.rate_sums`): bit for bit the full recompute, in O(agents ×
+  dimensions) whatever the number of items;
+* a model **with** an unanchored ``[decay]`` (trustscore-v1, trustscore-v2) multiplies each item's weight by
   ``0.5^(age/half_life)`` computed per item, and the released arithmetic takes its sums over those
   rounded products. Mathematically the common factor cancels in the scores, but in float64
   ``pow(0.5, a + b)`` is not ``pow(0.5, a) · pow(0.5, b)``, and n_eff, suppression, intervals, shrinkage
@@ -23,7 +29,8 @@ Outside its window an agent is recomputed from its rows (an item became due, or 
 come from the caller (``rows_of``): the state does no I/O and keeps no log (only, for a decay model, the
 columns derived from the counted rows). An arrival is
 :meth:`RatingState.update` with the agent's rows, O(that agent's items): ascending-order sums put a new
-item among the old ones, so an agent's sums are retaken whole.
+item among the old ones, so an agent's sums are retaken whole (an anchored model's included: its S is an
+ascending-order sum too).
 """
 
 from __future__ import annotations
@@ -34,11 +41,14 @@ from dataclasses import fields
 import numpy as np
 
 from trustscore.scoring.engine import (
+    CellSums,
     CountedRows,
     RatingColumns,
+    anchored_sums,
     counted_rows,
     freshness_adjusted,
     rate_counted,
+    rate_sums,
     score_columns,
 )
 from trustscore.scoring.inputs import EvidenceBatch, EvidenceBuilder, SnapshotBatch
@@ -51,6 +61,7 @@ RowsOf = Callable[[tuple[str, ...]], tuple[EvidenceBatch, SnapshotBatch]]
 _NEVER = np.iinfo(np.int64).max  # no row becomes due
 _ALWAYS = np.iinfo(np.int64).min  # no row counts yet
 _PER_AGENT = tuple(f.name for f in fields(RatingColumns) if f.name != "agents")
+_SUMS = tuple(f.name for f in fields(CellSums) if f.name != "names")  # what an anchored model keeps
 
 
 class RatingState:
@@ -58,9 +69,11 @@ class RatingState:
 
     def __init__(self, weights: Weights) -> None:
         self.weights = weights
+        self._anchored = weights.decay_anchor is not None
+        self._fields = _SUMS if self._anchored else _PER_AGENT
         self._names: list[str] = []
         self._slot: dict[str, int] = {}
-        self._columns: dict[str, np.ndarray] = {}  # field -> (slots, ...) as in RatingColumns
+        self._columns: dict[str, np.ndarray] = {}  # field -> (slots, ...) as in RatingColumns or CellSums
         self._newest = np.zeros(0, dtype=np.int64)  # newest counted item time (meaningless where n == 0)
         self._valid_from = np.zeros(0, dtype=np.int64)
         self._valid_until = np.zeros(0, dtype=np.int64)
@@ -78,33 +91,49 @@ class RatingState:
         at: int,
         agents: Collection[str] | None = None,
     ) -> None:
-        """Rate ``agents`` (default: every agent in the batches) at ``at`` from all of their rows."""
-        columns = score_columns(evidence, snapshots, self.weights, at, agents)
-        self._store(columns, _windows(evidence, snapshots, columns.agents, at))
+        """Rate ``agents`` (default: every agent in the batches) at ``at`` from all of their rows
+        (an anchored model: their sums, which do not read ``at`` beyond which rows count)."""
+        values: RatingColumns | CellSums
+        if self._anchored:
+            values = anchored_sums(counted_rows(evidence, snapshots, self.weights, at, agents), self.weights)
+            names = values.names
+        else:
+            values = score_columns(evidence, snapshots, self.weights, at, agents)
+            names = values.agents
+        self._store(names, values, _windows(evidence, snapshots, names, at))
         self._counted = None  # these agents' rows changed: the next refresh of a decay model re-reads all
 
-    def _store(self, columns: RatingColumns, windows: tuple[I64, I64, I64]) -> None:
-        slots = self._slots_of(columns.agents, columns)
-        for name in _PER_AGENT:
-            self._columns[name][slots] = getattr(columns, name)
+    def _store(
+        self, names: tuple[str, ...], values: RatingColumns | CellSums, windows: tuple[I64, I64, I64]
+    ) -> None:
+        slots = self._slots_of(names, values)
+        for name in self._fields:
+            self._columns[name][slots] = getattr(values, name)
         self._newest[slots], self._valid_from[slots], self._valid_until[slots] = windows
 
     def refresh(self, at: int, rows_of: RowsOf) -> RatingColumns:
         """Every agent's rating at ``at`` (agents sorted by id), bit for bit the full recompute at ``at``.
 
-        O(agents) for a model without decay; agents whose counted rows differ at ``at`` (and every agent
-        of a model with decay) are recomputed from ``rows_of`` and kept for the next refresh.
+        O(agents) for a model without decay or with an anchored one; agents whose counted rows differ at
+        ``at`` (and every agent of a model with an unanchored decay) are recomputed from ``rows_of`` and
+        kept for the next refresh.
         """
         if not self._names:
             return score_columns(EvidenceBuilder().build(), SnapshotBatch.empty(), self.weights, at, ())
         agents = self._sorted_names()
         size = len(agents)
         stale = (at < self._valid_from[:size]) | (at >= self._valid_until[:size])
-        if self.weights.spec.decay is not None:
+        if self.weights.spec.decay is not None and not self._anchored:
             return self._refresh_decayed(at, agents, bool(stale.any()), rows_of)
         if stale.any():
             names = tuple(agents[i] for i in np.flatnonzero(stale).tolist())
             self.update(*rows_of(names), at, names)
+        if self._anchored:
+            return rate_sums(
+                CellSums(names=agents, **{name: self._columns[name][:size].copy() for name in _SUMS}),
+                self.weights,
+                at,
+            )
         fresh = np.flatnonzero(~stale)
         adjusted = self._columns["adjusted"]
         adjusted[fresh] = freshness_adjusted(
@@ -131,11 +160,11 @@ class RatingState:
             windows = (self._newest[:size], self._valid_from[:size], self._valid_until[:size])
         columns = rate_counted(self._counted, self.weights, at, orders)
         counted = self._counted
-        self._store(columns, windows)
+        self._store(agents, columns, windows)
         self._counted = counted
         return columns
 
-    def _slots_of(self, names: tuple[str, ...], columns: RatingColumns) -> I64:
+    def _slots_of(self, names: tuple[str, ...], like: RatingColumns | CellSums) -> I64:
         new = [n for n in names if n not in self._slot]
         if new:
             first = len(self._names)
@@ -143,11 +172,11 @@ class RatingState:
             self._slot.update((n, first + i) for i, n in enumerate(new))
             self._agents = None
             if len(self._names) > self._newest.size:  # capacity doubles: adding agents stays linear
-                self._grow(max(len(self._names), 2 * self._newest.size, 16), columns)
+                self._grow(max(len(self._names), 2 * self._newest.size, 16), like)
         return np.array([self._slot[n] for n in names], dtype=np.int64)
 
-    def _grow(self, capacity: int, like: RatingColumns) -> None:
-        for name in _PER_AGENT:
+    def _grow(self, capacity: int, like: RatingColumns | CellSums) -> None:
+        for name in self._fields:
             template = getattr(like, name)
             grown = np.empty((capacity, *template.shape[1:]), dtype=template.dtype)
             old = self._columns.get(name)
@@ -162,7 +191,7 @@ class RatingState:
         """The agents in ascending order, with the slots renumbered to that order (once per new agent)."""
         if self._agents is None:
             order = np.array(sorted(range(len(self._names)), key=self._names.__getitem__), dtype=np.int64)
-            for name in _PER_AGENT:
+            for name in self._fields:
                 self._columns[name][: order.size] = self._columns[name][order]
             for a in (self._newest, self._valid_from, self._valid_until):
                 a[: order.size] = a[order]

@@ -21,6 +21,7 @@ import msgspec
 
 from trustscore import resources
 from trustscore.errors import ConfigError, InvalidInput, NotFound, UnsupportedKind
+from trustscore.scoring.times import parse_time
 
 SCHEMA = "trustscore.weights"
 SCHEMA_VERSION = 1
@@ -30,6 +31,7 @@ RELEASED_DIGESTS: dict[str, str] = {
     "baseline-v0.3": "6a315a7afc49ea47c1dccd4163ceebdc126b9ce0c3fcb7840c32b70631db65af",
     "trustscore-v1": "bc81817430ba3516edb7981625d69b6ac0835dfa472745c31019ecbeaefde166",
     "trustscore-v2": "064b79546aa460ba70ff6dbca72bade180a761928f725a27f62ee51db5031dc9",
+    "trustscore-v3": "9aa9100dc7ef8d188efeaa37ce02a57448a12659596cebdac1c5e533288114a1",
 }
 
 _NAME = re.compile(r"[a-z][a-z0-9_-]*", re.ASCII)
@@ -77,7 +79,13 @@ class ConfidenceSection(msgspec.Struct, forbid_unknown_fields=True, frozen=True)
 
 
 class DecaySection(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """Per-item decay with one half-life. With an ``anchor`` (an RFC 3339 UTC time; trustscore-v3) item
+    weights are taken relative to it and the cell sums scaled to the rating time by one factor
+    (:mod:`trustscore.scoring.anchored`); without one (trustscore-v1, v2) each item is decayed at the
+    rating time."""
+
     half_life_days: float
+    anchor: str | None = None
 
 
 class UncertaintySection(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -141,6 +149,12 @@ class Weights:
     @property
     def reliability_index(self) -> int:
         return self.dimension_names.index(self.spec.reliability.dimension)
+
+    @property
+    def decay_anchor(self) -> int | None:
+        """The decay anchor in microseconds since the epoch; None without an anchored ``[decay]``."""
+        decay = self.spec.decay
+        return None if decay is None or decay.anchor is None else parse_time(decay.anchor)
 
     @property
     def z(self) -> float:
@@ -258,6 +272,11 @@ def _validate(spec: WeightsFile, source: str) -> None:
     need(bool(thresholds) and thresholds[-1] == 0, "the last grade must have threshold 0")
     if spec.decay is not None:
         positive(spec.decay.half_life_days, "decay.half_life_days")
+        if spec.decay.anchor is not None:
+            try:
+                parse_time(spec.decay.anchor)
+            except InvalidInput as exc:
+                problems.append(f"decay.anchor: {exc}")
     if spec.uncertainty is not None:
         level = spec.uncertainty.interval_level
         need(0.0 < level < 1.0, "uncertainty.interval_level must be in (0, 1)")

@@ -8,6 +8,7 @@ import datetime as dt
 import hashlib
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -37,7 +38,10 @@ from .conftest import AT, WEIGHTS, days_ago, item
 V2 = load_weights(WEIGHTS / "trustscore-v2.toml")
 RULES = load_medal_rules(medals_path(WEIGHTS, "trustscore-v2"), V2)
 #: Pinned here independently of the code: a released medals file never changes.
-RELEASED = {"trustscore-v2": "4d4fea069601f3e40448653cb0aa61c17148c53b23df71a38fd3c475893b7500"}
+RELEASED = {
+    "trustscore-v2": "4d4fea069601f3e40448653cb0aa61c17148c53b23df71a38fd3c475893b7500",
+    "trustscore-v3": "677c487dec5cbdba3719e264a1ee2ffc3a8ce8ab729c746440ff5bd0a4a583ce",
+}
 RANK = {None: 0, "bronze": 1, "silver": 2, "gold": 3}
 
 
@@ -64,6 +68,18 @@ def test_released_file_is_immutable() -> None:
     assert hashlib.sha256(data).hexdigest() == RELEASED["trustscore-v2"] == RELEASED_DIGESTS["trustscore-v2"]
     assert RULES.digest == RELEASED["trustscore-v2"]
     assert RULES.spec.weights_digest == V2.digest
+
+
+def test_v3_medals_are_v2s_rules_for_the_v3_weights() -> None:
+    v3 = load_weights(WEIGHTS / "trustscore-v3.toml")
+    rules = find_medal_rules(WEIGHTS, v3)
+    assert rules is not None
+    assert rules.digest == RELEASED["trustscore-v3"] == RELEASED_DIGESTS["trustscore-v3"]
+    assert (rules.spec.weights_model, rules.spec.weights_digest) == ("trustscore-v3", v3.digest)
+    renamed = msgspec.structs.replace(rules.spec, weights_model="trustscore-v2", weights_digest=V2.digest)
+    assert renamed == RULES.spec  # the same rules, only the weights file they belong to differs
+    with pytest.raises(ConfigError):  # and refused with any other weights file
+        load_medal_rules(medals_path(WEIGHTS, "trustscore-v3"), V2)
 
 
 def test_thresholds_are_the_reference_bureaus() -> None:

@@ -1,8 +1,13 @@
-"""Pins every output bit of the engine for all three released models on a rich synthetic evidence set.
+"""Pins every output bit of the engine for every released model on a rich synthetic evidence set.
 
 The engine's arithmetic may be reorganised for speed (``docs/methodology.md``, "Engine and performance"),
 but a released model's numbers never change: each digest below is the sha256 of the ``repr`` of every
 number the engine returns (and of the published rating structs), computed before any optimisation.
+trustscore-v3's were recorded when it was released; its item weights and decay factor use only IEEE
+additions and multiplications (scoring/anchored.py), not a platform's pow. trustscore-v1's and v2's were
+recorded again on 2026-12-01, when their decay factor moved from numpy's pow to that same exp2: numpy's
+pow gives other last bits with AVX-512 than without, so their first digests held only on some machines
+(docs/methodology.md, "Arithmetic").
 """
 
 from __future__ import annotations
@@ -110,32 +115,45 @@ PINNED = {
         "80b37b1631e9e32331ebe47e97c38936bb5c1333278686e65b86ff44effca9f3",
     ),
     ("trustscore-v1", 0): (
-        "0a306fd7f22b34186cec591d4a911cf04dc6c6048f56574a4647dd289e691f97",
-        "395f66c5d02d8d57942d8805ba4a9190401eda405fd2bec9f616132d2b083587",
+        "a70db01b89de1888fe9de94663aeb8786173aa964b2dcca98da7c1de7ac8ec08",
+        "82e68a18cdf6e78ae3f1f360134f61d3e047abeeff6837099f14ef984d3ac532",
     ),
     ("trustscore-v1", 7): (
-        "06a69ba15a77842a0b392e637e16a9760e22b264726897e8df13e99c35c0ded8",
-        "15323e848687c5fa7a2b10ce3634e5f9154c4b7ec808c14a1176dcca24a60e46",
+        "0a608cb1d59edad1f2a1bf99838d845b7122e12b7a0848a7b7109d1ab1707ca9",
+        "37a1c74e775c27c35a4ac27abeed705799f8b4617308bbd6403ec7c463d03567",
     ),
     ("trustscore-v1", -30): (
-        "f413b8c1033cea3a8b79f2e0a9749a8b7d27e2b3058e86dcd657f4c52a72e2b5",
-        "749d6847d5cb9127a5c2c5aa9f5d3778f302a27f12ef14a68bab88dce1459a06",
+        "7513662a206246754f28d585e5b99906d8d899440e09383982177cdb938de09f",
+        "e267a92bb9edc7a428b0bf2e8f2a69d6ca88cea53473a95dba9034b335903ab7",
     ),
     ("trustscore-v2", 0): (
-        "9147db50217db4acfe7c12260fe5e463ac756763653bccf78a64633b8877657c",
-        "e63cc2f6560107b82c4d08dc2d51799856e54a6e709f29285687850241a1ab94",
+        "8b313de00fdd56e170619d6a481561e3f150cf727030c28be2a074bb1bb31f2c",
+        "16a76db1d345a9e046296ebe7ba00fbace5bc1f6472aa155eb1062ec18fd5073",
     ),
     ("trustscore-v2", 7): (
-        "f2561d0c8addabc649760ffb2295bdc8fd9e1ed6fb1ce52c21899c6fd87e737e",
-        "689e52e7b5f7a149281d728124c8e262872855a9f88638e2c3c970dbe80ab52a",
+        "ddd61a9678b7d84c3ae12639ec0c36813cdc76f15b50e9b07ed3b07936f7ebdc",
+        "e73136469ad0fd0662259e3f406c05d8c0537be331964da54f2c9f7179826c88",
     ),
     ("trustscore-v2", -30): (
-        "9d6cc53635c17436234bcd1f2b9365a22b7bc2c2bcc92c5b1bf312318ade769b",
-        "bbc3713bb4158008db456cc443bbaeea3bf2451273351f22e66eacef33141b86",
+        "ce29dfddc4b5278f335340feb2d994b0651f88b5d8f336bbae525cbdc35d5754",
+        "3fca88f5ee1b149d86ddad391cd0ffe7e3ea793ad84627b14ffc0815376dc270",
+    ),
+    ("trustscore-v3", 0): (
+        "6737b88fe641ae4cc16b05bc26253238c39ee6c7b7e764d23c87a6af0edab8e6",
+        "3d5437a5f95dc316a89dec55333d7372eb9f40e5d42c0a90a8abf42bf4bf92b4",
+    ),
+    ("trustscore-v3", 7): (
+        "db9d801ebb7471bc1b95083465c9e87a59626442158536644ca54ac4dafacbf9",
+        "3be4bcf539f65c4a737626850e446f2da887258168eec0f31fd26379de0e7092",
+    ),
+    ("trustscore-v3", -30): (
+        "9aaa5b055ff5188bb5b12caeb5f3413d944c7d11001e26ce5a3f5befe54662bd",
+        "a66137b5ecb486f2414084b5522f8af6a23da6aa86e111cb8c4d6993210046de",
     ),
 }
 
-CASES = [(m, d) for m in ("baseline-v0.3", "trustscore-v1", "trustscore-v2") for d in (0, 7, -30)]
+MODELS = ("baseline-v0.3", "trustscore-v1", "trustscore-v2", "trustscore-v3")
+CASES = [(m, d) for m in MODELS for d in (0, 7, -30)]
 
 
 @pytest.mark.parametrize(("model", "days"), CASES)

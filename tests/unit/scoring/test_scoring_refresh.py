@@ -15,7 +15,7 @@ from trustscore.scoring.times import MICROS_PER_DAY
 from .test_scoring_pinned import AT, columns_digest, rich_evidence
 
 ROOT = Path(__file__).resolve().parents[3]
-MODELS = ("baseline-v0.3", "trustscore-v1", "trustscore-v2")
+MODELS = ("baseline-v0.3", "trustscore-v1", "trustscore-v2", "trustscore-v3")
 HOUR = MICROS_PER_DAY // 24
 # Forward by hours and days (rows dated up to 5 days ahead become due), then back in time.
 TIMES = [AT + h * HOUR for h in (1, 2, 30, 31, 24 * 4 + 7, 24 * 6, 24 * 40)] + [AT - 3 * MICROS_PER_DAY, AT]

@@ -17,6 +17,7 @@ RELEASED = {
     "baseline-v0.3": "6a315a7afc49ea47c1dccd4163ceebdc126b9ce0c3fcb7840c32b70631db65af",
     "trustscore-v1": "bc81817430ba3516edb7981625d69b6ac0835dfa472745c31019ecbeaefde166",
     "trustscore-v2": "064b79546aa460ba70ff6dbca72bade180a761928f725a27f62ee51db5031dc9",
+    "trustscore-v3": "9aa9100dc7ef8d188efeaa37ce02a57448a12659596cebdac1c5e533288114a1",
 }
 
 
