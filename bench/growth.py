@@ -128,6 +128,10 @@ async def copy_synthetic(conn: Conn, rows: Rows, more_nodes: list[Node]) -> None
     if moved != "UPDATE 1":
         raise RuntimeError(f"the log does not end at {rows.start}: was another writer running?")
     entries = rows.entries()
+    if await conn.fetchval("SELECT to_regprocedure('trustscore_extend_partitions(bigint)') IS NOT NULL"):
+        # Entries partitioned by index (migration 0017): make the partitions these rows need, and the one
+        # after, as an append does (under the sequence row, which the UPDATE above holds).
+        await conn.execute("SELECT trustscore_extend_partitions($1)", rows.end - 1)
     await conn.copy_records_to_table(
         "entries",
         columns=["idx", "leaf", "leaf_hash", "statement_hash", "signer", "nonce", "kind", "subject"],
