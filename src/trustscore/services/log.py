@@ -58,7 +58,7 @@ def _named_parties(p: Prepared) -> list[str]:
 _VERIFY_IN_THREAD = 32  # batches at least this large are parsed and verified off the event loop
 _VERIFY_CHUNK = 250  # signatures verified per worker thread (pynacl releases the GIL while verifying)
 _GROUP_ENTRIES = 10_000  # appends waiting for the log are committed together, up to this many entries
-_KNOWN_KEYS = 100_000  # registrations kept in memory (about 30 MB at most); then the memory starts again
+_KNOWN_KEYS = 50_000  # registrations kept in memory (~500 bytes each, 25 MB at most); then it starts again
 
 # The common case, decoded straight into envelopes in one pass; anything this rejects is decoded again
 # generically so that errors name the offending position exactly as before.
