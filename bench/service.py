@@ -20,6 +20,7 @@ import json
 import random
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -87,6 +88,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=Path,
         help="after the timed rounds, py-spy the server during one more rating run; collapsed stacks here",
     )
+    p.add_argument(
+        "--profile-ingest",
+        type=Path,
+        help="py-spy the server while the reports without sandboxed items are ingested; collapsed stacks here",
+    )
+    p.add_argument("--ingest-only", action="store_true", help="stop after the ingest phases (no read load)")
     p.add_argument("--keep", action="store_true", help="keep the bench database (external server only)")
     return p.parse_args(argv)
 
@@ -165,12 +172,18 @@ async def post_reports(
     queue = list(reversed(reports))
     last = -1
     items = 0
+    again = 0
 
     async def worker() -> None:
-        nonlocal last, items
+        nonlocal last, items, again
         while queue:
             body, n = queue.pop()
             r = await client.post("/v1/reports", content=body, headers={"content-type": "application/json"})
+            if r.status_code == 429 and "one report per signer" in r.text:
+                # The shuffle put two reports of one agent in flight at once: that one goes to the back.
+                queue.insert(0, (body, n))
+                again += 1
+                continue
             if r.status_code != 201:
                 raise RuntimeError(f"report refused ({r.status_code}): {r.text[:300]}")
             graded = r.json()
@@ -182,6 +195,8 @@ async def post_reports(
     cpu0, t0 = cpu_seconds(server_pid), time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(in_flight)))
     seconds, cpu = time.perf_counter() - t0, cpu_seconds(server_pid) - cpu0
+    if again:
+        print(f"  {again} report(s) answered 429 (another report of the same agent in flight) and sent again")
     return Ingest(name, len(reports), items, in_flight, seconds, cpu, last)
 
 
@@ -203,14 +218,42 @@ async def wait_ratings(client: httpx.AsyncClient, agents: list[str], size: int, 
     return waited
 
 
-async def ingest(server: ServeProcess, prep: Prepared, in_flight: int) -> tuple[list[Ingest], float]:
+def spy(pid: int, output: Path) -> subprocess.Popen[bytes]:
+    """Start py-spy on ``pid`` (collapsed stacks, idle excluded) until it is sent SIGINT."""
+    exe = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    argv = [
+        exe,
+        "record",
+        "--pid",
+        str(pid),
+        "--gil",
+        "--rate",
+        "200",
+        "--format",
+        "raw",
+        "--output",
+        str(output),
+    ]
+    spying = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(1)  # py-spy attaches
+    return spying
+
+
+async def ingest(
+    server: ServeProcess, prep: Prepared, in_flight: int, profile: Path | None = None
+) -> tuple[list[Ingest], float]:
     assert server.proc is not None
     pid = server.proc.pid
     limits = httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight)
     async with httpx.AsyncClient(base_url=server.url, limits=limits, timeout=300) as client:
         last = await register(client, prep.cards)
         print(f"registered {len(prep.cards)} agents (log index {last})", flush=True)
+        spying = None if profile is None else spy(pid, profile)
         phases = [await post_reports(client, "without sandbox", prep.reports, in_flight, pid)]
+        if spying is not None:
+            spying.send_signal(signal.SIGINT)
+            spying.wait()
+            print(f"profiled the ingest of reports without sandboxed items: collapsed stacks in {profile}")
         print(f"  {phases[-1].reports} reports in {phases[-1].seconds:.2f} s", flush=True)
         if prep.sandboxed:
             phases.append(await post_reports(client, SANDBOXED, prep.sandboxed, in_flight, pid))
@@ -360,12 +403,9 @@ def profile(
 ) -> None:
     """py-spy the server (collapsed stacks, idle excluded) while the rating route is under load."""
     assert server.proc is not None
-    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-    argv = [spy, "record", "--pid", str(server.proc.pid), "--duration", str(args.duration)]
-    argv += ["--rate", "200", "--format", "raw", "--output", str(args.profile)]
-    with subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as spying:
-        time.sleep(1)  # py-spy attaches
+    with spy(server.proc.pid, args.profile) as spying:
         result = load(tool, server, "rating (profiled)", paths, args.connections, args.duration, workdir)
+        spying.send_signal(signal.SIGINT)
         spying.wait()
     print(f"profiled rating run: {result.rate:,.0f} req/s; collapsed stacks in {args.profile}", flush=True)
 
@@ -486,8 +526,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"server:   {env} {' '.join(server.argv)}  (one uvicorn worker)", flush=True)
         try:
             with server:
-                phases, lag = asyncio.run(ingest(server, prep, args.in_flight))
-                reads = read_load(server, [k.id for k in prep.keys], args, Path(tmp))
+                reads: list[Load] = []
+                phases, lag = asyncio.run(ingest(server, prep, args.in_flight, args.profile_ingest))
+                if not args.ingest_only:
+                    reads = read_load(server, [k.id for k in prep.keys], args, Path(tmp))
         finally:
             if args.database_url and not args.keep:
                 asyncio.run(drop_database(args.database_url, dsn))
@@ -496,6 +538,8 @@ def main(argv: list[str] | None = None) -> int:
 
     print()
     report_ingest(phases, lag)
+    if args.ingest_only:
+        return 0
     print()
     report_reads(reads)
     print("server CPU = share of one core used by the server process during the run (one worker);")

@@ -14,17 +14,37 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-from typing import Any
+from typing import Annotated, Any, Union
 
 import msgspec
 
 from trustscore.errors import InvalidInput
 
-_encoder = msgspec.json.Encoder()  # keys arrive already in canonical order; insertion order is kept
-
 #: The largest integer JCS encodes exactly (2**53 - 1, I-JSON's safe range).
 MAX_SAFE_INTEGER = 2**53 - 1
 _SURROGATE_ORDER = "\ue000"  # below this code point, code point order and UTF-16 order agree
+_encoder = msgspec.json.Encoder()  # keys arrive already in canonical order; insertion order is kept
+_sorted_encoder = msgspec.json.Encoder(order="sorted")  # dict keys in code point order
+# Every byte below 0xEE: deleting them leaves the UTF-8 lead bytes of characters at or above U+E000, the
+# only characters for which code point order and UTF-16 order can disagree (continuation bytes are
+# 0x80..0xBF).
+_BELOW_U_E000_LEADS = bytes(range(0xEE))
+_MSGPACK_DEPTH = 6  # values nested deeper take the general path (the type below grows as 2**depth)
+
+
+def _plain_type(depth: int) -> Any:
+    """JSON values JCS encodes exactly (string keys, safe integers, no floats), nested ``depth`` deep."""
+    safe_int = Annotated[int, msgspec.Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
+    t: Any = Union[None, bool, safe_int, str]  # noqa: UP007 - a runtime type
+    for _ in range(depth):
+        t = Union[None, bool, safe_int, str, list[t], dict[str, t]]  # noqa: UP007 - a runtime type
+    return t
+
+
+# msgpack keeps what JSON would hide (integer keys stay integers), so a typed msgpack round trip checks
+# a builtins value in C: the fast path of :func:`encode`.
+_to_msgpack = msgspec.msgpack.Encoder()
+_check_plain = msgspec.msgpack.Decoder(_plain_type(_MSGPACK_DEPTH))
 
 
 def _utf16(key: str) -> bytes:
@@ -60,10 +80,26 @@ def _canonical(value: Any) -> Any:
     raise InvalidInput(f"{type(value).__name__} is not a JSON value")
 
 
+def _fast(plain: Any) -> bytes | None:
+    """The canonical bytes of builtins ``plain`` if msgspec can check and encode them alone, else None."""
+    try:
+        _check_plain.decode(_to_msgpack.encode(plain))
+        data = _sorted_encoder.encode(plain)
+    except Exception:
+        return None  # whatever it is, the general path refuses it by name (or encodes it slowly)
+    return None if data.translate(None, _BELOW_U_E000_LEADS) else data
+
+
 def encode(value: Any) -> bytes:
     """Canonical (RFC 8785) bytes of a JSON-compatible value (dicts, lists, str, int, bool, None, msgspec
-    structs); raises :class:`InvalidInput` for what it cannot encode exactly."""
-    return _encoder.encode(_canonical(msgspec.to_builtins(value)))
+    structs); raises :class:`InvalidInput` for what it cannot encode exactly.
+
+    The common case (plain values nested at most 6 deep, no character at or above U+E000) is checked and
+    encoded in C by msgspec, with sorted keys: byte for byte what the general path gives. Anything else
+    takes the general path, which sorts keys by UTF-16 code units and raises naming what it refuses."""
+    plain = msgspec.to_builtins(value)
+    data = _fast(plain)
+    return _encoder.encode(_canonical(plain)) if data is None else data
 
 
 def sha256(data: bytes) -> bytes:

@@ -17,6 +17,10 @@ def _reject_constant(name: str) -> Any:
     raise NotJson(f"{name} is not JSON")
 
 
+# What ``json.loads(t, parse_constant=_reject_constant)`` builds on every call, built once.
+_decoder = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def parse_json(text: str) -> Any:
     """The JSON value that is the whole reply (optionally inside one ``` fence); NaN/Infinity rejected."""
     t = text.strip()
@@ -24,6 +28,8 @@ def parse_json(text: str) -> Any:
     if m:
         t = m.group("body").strip()
     try:
-        return json.loads(t, parse_constant=_reject_constant)
+        if t.startswith("\ufeff"):  # as json.loads refuses it, so that the message stays the same
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", t, 0)
+        return _decoder.decode(t)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise NotJson(f"not JSON: {exc}") from exc

@@ -44,6 +44,7 @@ class Outcome:
     deal: int | None
     reason: str
     next_message: str | None  # the seller's message to the agent, if the negotiation goes on
+    moves: int = 0  # the agent's moves read: where it ended, or all of them while it goes on
 
 
 def parse_move(text: str) -> Move:
@@ -85,20 +86,20 @@ def play(args: dict[str, int], outputs: list[str]) -> Outcome:
         try:
             move = parse_move(text)
         except BadMove as exc:
-            return Outcome(True, None, f"malformed move {r}: {exc}", None)
+            return Outcome(True, None, f"malformed move {r}: {exc}", None, r)
         if move.action == "accept":
-            return Outcome(True, _ask(args, r - 1), f"accepted the ask in round {r}", None)
+            return Outcome(True, _ask(args, r - 1), f"accepted the ask in round {r}", None, r)
         if move.action == "walk":
-            return Outcome(True, None, f"walked away in round {r}", None)
+            return Outcome(True, None, f"walked away in round {r}", None, r)
         assert move.price is not None
         if move.price >= _ask(args, r):
-            return Outcome(True, move.price, f"seller took the offer in round {r}", None)
+            return Outcome(True, move.price, f"seller took the offer in round {r}", None, r)
         if r == rounds:
-            return Outcome(True, None, "round limit reached without a deal", None)
+            return Outcome(True, None, "round limit reached without a deal", None, r)
     r = len(outputs)
     if r >= rounds:  # pragma: no cover - every path above ends by the last round
-        return Outcome(True, None, "round limit reached without a deal", None)
-    return Outcome(False, None, "in progress", _seller(_ask(args, r), r, rounds))
+        return Outcome(True, None, "round limit reached without a deal", None, rounds)
+    return Outcome(False, None, "in progress", _seller(_ask(args, r), r, rounds), r)
 
 
 def check(item: Item) -> None:
@@ -119,7 +120,7 @@ def grade(item: Item, response: Response) -> Grade:
     if not outcome.ended:
         why = f": {response.error}" if response.error else ""
         return failure(f"no deal: the agent stopped answering{why}")
-    used = next(i for i in range(len(outputs) + 1) if play(item.args, outputs[:i]).ended)
+    used = outcome.moves  # a prefix of the moves ends exactly where the whole transcript ended
     if used != len(outputs):
         return failure(f"transcript has {len(outputs) - used} move(s) after the negotiation ended")
     if outcome.deal is None:

@@ -85,10 +85,13 @@ class Intake:
         self._not_in_future(report.issued_at, "issued_at")
         # A report is its answers, not its nonce: the same answers again are the first report (issue #10).
         nonce = graded_nonce(report)
-        first = await self._graded_before(nonce)
+        # Both questions at once (one round trip of waiting, not two); the answers count in this order.
+        first, used = await asyncio.gather(
+            self._graded_before(nonce), self.log.store.nonce_used(report.agent, report.nonce)
+        )
         if first is not None:
             return first
-        if await self.log.store.nonce_used(report.agent, report.nonce):
+        if used:
             raise NonceReplay(f"nonce {report.nonce!r} of {report.agent} was already used")
         exam = exam_for(report, self.exam_dirs)
         if exam.file.tier != "public":

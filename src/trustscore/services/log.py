@@ -58,6 +58,7 @@ def _named_parties(p: Prepared) -> list[str]:
 _VERIFY_IN_THREAD = 32  # batches at least this large are parsed and verified off the event loop
 _VERIFY_CHUNK = 250  # signatures verified per worker thread (pynacl releases the GIL while verifying)
 _GROUP_ENTRIES = 10_000  # appends waiting for the log are committed together, up to this many entries
+_KNOWN_KEYS = 50_000  # registrations kept in memory (~500 bytes each, 25 MB at most); then it starts again
 
 # The common case, decoded straight into envelopes in one pass; anything this rejects is decoded again
 # generically so that errors name the offending position exactly as before.
@@ -104,6 +105,9 @@ class LogService:
         self._committer: asyncio.Task[None] | None = None
         # Concurrent requests share their lookups (one query for many single-entry appends).
         self._registrations = Coalescer[str, Registration](store.registrations)
+        # A registration never changes once made (kinds/admission.py; the keys table is append-only), so
+        # one found is kept: an agent's reports and a party's statements need no lookup of their signer.
+        self._known: dict[str, Registration] = {}
         self._existing = Coalescer[bytes, Appended](store.existing)
 
     # --- writing -------------------------------------------------------------------------------------
@@ -170,8 +174,20 @@ class LogService:
         ids |= {k for p in prepared for k in _named_parties(p)}
         # Only a key id can be registered: anything else is simply unregistered (admission then refuses
         # it by name) and never reaches the database, whose text type refuses some strings outright.
-        regs = await self._registrations.get({k for k in ids if is_key_id(k)})
+        regs = await self._registered({k for k in ids if is_key_id(k)})
         return regs, {self.log_key.id: self.log_key.public_key}
+
+    async def _registered(self, ids: set[str]) -> dict[str, Registration]:
+        """The registrations of ``ids`` that exist: those seen before from memory, the others looked up."""
+        known = self._known
+        found = {k: known[k] for k in ids if k in known}
+        if len(found) < len(ids):
+            fetched = await self._registrations.get(ids - found.keys())
+            if len(known) + len(fetched) > _KNOWN_KEYS:
+                known.clear()
+            known.update(fetched)
+            found.update(fetched)
+        return found
 
     async def check_prepared(self, prepared: list[Prepared], *, batch: bool = True) -> list[CheckedEntry]:
         """Verify signatures and admission rules of ``prepared`` in order, without appending.

@@ -183,17 +183,14 @@ class WebhookService:
         (one sender keeps per-agent order), dispatch rounds back to back while work is due; return how
         many deliveries were attempted."""
         done = 0
-        async with self.store.pool.acquire() as conn:
-            if not await self.store.try_lock(conn):
+        async with self.store.pool.acquire() as conn, self.store.dispatch_lock(conn) as locked:
+            if not locked:
                 return 0
-            try:
-                for _ in range(max_rounds):
-                    sent = await self.dispatch_once()
-                    done += sent
-                    if not sent:
-                        break
-            finally:
-                await self.store.unlock(conn)
+            for _ in range(max_rounds):
+                sent = await self.dispatch_once()
+                done += sent
+                if not sent:
+                    break
         return done
 
     def periodic(self) -> Periodic:

@@ -7,7 +7,9 @@ crash before the commit projects them again, after it the outbox holds them.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import asyncpg
@@ -350,3 +352,23 @@ class WebhookStore:
 
     async def unlock(self, conn: Conn) -> None:
         await conn.execute("SELECT pg_advisory_unlock($1)", _DISPATCH_LOCK)
+
+    @contextlib.asynccontextmanager
+    async def dispatch_lock(self, conn: Conn) -> AsyncIterator[bool]:
+        """The deployment's dispatch lock on ``conn`` for the block (yields whether it was free). The
+        pool does not reset sessions on release (store/db.py), so a session that may still hold the lock
+        (its lock or unlock call failed or was cancelled) is ended instead of going back to the pool."""
+        try:
+            got = await self.try_lock(conn)
+        except BaseException:
+            conn.terminate()
+            raise
+        try:
+            yield got
+        finally:
+            if got:
+                try:
+                    await self.unlock(conn)
+                except BaseException:
+                    conn.terminate()
+                    raise

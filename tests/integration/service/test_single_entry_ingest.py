@@ -23,9 +23,11 @@ class CountingStore(LogStore):
     """The real store, counting the lookups made before appending."""
 
     lookups = 0
+    registration_lookups = 0
 
     async def registrations(self, ids: Iterable[str]) -> dict[str, Registration]:
         self.lookups += 1
+        self.registration_lookups += 1
         return await super().registrations(ids)
 
     async def existing(self, statement_hashes: Sequence[bytes]) -> dict[bytes, Appended]:
@@ -66,3 +68,19 @@ async def test_concurrent_single_entries_are_answered_each_on_its_own(service: L
     store = service.store
     assert isinstance(store, CountingStore)
     assert store.lookups < 43
+
+
+async def test_a_registration_once_found_is_not_looked_up_again(service: LogService) -> None:
+    """Registrations never change once made, so a signer seen registered costs no lookup again."""
+    from trustscore.cli.agent import card_envelope
+
+    store = service.store
+    assert isinstance(store, CountingStore)
+    key = keys.SigningKey.generate()
+    for name in ("first", "second"):  # the first is not registered yet; the second finds it
+        [appended] = await service.submit(body(card_envelope(key, name)))
+        assert not appended.duplicate
+    before = store.registration_lookups
+    [appended] = await service.submit(body(card_envelope(key, "third")))
+    assert not appended.duplicate
+    assert store.registration_lookups == before

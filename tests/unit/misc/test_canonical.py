@@ -75,3 +75,41 @@ def test_refuses_what_it_cannot_encode_exactly(value: Any, words: str) -> None:
 
 def test_the_largest_safe_integers_encode_exactly() -> None:
     assert canonical.encode([2**53 - 1, -(2**53 - 1)]) == b"[9007199254740991,-9007199254740991]"
+
+
+@given(VALUES | st.lists(VALUES, max_size=3).map(tuple))
+def test_the_fast_path_gives_the_general_paths_bytes(value: Any) -> None:
+    """Plain values are encoded by msgspec with sorted keys; the bytes must be the general path's."""
+    general = canonical._encoder.encode(canonical._canonical(value))
+    assert canonical.encode(value) == general
+
+
+def test_structs_and_tuples_encode_as_their_builtins() -> None:
+    import msgspec
+
+    class Inner(msgspec.Struct):
+        z: int
+        a: tuple[str, ...]
+
+    class Outer(msgspec.Struct, rename={"kind": "_type"}):
+        kind: str
+        inner: list[Inner]
+        extra: dict[str, int]
+
+    value = Outer("t", [Inner(1, ("x", "é"))], {"b": 2, "a": 1})
+    expected = '{"_type":"t","extra":{"a":1,"b":2},"inner":[{"a":["x","é"],"z":1}]}'.encode()
+    general = canonical._encoder.encode(canonical._canonical(msgspec.to_builtins(value)))
+    assert canonical.encode(value) == expected == general
+
+
+def test_plain_values_take_the_fast_path_and_the_rest_the_general_one() -> None:
+    assert (
+        canonical._fast({"a": [1, {"b": "é", "c": None}], "d": True})
+        == '{"a":[1,{"b":"é","c":null}],"d":true}'.encode()
+    )
+    deep: Any = 1
+    for _ in range(7):
+        deep = [deep]
+    for other in ({"\ue000": 1}, {1: 2}, [0.5], [2**53], {"x": "\ud800"}, deep):
+        assert canonical._fast(other) is None
+    assert canonical.encode(deep) == b"[[[[[[[1]]]]]]]"
