@@ -413,9 +413,13 @@ class LogStore:
         shorter."""
         if not runs:
             return []
+        # One primary-key range scan per run (the LIMIT keeps the subquery from being flattened into a
+        # join). As a plain join the planner, which cannot see how narrow each range is, scanned all of
+        # tree_nodes in parallel at 10^7 entries: 2.9 s per query instead of 2.7 ms (bench/growth.py).
         rows = await self.pool.fetch(
             "SELECT t.i, n.hash FROM unnest($1::smallint[], $2::bigint[], $3::bigint[]) WITH ORDINALITY "
-            "AS t(level, lo, hi, i) JOIN tree_nodes n ON n.level = t.level AND n.idx >= t.lo AND n.idx < t.hi "
+            "AS t(level, lo, hi, i) CROSS JOIN LATERAL (SELECT idx, hash FROM tree_nodes "
+            "WHERE level = t.level AND idx >= t.lo AND idx < t.hi ORDER BY idx LIMIT t.hi - t.lo) n "
             "ORDER BY t.i, n.idx",
             [lv for lv, _, _ in runs],
             [first for _, first, _ in runs],
