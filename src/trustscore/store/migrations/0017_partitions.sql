@@ -72,6 +72,10 @@ END;
 $$;
 REVOKE ALL ON FUNCTION trustscore_extend_partitions(bigint) FROM PUBLIC;
 
+-- No append may commit between the copies below (its entry would have no side rows): both tables are held
+-- from here on, before anything is read from them.
+LOCK TABLE entries, evidence IN ACCESS EXCLUSIVE MODE;
+
 -- The global uniqueness of statements and nonces, each row naming its entry.
 CREATE TABLE entry_statements (
     statement_hash bytea  NOT NULL CHECK (length(statement_hash) = 32),
@@ -89,7 +93,6 @@ INSERT INTO entry_nonces (signer, nonce, idx) SELECT signer, nonce, idx FROM ent
 ALTER TABLE entry_nonces ADD PRIMARY KEY (signer, nonce);
 
 -- Foreign keys into entries and evidence from other tables: kept aside, dropped, re-created at the end.
-LOCK TABLE entries, evidence IN ACCESS EXCLUSIVE MODE;
 CREATE TEMPORARY TABLE trustscore_saved_fks ON COMMIT DROP AS
     SELECT conrelid::regclass::text AS tbl, conname, pg_get_constraintdef(oid) AS def
     FROM pg_constraint
