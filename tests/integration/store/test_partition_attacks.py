@@ -12,6 +12,7 @@ from tests.integration.store.test_partitions import (
     append_as_0016,
     migrate_with_span,
     owner,
+    partitions,
 )
 from trustscore.store import db
 from trustscore.store.log import ENTRY_COLUMNS, LogStore, entry_records, side_table_problems
@@ -69,3 +70,53 @@ async def test_regression_an_append_committed_while_the_migration_starts_keeps_i
         assert await store.sequenced_size() == start + 1
     finally:
         await pool.close()
+
+
+# Objects the app role could create where it may create in the schema (PostgreSQL 14 and older let every
+# role create in ``public``): each matches a call in the partition function better than the built-in it
+# meant, and records whom it ran as.
+_HIJACKS = [
+    "CREATE TABLE loot (who text)",
+    "GRANT INSERT ON loot TO PUBLIC",
+    "CREATE FUNCTION steal_cat(a text, b integer) RETURNS text LANGUAGE sql "
+    "AS $$ INSERT INTO loot VALUES (current_user); SELECT a || b::text $$",
+    "CREATE OPERATOR || (LEFTARG = text, RIGHTARG = integer, FUNCTION = steal_cat)",
+    "CREATE FUNCTION steal_eq(a oid, b regclass) RETURNS boolean LANGUAGE sql "
+    "AS $$ INSERT INTO loot VALUES (current_user); SELECT a = b::oid $$",
+    "CREATE OPERATOR = (LEFTARG = oid, RIGHTARG = regclass, FUNCTION = steal_eq)",
+    "CREATE FUNCTION pg_advisory_xact_lock(k integer) RETURNS void LANGUAGE sql "
+    "AS $$ INSERT INTO loot VALUES (current_user) $$",
+    "CREATE FUNCTION format(f text, a text, b text) RETURNS text LANGUAGE sql "
+    "AS $$ INSERT INTO loot VALUES (current_user); SELECT pg_catalog.format(f, a, b) $$",
+]
+
+
+async def test_regression_the_app_role_cannot_run_code_as_the_partition_functions_owner(dsn: str) -> None:
+    """``trustscore_extend_partitions`` runs as the tables' owner with the app's schema on its
+    ``search_path``. Its calls that only matched a built-in through an implicit conversion or a
+    polymorphic or variadic signature (``text || integer``, ``oid = regclass``,
+    ``pg_advisory_xact_lock(integer)``, ``format``) were taken by any better match the app role put in
+    that schema, which then ran with the owner's rights (who may drop the log)."""
+    await migrate_with_span(dsn)
+    conn = await owner(dsn)
+    try:
+        await conn.execute(f"GRANT CREATE ON SCHEMA public TO {db.APP_ROLE}")
+    finally:
+        await conn.close()
+    pool = await db.create_pool(dsn, min_size=1, max_size=1)
+    try:
+        async with pool.acquire() as app:
+            assert await app.fetchval("SELECT current_user") == db.APP_ROLE
+            for sql in _HIJACKS:
+                await app.execute(sql)
+            async with app.transaction():
+                await app.execute("SELECT 1 FROM log_sequence FOR UPDATE")
+                await app.fetchrow("SELECT * FROM trustscore_extend_partitions($1)", 3 * SPAN)
+            assert await app.fetch("SELECT who FROM loot") == []
+    finally:
+        await pool.close()
+    conn = await owner(dsn)
+    try:
+        assert await partitions(conn, "entries") == [(k * SPAN, (k + 1) * SPAN) for k in range(5)]
+    finally:
+        await conn.close()

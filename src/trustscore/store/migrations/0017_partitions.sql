@@ -30,35 +30,47 @@ CREATE FUNCTION trustscore_extend_partitions(
     last_index bigint, OUT covered bigint, OUT created integer, OUT span bigint
 )
 LANGUAGE plpgsql SECURITY DEFINER AS $$
+-- Every call, operator and literal below has exactly the types of a built-in one: the app role calls this
+-- with its owner's rights, and where it may create in the schema on the search_path (every role may in
+-- `public` before PostgreSQL 15), a function or operator it made that matched a call better (an implicit
+-- conversion, a polymorphic or variadic built-in: text || integer, oid = regclass, format) would run as
+-- the owner. pg_catalog, searched first, wins every exact tie. No format(): it is variadic.
 DECLARE
     want bigint;
     t text;
     have bigint;
     part text;
+    k bigint;
 BEGIN
-    IF last_index < 0 THEN
+    IF last_index < 0::bigint THEN
         RAISE EXCEPTION 'no log index is negative: %', last_index;
     END IF;
-    PERFORM pg_advisory_xact_lock(1953657712);  -- one creator at a time (callers hold the sequence lock too)
-    span := (SELECT value::bigint FROM log_meta WHERE key = 'partition_span');
-    want := last_index / span + 2;  -- partitions [0, want): the one holding last_index and the next
+    PERFORM pg_advisory_xact_lock(1953657712::bigint);  -- one creator at a time (callers hold the sequence lock too)
+    span := (SELECT value::bigint FROM log_meta WHERE key = 'partition_span'::text);
+    want := last_index / span + 2::bigint;  -- partitions [0, want): the one holding last_index and the next
     covered := NULL;
     created := 0;
-    FOREACH t IN ARRAY ARRAY['entries', 'evidence'] LOOP
+    FOREACH t IN ARRAY ARRAY['entries'::text, 'evidence'::text] LOOP
         -- The end of the newest partition (older ones may have been detached to archive them).
-        SELECT coalesce(max(substring(pg_get_expr(c.relpartbound, c.oid) FROM 'TO \(''(\d+)''\)')::bigint), 0)
+        SELECT coalesce(max(substring(pg_get_expr(c.relpartbound, c.oid) FROM 'TO \(''(\d+)''\)'::text)::bigint),
+                        0::bigint)
             INTO have
             FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-            WHERE i.inhparent = t::regclass;
-        FOR k IN have / span .. want - 1 LOOP
-            part := t || '_p' || k;
-            EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', part, t);
+            WHERE i.inhparent = t::regclass::oid;
+        k := have / span;
+        WHILE k < want LOOP
+            part := t || '_p'::text || k::text;
+            EXECUTE 'CREATE TABLE '::text || quote_ident(part) || ' (LIKE '::text || quote_ident(t)
+                || ' INCLUDING DEFAULTS INCLUDING CONSTRAINTS)'::text;
             -- Statement triggers are not cloned to partitions: TRUNCATE of a partition must be refused here.
-            EXECUTE format('CREATE TRIGGER %I BEFORE TRUNCATE ON %I FOR EACH STATEMENT '
-                           'EXECUTE FUNCTION trustscore_refuse_change()', part || '_no_truncate', part);
-            EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (%s) TO (%s)',
-                           t, part, k * span, (k + 1) * span);
+            EXECUTE 'CREATE TRIGGER '::text || quote_ident(part || '_no_truncate'::text)
+                || ' BEFORE TRUNCATE ON '::text || quote_ident(part)
+                || ' FOR EACH STATEMENT EXECUTE FUNCTION trustscore_refuse_change()'::text;
+            EXECUTE 'ALTER TABLE '::text || quote_ident(t) || ' ATTACH PARTITION '::text || quote_ident(part)
+                || ' FOR VALUES FROM ('::text || (k * span)::text || ') TO ('::text
+                || ((k + 1::bigint) * span)::text || ')'::text;
             created := created + 1;
+            k := k + 1::bigint;
         END LOOP;
         covered := least(coalesce(covered, greatest(have, want * span)), greatest(have, want * span));
     END LOOP;
