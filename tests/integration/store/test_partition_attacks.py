@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 
 import asyncpg
+import pytest
 
 from tests.integration.store.test_partitions import (
     SPAN,
     Signed,
     append_as_0016,
+    fresh_cards,
     migrate_with_span,
     owner,
     partitions,
@@ -120,3 +122,39 @@ async def test_regression_the_app_role_cannot_run_code_as_the_partition_function
         assert await partitions(conn, "entries") == [(k * SPAN, (k + 1) * SPAN) for k in range(5)]
     finally:
         await conn.close()
+
+
+# The tables a projector step writes that reference entries, in the order it writes them.
+_STEP = ["evidence", "ladder", "snapshots", "webhook_subscriptions", "webhook_events"]
+
+
+@pytest.mark.parametrize("first", range(len(_STEP) - 1))
+async def test_a_needed_partition_and_a_projector_step_do_not_deadlock_the_append(
+    dsn: str, first: int
+) -> None:
+    """A projector step writes evidence, then ladder, snapshots and webhook rows (tables that reference
+    entries), in one transaction. An append that needs a partition meanwhile locks every table that
+    references entries against writes, one after another; holding some while it waits for the step's,
+    it must not also hold one the step asks for next: that cycle is a deadlock PostgreSQL breaks by
+    failing the append, which waited first."""
+    await migrate_with_span(dsn)
+    pool = await db.create_pool(dsn, min_size=1, max_size=3)
+    step = await owner(dsn)
+    try:
+        store = LogStore(pool)
+        await store.append(fresh_cards("a", 1))
+        tx = step.transaction()
+        await tx.start()
+        await step.execute(f"LOCK TABLE {_STEP[first]} IN ROW EXCLUSIVE MODE")  # the step's first write
+        await store.append(fresh_cards("b", SPAN))  # the partition made ahead gives up
+        appending = asyncio.create_task(store.append(fresh_cards("c", SPAN)))  # 16 needs one: waits
+        await _waiting_on_a_lock(step)
+        await step.execute("SET lock_timeout = '5s'")
+        for table in _STEP[first + 1 :]:
+            await step.execute(f"LOCK TABLE {table} IN ROW EXCLUSIVE MODE")  # the rest of the step
+        await tx.commit()
+        got = await appending
+        assert [a.index for a in got] == list(range(1 + SPAN, 1 + 2 * SPAN))
+    finally:
+        await step.close()
+        await pool.close()

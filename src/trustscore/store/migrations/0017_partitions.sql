@@ -41,6 +41,7 @@ DECLARE
     have bigint;
     part text;
     k bigint;
+    missing boolean := false;
 BEGIN
     IF last_index < 0::bigint THEN
         RAISE EXCEPTION 'no log index is negative: %', last_index;
@@ -48,31 +49,46 @@ BEGIN
     PERFORM pg_advisory_xact_lock(1953657712::bigint);  -- one creator at a time (callers hold the sequence lock too)
     span := (SELECT value::bigint FROM log_meta WHERE key = 'partition_span'::text);
     want := last_index / span + 2::bigint;  -- partitions [0, want): the one holding last_index and the next
-    covered := NULL;
     created := 0;
-    FOREACH t IN ARRAY ARRAY['entries'::text, 'evidence'::text] LOOP
-        -- The end of the newest partition (older ones may have been detached to archive them).
-        SELECT coalesce(max(substring(pg_get_expr(c.relpartbound, c.oid) FROM 'TO \(''(\d+)''\)'::text)::bigint),
-                        0::bigint)
-            INTO have
-            FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-            WHERE i.inhparent = t::regclass::oid;
-        k := have / span;
-        WHILE k < want LOOP
-            part := t || '_p'::text || k::text;
-            EXECUTE 'CREATE TABLE '::text || quote_ident(part) || ' (LIKE '::text || quote_ident(t)
-                || ' INCLUDING DEFAULTS INCLUDING CONSTRAINTS)'::text;
-            -- Statement triggers are not cloned to partitions: TRUNCATE of a partition must be refused here.
-            EXECUTE 'CREATE TRIGGER '::text || quote_ident(part || '_no_truncate'::text)
-                || ' BEFORE TRUNCATE ON '::text || quote_ident(part)
-                || ' FOR EACH STATEMENT EXECUTE FUNCTION trustscore_refuse_change()'::text;
-            EXECUTE 'ALTER TABLE '::text || quote_ident(t) || ' ATTACH PARTITION '::text || quote_ident(part)
-                || ' FOR VALUES FROM ('::text || (k * span)::text || ') TO ('::text
-                || ((k + 1::bigint) * span)::text || ')'::text;
-            created := created + 1;
-            k := k + 1::bigint;
+    -- Attaching a partition locks every table with a foreign key into the parent against writes, one after
+    -- another in catalogue order (and entries itself, for evidence's key). A projector step writes them
+    -- in its own order, in one transaction: an append holding one it locked while waiting for another the
+    -- step holds, which the step then wants, deadlocks, and PostgreSQL fails the append. So where a
+    -- partition is missing they are locked first, in the step's order (evidence, ladder, snapshots, webhook
+    -- rows; keys are written only by appends, under the sequence lock). A new table referencing entries
+    -- belongs in this list, in the order the projector writes it.
+    FOR pass IN 1..2 LOOP
+        covered := NULL;
+        FOREACH t IN ARRAY ARRAY['entries'::text, 'evidence'::text] LOOP
+            -- The end of the newest partition (older ones may have been detached to archive them).
+            SELECT coalesce(max(substring(pg_get_expr(c.relpartbound, c.oid) FROM 'TO \(''(\d+)''\)'::text)::bigint),
+                            0::bigint)
+                INTO have
+                FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                WHERE i.inhparent = t::regclass::oid;
+            missing := missing OR have < want * span;
+            k := have / span;
+            WHILE pass = 2 AND k < want LOOP
+                part := t || '_p'::text || k::text;
+                EXECUTE 'CREATE TABLE '::text || quote_ident(part) || ' (LIKE '::text || quote_ident(t)
+                    || ' INCLUDING DEFAULTS INCLUDING CONSTRAINTS)'::text;
+                -- Statement triggers are not cloned to partitions: TRUNCATE of a partition must be refused here.
+                EXECUTE 'CREATE TRIGGER '::text || quote_ident(part || '_no_truncate'::text)
+                    || ' BEFORE TRUNCATE ON '::text || quote_ident(part)
+                    || ' FOR EACH STATEMENT EXECUTE FUNCTION trustscore_refuse_change()'::text;
+                EXECUTE 'ALTER TABLE '::text || quote_ident(t) || ' ATTACH PARTITION '::text || quote_ident(part)
+                    || ' FOR VALUES FROM ('::text || (k * span)::text || ') TO ('::text
+                    || ((k + 1::bigint) * span)::text || ')'::text;
+                created := created + 1;
+                k := k + 1::bigint;
+            END LOOP;
+            covered := least(coalesce(covered, greatest(have, want * span)), greatest(have, want * span));
         END LOOP;
-        covered := least(coalesce(covered, greatest(have, want * span)), greatest(have, want * span));
+        IF pass = 1 THEN
+            EXIT WHEN NOT missing;  -- no partition missing: nothing is locked
+            LOCK TABLE evidence, ladder, snapshots, webhook_subscriptions, webhook_events, keys
+                IN SHARE ROW EXCLUSIVE MODE;
+        END IF;
     END LOOP;
 END;
 $$;
