@@ -86,6 +86,11 @@ def checked(env: dsse.Envelope, known: dict[str, bytes]) -> CheckedEntry:
     return check(prepare(msgspec.to_builtins(env)), known.get)
 
 
+def fresh_cards(tag: str, n: int) -> list[CheckedEntry]:
+    """``n`` agent cards of new keys, checked."""
+    return [checked(card_envelope(keys.SigningKey.generate(), f"{tag}{i}"), {}) for i in range(n)]
+
+
 async def append_as_0016(pool: asyncpg.Pool, entries: Sequence[CheckedEntry]) -> None:
     """What LogStore.append wrote before migration 0017: the entries (their UNIQUE constraints in place)
     and the keys the cards introduce, under the sequence lock."""
@@ -430,10 +435,7 @@ async def test_a_busy_referencing_table_delays_partitions_but_never_fails_an_app
     blocker = await owner(tiny)
     try:
         store = LogStore(pool)
-
-        def cards(tag: str, n: int) -> list[CheckedEntry]:
-            return [checked(card_envelope(keys.SigningKey.generate(), f"{tag}{i}"), {}) for i in range(n)]
-
+        cards = fresh_cards
         await store.append(cards("a", 1))  # index 0; partitions [0, 16) exist
         tx = blocker.transaction()
         await tx.start()

@@ -30,37 +30,65 @@ CREATE FUNCTION trustscore_extend_partitions(
     last_index bigint, OUT covered bigint, OUT created integer, OUT span bigint
 )
 LANGUAGE plpgsql SECURITY DEFINER AS $$
+-- Every call, operator and literal below has exactly the types of a built-in one: the app role calls this
+-- with its owner's rights, and where it may create in the schema on the search_path (every role may in
+-- `public` before PostgreSQL 15), a function or operator it made that matched a call better (an implicit
+-- conversion, a polymorphic or variadic built-in: text || integer, oid = regclass, format) would run as
+-- the owner. pg_catalog, searched first, wins every exact tie. No format(): it is variadic.
 DECLARE
     want bigint;
     t text;
     have bigint;
     part text;
+    k bigint;
+    missing boolean := false;
 BEGIN
-    IF last_index < 0 THEN
+    IF last_index < 0::bigint THEN
         RAISE EXCEPTION 'no log index is negative: %', last_index;
     END IF;
-    PERFORM pg_advisory_xact_lock(1953657712);  -- one creator at a time (callers hold the sequence lock too)
-    span := (SELECT value::bigint FROM log_meta WHERE key = 'partition_span');
-    want := last_index / span + 2;  -- partitions [0, want): the one holding last_index and the next
-    covered := NULL;
+    PERFORM pg_advisory_xact_lock(1953657712::bigint);  -- one creator at a time (callers hold the sequence lock too)
+    span := (SELECT value::bigint FROM log_meta WHERE key = 'partition_span'::text);
+    want := last_index / span + 2::bigint;  -- partitions [0, want): the one holding last_index and the next
     created := 0;
-    FOREACH t IN ARRAY ARRAY['entries', 'evidence'] LOOP
-        -- The end of the newest partition (older ones may have been detached to archive them).
-        SELECT coalesce(max(substring(pg_get_expr(c.relpartbound, c.oid) FROM 'TO \(''(\d+)''\)')::bigint), 0)
-            INTO have
-            FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-            WHERE i.inhparent = t::regclass;
-        FOR k IN have / span .. want - 1 LOOP
-            part := t || '_p' || k;
-            EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', part, t);
-            -- Statement triggers are not cloned to partitions: TRUNCATE of a partition must be refused here.
-            EXECUTE format('CREATE TRIGGER %I BEFORE TRUNCATE ON %I FOR EACH STATEMENT '
-                           'EXECUTE FUNCTION trustscore_refuse_change()', part || '_no_truncate', part);
-            EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (%s) TO (%s)',
-                           t, part, k * span, (k + 1) * span);
-            created := created + 1;
+    -- Attaching a partition locks every table with a foreign key into the parent against writes, one after
+    -- another in catalogue order (and entries itself, for evidence's key). A projector step writes them
+    -- in its own order, in one transaction: an append holding one it locked while waiting for another the
+    -- step holds, which the step then wants, deadlocks, and PostgreSQL fails the append. So where a
+    -- partition is missing they are locked first, in the step's order (evidence, ladder, snapshots, webhook
+    -- rows; keys are written only by appends, under the sequence lock). A new table referencing entries
+    -- belongs in this list, in the order the projector writes it.
+    FOR pass IN 1..2 LOOP
+        covered := NULL;
+        FOREACH t IN ARRAY ARRAY['entries'::text, 'evidence'::text] LOOP
+            -- The end of the newest partition (older ones may have been detached to archive them).
+            SELECT coalesce(max(substring(pg_get_expr(c.relpartbound, c.oid) FROM 'TO \(''(\d+)''\)'::text)::bigint),
+                            0::bigint)
+                INTO have
+                FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                WHERE i.inhparent = t::regclass::oid;
+            missing := missing OR have < want * span;
+            k := have / span;
+            WHILE pass = 2 AND k < want LOOP
+                part := t || '_p'::text || k::text;
+                EXECUTE 'CREATE TABLE '::text || quote_ident(part) || ' (LIKE '::text || quote_ident(t)
+                    || ' INCLUDING DEFAULTS INCLUDING CONSTRAINTS)'::text;
+                -- Statement triggers are not cloned to partitions: TRUNCATE of a partition must be refused here.
+                EXECUTE 'CREATE TRIGGER '::text || quote_ident(part || '_no_truncate'::text)
+                    || ' BEFORE TRUNCATE ON '::text || quote_ident(part)
+                    || ' FOR EACH STATEMENT EXECUTE FUNCTION trustscore_refuse_change()'::text;
+                EXECUTE 'ALTER TABLE '::text || quote_ident(t) || ' ATTACH PARTITION '::text || quote_ident(part)
+                    || ' FOR VALUES FROM ('::text || (k * span)::text || ') TO ('::text
+                    || ((k + 1::bigint) * span)::text || ')'::text;
+                created := created + 1;
+                k := k + 1::bigint;
+            END LOOP;
+            covered := least(coalesce(covered, greatest(have, want * span)), greatest(have, want * span));
         END LOOP;
-        covered := least(coalesce(covered, greatest(have, want * span)), greatest(have, want * span));
+        IF pass = 1 THEN
+            EXIT WHEN NOT missing;  -- no partition missing: nothing is locked
+            LOCK TABLE evidence, ladder, snapshots, webhook_subscriptions, webhook_events, keys
+                IN SHARE ROW EXCLUSIVE MODE;
+        END IF;
     END LOOP;
 END;
 $$;
@@ -71,6 +99,10 @@ BEGIN
 END;
 $$;
 REVOKE ALL ON FUNCTION trustscore_extend_partitions(bigint) FROM PUBLIC;
+
+-- No append may commit between the copies below (its entry would have no side rows): both tables are held
+-- from here on, before anything is read from them.
+LOCK TABLE entries, evidence IN ACCESS EXCLUSIVE MODE;
 
 -- The global uniqueness of statements and nonces, each row naming its entry.
 CREATE TABLE entry_statements (
@@ -89,7 +121,6 @@ INSERT INTO entry_nonces (signer, nonce, idx) SELECT signer, nonce, idx FROM ent
 ALTER TABLE entry_nonces ADD PRIMARY KEY (signer, nonce);
 
 -- Foreign keys into entries and evidence from other tables: kept aside, dropped, re-created at the end.
-LOCK TABLE entries, evidence IN ACCESS EXCLUSIVE MODE;
 CREATE TEMPORARY TABLE trustscore_saved_fks ON COMMIT DROP AS
     SELECT conrelid::regclass::text AS tbl, conname, pg_get_constraintdef(oid) AS def
     FROM pg_constraint
