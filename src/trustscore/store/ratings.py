@@ -112,7 +112,7 @@ class Listener:
         try:
             await conn.add_listener(CHANNEL, lambda *_: self.notified())
         except BaseException:
-            await self.pool.release(conn)
+            await give_back(self.pool, conn)  # LISTEN may have reached the server: end the session
             raise
         self._conn = conn
         return True
