@@ -7,12 +7,14 @@ size (``tests/integration/test_bench_smoke.py``) so that none breaks silently.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import platform
 import secrets
 import shlex
 import sys
-from collections.abc import Iterator, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -87,6 +89,33 @@ def embedded_dsn(data_dir: Path) -> str:
 # --- signed statements -------------------------------------------------------------------------------
 
 _ISSUED_AT = statements.format_time(datetime(2025, 1, 1, tzinfo=UTC))
+
+
+def kept_database(data_dir: Path, database_url: str | None, prefix: str) -> str:
+    """The database of a bench's ``data_dir``: the one a previous run there wrote to ``bench-dsn`` (its
+    embedded server started again), else a fresh database on ``database_url``, else the embedded one."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    dsn_file = data_dir / "bench-dsn"
+    if dsn_file.exists():
+        dsn = dsn_file.read_text().strip()
+        if not database_url:
+            embedded_dsn(data_dir)  # make sure the embedded server runs again
+    elif database_url:
+        dsn = asyncio.run(fresh_database(database_url, prefix))
+    else:
+        dsn = embedded_dsn(data_dir)
+    dsn_file.write_text(dsn + "\n")
+    return dsn
+
+
+def in_data_dir(data_dir: Path | None, run: Callable[[Path], None]) -> int:
+    """Run ``run`` on ``data_dir`` (kept), or on a temporary directory removed afterwards."""
+    if data_dir:
+        run(data_dir.resolve())
+    else:
+        with tempfile.TemporaryDirectory(prefix="trustscore-bench-") as tmp:
+            run(Path(tmp) / "data")
+    return 0
 
 
 def signed_cards(seed: int, count: int, *, per_signer: int = 1) -> Iterator[dsse.Envelope]:

@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -26,8 +25,8 @@ import asyncpg
 
 from _common import (  # run as a script: bench/ is on sys.path
     drop_database,
-    embedded_dsn,
-    fresh_database,
+    in_data_dir,
+    kept_database,
     print_header,
 )
 from proofs import fill
@@ -89,17 +88,7 @@ async def read_all(dsn: str) -> float:
 
 
 def prepared(args: argparse.Namespace, data_dir: Path, entries: int) -> str:
-    data_dir.mkdir(parents=True, exist_ok=True)
-    dsn_file = data_dir / "bench-dsn"
-    if dsn_file.exists():
-        dsn = dsn_file.read_text().strip()
-        if not args.database_url:
-            embedded_dsn(data_dir)
-    elif args.database_url:
-        dsn = asyncio.run(fresh_database(args.database_url, f"bench_fsck_{entries}"))
-    else:
-        dsn = embedded_dsn(data_dir)
-    dsn_file.write_text(dsn + "\n")
+    dsn = kept_database(data_dir, args.database_url, f"bench_fsck_{entries}")
     asyncio.run(fill(dsn, data_dir, entries))
     return dsn
 
@@ -132,12 +121,7 @@ def run(args: argparse.Namespace, root: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     print_header(f"trustscore bench: streamed fsck at {args.entries:,} entries")
-    if args.data_dir:
-        run(args, args.data_dir.resolve())
-    else:
-        with tempfile.TemporaryDirectory(prefix="trustscore-bench-") as tmp:
-            run(args, Path(tmp))
-    return 0
+    return in_data_dir(args.data_dir, lambda root: run(args, root))
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ from pathlib import Path
 import asyncpg
 import httpx
 
-from _common import drop_database, embedded_dsn, fresh_database, percentile, print_header
+from _common import drop_database, in_data_dir, kept_database, percentile, print_header
 from ingest import SERVER_ENV, Phase, bodies_for, cpu_seconds, post_all, presign, run_phases
 from ingest import _pairs as pairs
 from proofs import timed, verify_sample
@@ -663,17 +663,7 @@ def seed_cards(dsn: str, data_dir: Path, cards: list[bytes]) -> None:
 
 
 def run(args: argparse.Namespace, data_dir: Path) -> None:
-    dsn_file = data_dir / "bench-dsn"
-    if dsn_file.exists():
-        dsn = dsn_file.read_text().strip()
-        if not args.database_url:
-            embedded_dsn(data_dir)
-    elif args.database_url:
-        dsn = asyncio.run(fresh_database(args.database_url, "bench_growth"))
-    else:
-        dsn = embedded_dsn(data_dir)
-    data_dir.mkdir(parents=True, exist_ok=True)
-    dsn_file.write_text(dsn + "\n")
+    dsn = kept_database(data_dir, args.database_url, "bench_growth")
     print(f"database: {dsn}", flush=True)
     per_size = sum(args.ingest.values())
     t0 = time.perf_counter()
@@ -701,12 +691,7 @@ def run(args: argparse.Namespace, data_dir: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     print_header("trustscore bench: cost growth of ingest and inclusion proofs with the log's size")
-    if args.data_dir:
-        run(args, args.data_dir.resolve())
-    else:
-        with tempfile.TemporaryDirectory(prefix="trustscore-bench-") as tmp:
-            run(args, Path(tmp) / "data")
-    return 0
+    return in_data_dir(args.data_dir, lambda data_dir: run(args, data_dir))
 
 
 if __name__ == "__main__":

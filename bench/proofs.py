@@ -22,7 +22,6 @@ import asyncio
 import os
 import random
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -33,8 +32,8 @@ import msgspec
 
 from _common import (  # run as a script: bench/ is on sys.path
     drop_database,
-    embedded_dsn,
-    fresh_database,
+    in_data_dir,
+    kept_database,
     percentile,
     print_header,
     signed_cards,
@@ -255,17 +254,7 @@ def measure(server: ServeProcess, requests: int, n_verify: int) -> None:
 
 
 def run(args: argparse.Namespace, data_dir: Path) -> None:
-    dsn_file = data_dir / "bench-dsn"
-    if dsn_file.exists():
-        dsn = dsn_file.read_text().strip()
-        if not args.database_url:
-            embedded_dsn(data_dir)  # make sure the embedded server runs again
-    elif args.database_url:
-        dsn = asyncio.run(fresh_database(args.database_url, "bench_proofs"))
-    else:
-        dsn = embedded_dsn(data_dir)
-    data_dir.mkdir(parents=True, exist_ok=True)
-    dsn_file.write_text(dsn + "\n")
+    dsn = kept_database(data_dir, args.database_url, "bench_proofs")
     print(f"database: {dsn}", flush=True)
     try:
         asyncio.run(fill(dsn, data_dir, args.entries))
@@ -281,12 +270,7 @@ def run(args: argparse.Namespace, data_dir: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     print_header(f"trustscore bench: inclusion-proof latency at {args.entries:,} entries")
-    if args.data_dir:
-        run(args, args.data_dir.resolve())
-    else:
-        with tempfile.TemporaryDirectory(prefix="trustscore-bench-") as tmp:
-            run(args, Path(tmp) / "data")
-    return 0
+    return in_data_dir(args.data_dir, lambda data_dir: run(args, data_dir))
 
 
 if __name__ == "__main__":
