@@ -500,6 +500,14 @@ class LogStore:
 # --- reads for fsck: one repeatable-read snapshot, streamed (services/audit.py) ------------------------
 
 
+async def index_by_nonce(pool: asyncpg.Pool, signer: str, nonce: str) -> int | None:
+    """The log index of the entry ``signer`` made with ``nonce``, if any (a server statement's address)."""
+    v: int | None = await pool.fetchval(
+        "SELECT idx FROM entry_nonces WHERE signer = $1 AND nonce = $2", signer, nonce
+    )
+    return v
+
+
 async def stored_checkpoints(conn: asyncpg.Connection) -> list[StoredCheckpoint]:
     rows = await conn.fetch("SELECT size, root, signed_note FROM checkpoints ORDER BY size")
     return [StoredCheckpoint(r["size"], bytes(r["root"]), r["signed_note"]) for r in rows]

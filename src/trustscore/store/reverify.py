@@ -8,6 +8,7 @@ import asyncpg
 
 from trustscore.kinds.cards import CARD_PREDICATE_TYPES, AgentCard
 from trustscore.ledger import audit
+from trustscore.store.log import index_by_nonce
 
 
 @dataclass(frozen=True)
@@ -100,10 +101,7 @@ class ReverifyStore:
         return [(r["idx"], bytes(r["leaf"])) for r in rows]
 
     async def entry_by_nonce(self, signer: str, nonce: str) -> int | None:
-        v: int | None = await self.pool.fetchval(
-            "SELECT idx FROM entry_nonces WHERE signer = $1 AND nonce = $2", signer, nonce
-        )
-        return v
+        return await index_by_nonce(self.pool, signer, nonce)
 
     async def endpoints(self, agents: set[str] | None) -> dict[str, str]:
         """The endpoint each of ``agents`` (None: every agent) declares in its newest card, if any."""

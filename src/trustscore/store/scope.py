@@ -7,6 +7,7 @@ import asyncpg
 from trustscore.kinds.cards import CARD_PREDICATE_TYPES
 from trustscore.kinds.scope_run import SCOPE_RUN
 from trustscore.kinds.sittings import SITTING_CLOSE, SITTING_OPEN
+from trustscore.store.log import index_by_nonce
 
 KINDS = (
     *CARD_PREDICATE_TYPES,
@@ -122,7 +123,4 @@ class ScopeStore:
         return [(r["run_key"], r["trigger"], r["state"], r["entry_index"], r["reason"]) for r in rows]
 
     async def entry_by_nonce(self, signer: str, nonce: str) -> int | None:
-        v: int | None = await self.pool.fetchval(
-            "SELECT idx FROM entry_nonces WHERE signer = $1 AND nonce = $2", signer, nonce
-        )
-        return v
+        return await index_by_nonce(self.pool, signer, nonce)
