@@ -24,6 +24,9 @@ ENV_PREFIX = "TRUSTSCORE_"
 
 DEFAULT_MAX_BATCH = 1000  # envelopes per POST /v1/log/entries
 ROLES = ("all", "api", "worker")  # what a `trustscore serve` process does (docs/operations.md)
+#: The models a server can serve (docs/methodology.md, "Served models"); the first is the default and
+#: is always served.
+SERVABLE_MODELS = ("trustscore-v2", "trustscore-v3", "baseline-v0.3")
 
 Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
 Seconds = Annotated[float, msgspec.Meta(ge=0, le=365 * 86_400)]  # 0 where noted: "off" or "only on demand"
@@ -84,6 +87,9 @@ class Settings:
     sitting_deadline: Interval = 3600.0  # TRUSTSCORE_SITTING_DEADLINE: seconds to report a fresh sitting
     sitting_max_open: Positive = 4  # TRUSTSCORE_SITTING_MAX_OPEN: sittings one agent may hold open at once
     sitting_sweep_interval: Interval = 5.0  # TRUSTSCORE_SITTING_SWEEP_INTERVAL: expiry sweeps
+    # TRUSTSCORE_MODELS: the served models, comma-separated, of SERVABLE_MODELS; trustscore-v2 (the default)
+    # must be one. trustscore-v3 is opt-in: every process on one database must serve the same set.
+    models: Annotated[str, msgspec.Meta(max_length=200)] = "trustscore-v2,baseline-v0.3"
     # TRUSTSCORE_LADDER_RULE: the rung rule new ladder rows are written under (docs/evidence-ladder.md)
     ladder_rule: Annotated[str, msgspec.Meta(max_length=64)] = "ladder-rule@1"
     # Webhooks (docs/webhooks.md); targets obey outbound_allow_loopback / outbound_allow_private.
@@ -115,6 +121,11 @@ class Settings:
     @property
     def pg_dir(self) -> Path:
         return self.data_dir / "pg"
+
+    @property
+    def served_models(self) -> tuple[str, ...]:
+        """The models this server serves, in the order given (:data:`SERVABLE_MODELS`)."""
+        return tuple(self.models.split(","))
 
     def with_overrides(self, **overrides: Any) -> Settings:
         """These settings with ``overrides`` (None values ignored), converted and range-checked."""
@@ -151,12 +162,25 @@ def convert(values: dict[str, Any]) -> Settings:
         raise ConfigError(
             f"setting {name} ({env_name(name)}) = {given!r}: {problem[:1].lower()}{problem[1:]}"
         ) from exc
+    if wrong := _models_problem(converted.served_models):
+        raise ConfigError(f"setting models ({env_name('models')}) = {converted.models!r}: {wrong}")
     if converted.ladder_rule not in LADDER_RULES:
         raise ConfigError(
             f"setting ladder_rule ({env_name('ladder_rule')}) = {converted.ladder_rule!r}: "
             f"not a known rule ({', '.join(sorted(LADDER_RULES))})"
         )
     return converted
+
+
+def _models_problem(models: tuple[str, ...]) -> str | None:
+    """Why ``models`` cannot be served, or None."""
+    if unknown := [m for m in models if m not in SERVABLE_MODELS]:
+        return f"unknown model {unknown[0]!r} (servable: {', '.join(SERVABLE_MODELS)})"
+    if SERVABLE_MODELS[0] not in models:
+        return f"the default model {SERVABLE_MODELS[0]} must be served"
+    if len(set(models)) != len(models):
+        return "a model is named twice"
+    return None
 
 
 def from_env(env: dict[str, str] | None = None) -> Settings:

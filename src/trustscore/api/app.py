@@ -165,8 +165,9 @@ async def build_services(
     log_service.trust_own_key(reverify_key)
     projections = ProjectionStore(pool)
     # Workers compute ratings and materialise them; API processes serve the materialised copy.
-    ratings = RatingService(projections, load_models(), metrics, table=RatingTable(pool)) if jobs else None
-    view: RatingView = ratings or RatingMirror(RatingTable(pool), load_models())
+    models = load_models(names=settings.served_models)
+    ratings = RatingService(projections, models, metrics, table=RatingTable(pool)) if jobs else None
+    view: RatingView = ratings or RatingMirror(RatingTable(pool), models)
     ladder = LadderService(LadderStore(pool), projections, settings.stats_floor)
     if ratings is not None:
         projector = Projector(
@@ -448,5 +449,5 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         logging_config=None,  # logging is configured by the process (trustscore.logs), not the app
     )
     allowed.update((r.path, ", ".join(sorted(r.methods))) for r in app.routes if isinstance(r, HTTPRoute))
-    openapi.finish(app.openapi_schema)  # built once here, served as finished
+    openapi.finish(app.openapi_schema, settings.served_models)  # built once here, served as finished
     return app

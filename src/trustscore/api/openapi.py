@@ -197,10 +197,11 @@ def _integral(value: float | None) -> int | float | None:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
-def finish(document: OpenAPI) -> OpenAPI:
+def finish(document: OpenAPI, models: Sequence[str] = RELEASED_MODELS) -> OpenAPI:
     """Finish the generated ``document`` in place: every parameter's schema from
-    :data:`PARAMETER_SCHEMAS`, integer bounds written as integers, and the Retry-After header on every
-    429 and 503 (docs/service.md). Returns ``document``."""
+    :data:`PARAMETER_SCHEMAS` (``model``: one of the served ``models``), integer bounds written as
+    integers, and the Retry-After header on every 429 and 503 (docs/service.md). Returns ``document``."""
+    schemas = {**PARAMETER_SCHEMAS, "model": replace(PARAMETER_SCHEMAS["model"], enum=list(models))}
     components = (document.components.schemas or {}).values() if document.components else []
     bodies = [
         media.schema
@@ -210,10 +211,10 @@ def finish(document: OpenAPI) -> OpenAPI:
     ]
     for op in _operations(document):
         for parameter in op.parameters or []:
-            if isinstance(parameter, Parameter) and parameter.name in PARAMETER_SCHEMAS:
+            if isinstance(parameter, Parameter) and parameter.name in schemas:
                 own = parameter.schema if isinstance(parameter.schema, Schema) else None
                 description = parameter.description or (own.description if own else None)
-                parameter.schema = replace(PARAMETER_SCHEMAS[parameter.name], description=description)
+                parameter.schema = replace(schemas[parameter.name], description=description)
             bodies.append(getattr(parameter, "schema", None))
         for code, response in (op.responses or {}).items():
             if code in ("429", "503") and hasattr(response, "headers"):

@@ -132,6 +132,23 @@ def parse_time(text: str, *, what: str) -> dt.datetime:
         raise InvalidInput(f"{what} is not an RFC 3339 time") from exc
 
 
+#: The earliest time a submitter may claim for its statement or its evidence (the Unix epoch): no agent's
+#: evidence is older, and trustscore-v3's anchored decay refuses evidence times more than 960 half-lives
+#: (about 79 years) before its anchor (docs/methodology.md, "trustscore-v3").
+EARLIEST_CLAIMED = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def check_claimed_time(text: str, *, what: str, latest: dt.datetime) -> dt.datetime:
+    """A time a submitter claims, parsed; refused before :data:`EARLIEST_CLAIMED` and after ``latest``
+    (the server's clock plus the allowed skew: evidence dated in the future would escape decay)."""
+    at = parse_time(text, what=what)
+    if at > latest:
+        raise InvalidInput(f"{what} {text} is in the future")
+    if at < EARLIEST_CLAIMED:
+        raise InvalidInput(f"{what} {text} is before {format_time(EARLIEST_CLAIMED)}")
+    return at
+
+
 def format_time(t: dt.datetime) -> str:
     return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 

@@ -191,10 +191,17 @@ def medals_of(evidence: EvidenceBatch, ratings: Sequence[Rating], rules: MedalRu
 
     Column-wise, with the same rules and rounding as :func:`award` (a test checks they agree cell by cell).
     """
+    real_n, newest = real_items(evidence, [r.agent for r in ratings], rules, at)
+    return award_columns(ratings, real_n, newest, rules, at)
+
+
+def award_columns(
+    ratings: Sequence[Rating], real_n: I64, newest: I64, rules: MedalRules, at: int
+) -> list[Medals]:
+    """The medals of each rating at ``at`` from its real item counts and newest real item times per medal
+    dimension (:func:`real_items`, rows in the ratings' order): O(ratings), no pass over evidence."""
     spec = rules.spec
-    names = [r.agent for r in ratings]
     dims = tuple(spec.thresholds)
-    real_n, newest = _real_items(evidence, names, dims, rules, at)
     with np.errstate(over="ignore", invalid="ignore"):
         decay = np.power(0.5, (at - newest) / MICROS_PER_DAY / spec.half_life_days)
         freshness = np.where(real_n > 0, np.round(decay * SCALE) / SCALE, np.nan)  # as publish.number
@@ -233,12 +240,12 @@ def medals_of(evidence: EvidenceBatch, ratings: Sequence[Rating], rules: MedalRu
     return out
 
 
-def _real_items(
-    evidence: EvidenceBatch, names: list[str], dims: tuple[str, ...], rules: MedalRules, at: int
-) -> tuple[I64, I64]:
-    """Per (agent, dimension): how many real items are counted, and the time of the newest (int64 min
-    where none)."""
+def real_items(evidence: EvidenceBatch, names: Sequence[str], rules: MedalRules, at: int) -> tuple[I64, I64]:
+    """Per (agent of ``names``, medal dimension in file order): how many real items count at ``at``, and
+    the time of the newest (int64 min where none). Only which rows count reads ``at``: the figures hold
+    for every rating time at which the same rows count."""
     spec = rules.spec
+    dims = tuple(spec.thresholds)
     shape = (len(names), len(dims))
     n = np.zeros(shape, dtype=np.int64)
     newest = np.full(shape, np.iinfo(np.int64).min, dtype=np.int64)

@@ -53,6 +53,7 @@ from trustscore.scoring.engine import (
 )
 from trustscore.scoring.inputs import EvidenceBatch, EvidenceBuilder, SnapshotBatch
 from trustscore.scoring.kernels import I64
+from trustscore.scoring.medals import MedalRules, real_items
 from trustscore.scoring.weights import Weights
 
 #: The rows (evidence, snapshots) of the agents named, each agent with all of its rows.
@@ -62,15 +63,19 @@ _NEVER = np.iinfo(np.int64).max  # no row becomes due
 _ALWAYS = np.iinfo(np.int64).min  # no row counts yet
 _PER_AGENT = tuple(f.name for f in fields(RatingColumns) if f.name != "agents")
 _SUMS = tuple(f.name for f in fields(CellSums) if f.name != "names")  # what an anchored model keeps
+_MEDAL_COUNTS = ("medal_real_n", "medal_newest")  # medals.real_items, kept when the state has medal rules
 
 
 class RatingState:
     """Every agent's rating under one model, refreshable to any time; see the module docstring."""
 
-    def __init__(self, weights: Weights) -> None:
+    def __init__(self, weights: Weights, medals: MedalRules | None = None) -> None:
+        """With ``medals`` (the model's medals file), the state also keeps each agent's real item counts
+        and newest real item times (:meth:`medal_counts`), which change only when its rows are re-read."""
         self.weights = weights
+        self.medals = medals
         self._anchored = weights.decay_anchor is not None
-        self._fields = _SUMS if self._anchored else _PER_AGENT
+        self._fields = (_SUMS if self._anchored else _PER_AGENT) + (_MEDAL_COUNTS if medals else ())
         self._names: list[str] = []
         self._slot: dict[str, int] = {}
         self._columns: dict[str, np.ndarray] = {}  # field -> (slots, ...) as in RatingColumns or CellSums
@@ -100,16 +105,44 @@ class RatingState:
         else:
             values = score_columns(evidence, snapshots, self.weights, at, agents)
             names = values.agents
-        self._store(names, values, _windows(evidence, snapshots, names, at))
+        self._store(
+            names, self._arrays(values, evidence, names, at), _windows(evidence, snapshots, names, at)
+        )
         self._counted = None  # these agents' rows changed: the next refresh of a decay model re-reads all
 
+    def _arrays(
+        self,
+        values: RatingColumns | CellSums,
+        evidence: EvidenceBatch | None,
+        names: tuple[str, ...],
+        at: int,
+    ) -> dict[str, np.ndarray]:
+        """Every kept field of ``names`` by name: ``values``' and, with medal rules and the agents'
+        ``evidence`` (None: their rows were not re-read), their medal counts."""
+        out = {name: getattr(values, name) for name in self._fields if name not in _MEDAL_COUNTS}
+        if self.medals is not None and evidence is not None:
+            out["medal_real_n"], out["medal_newest"] = real_items(evidence, names, self.medals, at)
+        return out
+
     def _store(
-        self, names: tuple[str, ...], values: RatingColumns | CellSums, windows: tuple[I64, I64, I64]
+        self, names: tuple[str, ...], arrays: dict[str, np.ndarray], windows: tuple[I64, I64, I64]
     ) -> None:
-        slots = self._slots_of(names, values)
-        for name in self._fields:
-            self._columns[name][slots] = getattr(values, name)
+        slots = self._slots_of(names, arrays)
+        for name, values in arrays.items():
+            self._columns[name][slots] = values
         self._newest[slots], self._valid_from[slots], self._valid_until[slots] = windows
+
+    def medal_counts(self) -> tuple[I64, I64]:
+        """Per agent (in the order of the last :meth:`refresh`) and medal dimension: the real item counts
+        and newest real item times that hold at that refresh (:func:`~trustscore.scoring.medals.real_items`)."""
+        if self.medals is None:
+            raise ValueError("this rating state keeps no medal counts")
+        size = len(self._names)
+        if size == 0:
+            shape = (0, len(self.medals.spec.thresholds))
+            return np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=np.int64)
+        self._sorted_names()
+        return self._columns["medal_real_n"][:size].copy(), self._columns["medal_newest"][:size].copy()
 
     def refresh(self, at: int, rows_of: RowsOf) -> RatingColumns:
         """Every agent's rating at ``at`` (agents sorted by id), bit for bit the full recompute at ``at``.
@@ -150,6 +183,7 @@ class RatingState:
         in the module docstring); the selection of those rows, their values and snapshot consistency are
         kept while every agent stays in its window."""
         orders: dict[str, I64] | None = self._orders
+        evidence: EvidenceBatch | None = None
         if self._counted is None or stale:
             evidence, snapshots = rows_of(agents)
             self._counted = counted_rows(evidence, snapshots, self.weights, at, agents)
@@ -160,11 +194,11 @@ class RatingState:
             windows = (self._newest[:size], self._valid_from[:size], self._valid_until[:size])
         columns = rate_counted(self._counted, self.weights, at, orders)
         counted = self._counted
-        self._store(agents, columns, windows)
+        self._store(agents, self._arrays(columns, evidence, agents, at), windows)
         self._counted = counted
         return columns
 
-    def _slots_of(self, names: tuple[str, ...], like: RatingColumns | CellSums) -> I64:
+    def _slots_of(self, names: tuple[str, ...], like: dict[str, np.ndarray]) -> I64:
         new = [n for n in names if n not in self._slot]
         if new:
             first = len(self._names)
@@ -175,9 +209,9 @@ class RatingState:
                 self._grow(max(len(self._names), 2 * self._newest.size, 16), like)
         return np.array([self._slot[n] for n in names], dtype=np.int64)
 
-    def _grow(self, capacity: int, like: RatingColumns | CellSums) -> None:
+    def _grow(self, capacity: int, like: dict[str, np.ndarray]) -> None:
         for name in self._fields:
-            template = getattr(like, name)
+            template = like[name]
             grown = np.empty((capacity, *template.shape[1:]), dtype=template.dtype)
             old = self._columns.get(name)
             if old is not None:

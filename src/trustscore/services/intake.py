@@ -82,7 +82,7 @@ class Intake:
         report = prepared.statement.predicate
         assert isinstance(report, ExamReport)
         checked = await self.log.check_prepared([prepared], batch=False)
-        self._not_in_future(report.issued_at, "issued_at")
+        self._claimed(report.issued_at, "issued_at")
         # A report is its answers, not its nonce: the same answers again are the first report (issue #10).
         nonce = graded_nonce(report)
         # Both questions at once (one round trip of waiting, not two); the answers count in this order.
@@ -181,8 +181,8 @@ class Intake:
         try:
             prepared = self.log.parse_body(body, kinds={kind}, single=True)
             predicate = prepared[0].statement.predicate
-            self._not_in_future(predicate.issued_at, "issued_at")
-            self._not_in_future(getattr(predicate, when), when)
+            self._claimed(predicate.issued_at, "issued_at")
+            self._claimed(getattr(predicate, when), when)
             [appended] = await self.log.append(prepared, batch=False, address=address)
         except TrustscoreError as exc:
             self.metrics.submissions_refused.labels(exc.code).inc()
@@ -191,8 +191,6 @@ class Intake:
         self.metrics.ingest_seconds.labels(kind).observe(time.perf_counter() - started)
         return appended
 
-    def _not_in_future(self, text: str, what: str) -> None:
-        """Refuse times ahead of the server's clock: evidence dated in the future would escape decay."""
-        at = statements.parse_time(text, what=what)
-        if at > dt.datetime.now(dt.UTC) + self.clock_skew:
-            raise InvalidInput(f"{what} {text} is in the future")
+    def _claimed(self, text: str, what: str) -> None:
+        """Refuse times ahead of the server's clock or before the epoch (statements.check_claimed_time)."""
+        statements.check_claimed_time(text, what=what, latest=dt.datetime.now(dt.UTC) + self.clock_skew)

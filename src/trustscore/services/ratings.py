@@ -15,26 +15,35 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
+import functools
+import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import msgspec
 
 from trustscore import resources
 from trustscore.errors import InvalidInput, NotFound
-from trustscore.scoring.inputs import EvidenceBatch, EvidenceItem, Snapshot
-from trustscore.scoring.medals import MedalRules, Medals, find_medal_rules, medals_of
-from trustscore.scoring.ratings import Rating, score_agents
+from trustscore.scoring.inputs import EvidenceBatch, EvidenceItem, Snapshot, SnapshotBatch
+from trustscore.scoring.medals import MedalRules, Medals, award_columns, find_medal_rules, medals_of
+from trustscore.scoring.ratings import Rating, score_agents, to_ratings
+from trustscore.scoring.refresh import RatingState, RowsOf
 from trustscore.scoring.times import to_micros
 from trustscore.scoring.weights import Weights, load_weights
 from trustscore.services.metrics import Metrics
 from trustscore.store.projection_tables import ProjectionStore
 from trustscore.store.ratings import RatingRow, RatingTable
 
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
 DEFAULT_WEIGHTS_DIR = resources.path("weights")
-RELEASED_MODELS = ("trustscore-v2", "baseline-v0.3")  # trustscore-v1: offline only (docs/methodology.md)
+# Served unless TRUSTSCORE_MODELS says otherwise (settings.SERVABLE_MODELS: trustscore-v3 is opt-in);
+# trustscore-v1: offline only (docs/methodology.md).
+RELEASED_MODELS = ("trustscore-v2", "baseline-v0.3")
 DEFAULT_MODEL = "trustscore-v2"
 
 
@@ -154,6 +163,11 @@ class RatingService(RatingView):
         self._recomputed: dict[str, int] = {}  # agent -> the generation that last recomputed it
         self._unpublished: dict[tuple[str, str], RatingRow] = {}  # (model, agent): not yet in the table
         self._refreshing = asyncio.Lock()  # two refreshes at once would both add the same rows
+        # The time refresh's own state (recompute_all, one at a time): per model every agent's kept
+        # columns (scoring/refresh.py), and the evidence and snapshot counts each agent had when added.
+        self._states = {m: RatingState(w, self.medals.get(m)) for m, w in models.items()}
+        self._seen: dict[str, tuple[int, int]] = {}
+        self._recomputing_all = asyncio.Lock()
 
     async def refresh(self) -> set[str]:
         """Load evidence projected since the last refresh and recompute the agents it touches (one
@@ -198,23 +212,71 @@ class RatingService(RatingView):
         return scored
 
     async def recompute_all(self) -> None:
-        """Recompute every agent at a new time in a worker thread, so the event loop keeps serving.
+        """Move every agent's rating to a new time, in a worker thread so the event loop keeps serving.
 
-        With many agents a full recompute takes seconds (10,000 agents with 100 items each: ~3.5 s);
-        only the agents' evidence lists as they stand now are read (they are only ever appended to).
-        An agent that a refresh recomputed meanwhile, from newer evidence, keeps that newer rating.
+        Bit for bit a full recompute at that time, without one: each model's :class:`RatingState` re-reads
+        only the rows of agents with evidence or snapshots added since the last time refresh, or whose
+        counted rows differ at the new time (O(agents) for baseline-v0.3 and trustscore-v3; trustscore-v2's
+        decay still runs over every counted row: docs/methodology.md). Only the agents' lists as they
+        stand now are read (they are only ever appended to). An agent that a refresh recomputed meanwhile,
+        from newer evidence, keeps that newer rating.
         """
-        names = sorted(self._agents)
-        if not names:
-            return
-        at = self.clock()
-        size, generation = self.size, self._generation
-        inputs = self._inputs(names)
-        scored = await asyncio.to_thread(self._score, inputs, at)
+        async with self._recomputing_all:
+            names = sorted(self._agents)
+            if not names:
+                return
+            at = self.clock()
+            size, generation = self.size, self._generation
+            inputs = self._inputs(names)
+            scored = await asyncio.to_thread(self._refresh_states, inputs, at)
         for model, ratings in scored.items():
             scored[model] = [r for r in ratings if self._recomputed.get(r[0].agent, 0) <= generation]
         self._apply(scored, at, size)
         await self.publish(scored, size)
+
+    def _refresh_states(self, inputs: list[tuple[str, int, int]], at: dt.datetime) -> Scored:
+        """Every agent of ``inputs`` rated at ``at`` from the kept states (safe in a worker thread: only
+        the states and ``_seen``, which nothing else touches, are written)."""
+        started = time.perf_counter()
+        counts = {name: (n_evidence, n_snapshots) for name, n_evidence, n_snapshots in inputs}
+        changed = tuple(name for name, seen in counts.items() if self._seen.get(name) != seen)
+        micros = to_micros(at)
+        # Rows read for one model serve the others (the same agents' evidence; only snapshots differ).
+        read = functools.lru_cache(maxsize=4)(functools.partial(self._prefixes_of, counts))
+        out: Scored = {}
+        for model, state in self._states.items():
+            rows_of = functools.partial(_model_rows, read, model)
+            if changed:
+                _each_agent(self.models[model], changed, functools.partial(_update, state, rows_of, micros))
+            ratings = to_ratings(state.refresh(micros, rows_of), self.models[model])
+            rules = self.medals.get(model)
+            if rules is None:
+                out[model] = [(r, None) for r in ratings]
+            else:
+                medals = award_columns(ratings, *state.medal_counts(), rules, micros)
+                out[model] = list(zip(ratings, medals, strict=True))
+        self._seen.update(counts)
+        self.metrics.rating_seconds.observe(time.perf_counter() - started)
+        return out
+
+    def _prefixes_of(
+        self, counts: dict[str, tuple[int, int]], agents: tuple[str, ...]
+    ) -> tuple[EvidenceBatch, list[Snapshot]]:
+        """The first ``counts`` evidence items and snapshots of each of ``agents``."""
+        return self._prefixes([(name, *counts[name]) for name in agents])
+
+    def _prefixes(self, inputs: list[tuple[str, int, int]]) -> tuple[EvidenceBatch, list[Snapshot]]:
+        """Each agent's first evidence items and snapshots as counted in ``inputs`` (the log prefix to score)."""
+        items: list[EvidenceItem] = []
+        seq: list[int] = []
+        snapshots: list[Snapshot] = []
+        for name, n_evidence, n_snapshots in inputs:
+            data = self._agents[name]
+            for index, item in data.evidence[:n_evidence]:
+                items.append(item)
+                seq.append(index)
+            snapshots += data.snapshots[:n_snapshots]
+        return EvidenceBatch.from_items(items, seq=seq), snapshots
 
     async def publish(self, scored: Scored, size: int) -> None:
         """Materialise ``scored`` (computed from the log prefix [0, ``size``)) and that every rating now
@@ -248,27 +310,12 @@ class RatingService(RatingView):
         written: safe in a worker thread while the event loop appends to the lists)."""
         started = time.perf_counter()
         names = [n for n, _, _ in inputs]
-        items: list[EvidenceItem] = []
-        seq: list[int] = []
-        snapshots: list[Snapshot] = []
-        for name, n_evidence, n_snapshots in inputs:
-            data = self._agents[name]
-            for index, item in data.evidence[:n_evidence]:
-                items.append(item)
-                seq.append(index)
-            snapshots += data.snapshots[:n_snapshots]
-        batch = EvidenceBatch.from_items(items, seq=seq)
-        out = {
-            model: self._with_medals(
-                model,
-                batch,
-                score_agents(
-                    batch, [s for s in snapshots if s.model_version == model], weights, at, agents=names
-                ),
-                at,
-            )
-            for model, weights in self.models.items()
-        }
+        batch, snapshots = self._prefixes(inputs)
+        out = {}
+        for model, weights in self.models.items():
+            snaps = SnapshotBatch.from_items(s for s in snapshots if s.model_version == model)
+            ratings = _each_agent(weights, names, functools.partial(score_agents, batch, snaps, weights, at))
+            out[model] = self._with_medals(model, batch, ratings, at)
         self.metrics.rating_seconds.observe(time.perf_counter() - started)
         return out
 
@@ -276,3 +323,38 @@ class RatingService(RatingView):
         for model, ratings in scored.items():
             for rating, medals in ratings:
                 self._ratings[model][rating.agent] = RatedAgent(rating, at, size, medals)
+
+
+def _each_agent(weights: Weights, agents: Sequence[str], rate: Callable[[Sequence[str]], list[T]]) -> list[T]:
+    """``rate(agents)``; if a model with an anchored decay refuses an evidence time (more than 960
+    half-lives from its anchor: only a log written before intake refused such times can hold one), rate
+    the agents one at a time and leave out, with an error logged, those it refuses, so that one agent
+    cannot stop every other agent's ratings. A left-out agent has no rating under that model."""
+    try:
+        return rate(agents)
+    except InvalidInput:
+        if weights.decay_anchor is None:
+            raise
+    out: list[T] = []
+    for agent in agents:
+        try:
+            out += rate([agent])
+        except InvalidInput as exc:
+            log.error("%s leaves out %s: %s", weights.model_version, agent, exc)
+    return out
+
+
+def _model_rows(
+    read: Callable[[tuple[str, ...]], tuple[EvidenceBatch, list[Snapshot]]],
+    model: str,
+    agents: tuple[str, ...],
+) -> tuple[EvidenceBatch, SnapshotBatch]:
+    """``agents``' rows for ``model``: their evidence and the model's snapshots of them."""
+    batch, snapshots = read(agents)
+    return batch, SnapshotBatch.from_items(s for s in snapshots if s.model_version == model)
+
+
+def _update(state: RatingState, rows_of: RowsOf, at: int, agents: Sequence[str]) -> list[None]:
+    """Keep ``agents``' rows in ``state`` (for :func:`_each_agent`)."""
+    state.update(*rows_of(tuple(agents)), at, agents)
+    return []

@@ -136,7 +136,7 @@ class SittingService:
         req = prepared.statement.predicate
         assert isinstance(req, SittingRequest)
         checked = await self.log.check_prepared([prepared], batch=False)
-        self._not_in_future(req.issued_at)
+        self._claimed(req.issued_at)
         if await self.log.store.nonce_used(req.agent, req.nonce):
             raise NonceReplay(f"nonce {req.nonce!r} of {req.agent} was already used")
         form = await self._form_at_open(req.agent, req.exam)
@@ -274,7 +274,7 @@ class SittingService:
         if r.sitting != index:
             raise InvalidInput(f"the report names sitting {r.sitting}, not {index}")
         checked = await self.log.check_prepared([prepared], batch=False)
-        self._not_in_future(r.issued_at)
+        self._claimed(r.issued_at)
         row = await self._open_row(index)
         if r.agent != row.agent:
             raise InvalidInput(f"sitting {index} belongs to another agent")
@@ -366,10 +366,9 @@ class SittingService:
             expired += (await self.expire(index)) is not None
         return expired
 
-    def _not_in_future(self, text: str) -> None:
-        at = statements.parse_time(text, what="issued_at")
-        if at > _now() + dt.timedelta(seconds=self.config.clock_skew):
-            raise InvalidInput(f"issued_at {text} is in the future")
+    def _claimed(self, text: str) -> None:
+        latest = _now() + dt.timedelta(seconds=self.config.clock_skew)
+        statements.check_claimed_time(text, what="issued_at", latest=latest)
 
 
 __all__ = ["Closed", "FormPart", "Opened", "PublicItem", "SittingConfig", "SittingService"]

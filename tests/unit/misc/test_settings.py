@@ -85,3 +85,19 @@ def test_ladder_settings_are_checked() -> None:
         settings.from_env({"TRUSTSCORE_LADDER_RULE": "ladder-rule@9"})
     with pytest.raises(ConfigError, match="TRUSTSCORE_STATS_FLOOR"):
         settings.from_env({"TRUSTSCORE_STATS_FLOOR": "0"})
+
+
+def test_served_models_are_checked() -> None:
+    assert settings.from_env({}).served_models == ("trustscore-v2", "baseline-v0.3")
+    s = settings.from_env({"TRUSTSCORE_MODELS": "trustscore-v2,trustscore-v3,baseline-v0.3"})
+    assert s.served_models == settings.SERVABLE_MODELS
+    for value, words in (
+        ("trustscore-v3", "the default model trustscore-v2 must be served"),
+        ("trustscore-v2,trustscore-v1", "unknown model 'trustscore-v1'"),
+        ("trustscore-v2,", "unknown model ''"),
+        ("trustscore-v2,trustscore-v2", "a model is named twice"),
+    ):
+        with pytest.raises(
+            ConfigError, match=re.escape(f"setting models (TRUSTSCORE_MODELS) = {value!r}: {words}")
+        ):
+            settings.from_env({"TRUSTSCORE_MODELS": value})

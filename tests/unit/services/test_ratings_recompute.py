@@ -8,12 +8,14 @@ import datetime as dt
 import threading
 from typing import Any
 
+import msgspec
 import pytest
 
 from trustscore.kinds.graded import DIMENSIONS
 from trustscore.scoring.inputs import EvidenceItem
 from trustscore.services.metrics import Metrics
-from trustscore.services.ratings import RatingService, _AgentData, load_models
+from trustscore.services.ratings import RELEASED_MODELS, RatingService, _AgentData, load_models
+from trustscore.settings import SERVABLE_MODELS
 from trustscore.store.projection_tables import EvidenceRow
 
 AT = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)
@@ -34,8 +36,8 @@ def item(agent: str, value: float, n: int) -> EvidenceItem:
     )
 
 
-def service(clock: Any = lambda: AT) -> RatingService:
-    ratings = RatingService(None, load_models(), Metrics(), clock=clock)  # type: ignore[arg-type]
+def service(clock: Any = lambda: AT, models: tuple[str, ...] = RELEASED_MODELS) -> RatingService:
+    ratings = RatingService(None, load_models(names=models), Metrics(), clock=clock)  # type: ignore[arg-type]
     index = 0
     for agent, value in ((ALICE, 90.0), (BOB, 30.0)):
         data = ratings._agents[agent] = _AgentData()
@@ -63,7 +65,7 @@ async def test_a_rating_refreshed_during_the_recompute_is_kept() -> None:
     ratings = service()
     ratings.recompute()
     entered, release = threading.Event(), threading.Event()
-    score = ratings._score
+    score = ratings._refresh_states
 
     def slow_score(*args: Any) -> Any:
         if threading.current_thread() is not threading.main_thread():  # the worker, not the loop
@@ -71,7 +73,7 @@ async def test_a_rating_refreshed_during_the_recompute_is_kept() -> None:
             assert release.wait(10)
         return score(*args)
 
-    ratings._score = slow_score  # type: ignore[method-assign,assignment]
+    ratings._refresh_states = slow_score  # type: ignore[method-assign,assignment]
     task = asyncio.create_task(ratings.recompute_all())
     while not entered.is_set():  # the loop keeps running while the thread scores
         await asyncio.sleep(0.001)
@@ -162,3 +164,89 @@ async def test_two_refreshes_at_once_add_each_projected_row_once() -> None:
     ratings = RatingService(SlowStore(), load_models(), Metrics(), clock=lambda: AT)  # type: ignore[arg-type]
     await asyncio.gather(ratings.refresh(), ratings.refresh(), ratings.refresh())
     assert len(ratings._agents[ALICE].evidence) == 10 and ratings.size == 10
+
+
+def spread(agent: str, value: float, n: int, days: float) -> EvidenceItem:
+    """An item ``days`` after AT (negative: before); three in a row of one dimension share a key."""
+    dimension = DIMENSIONS[n % len(DIMENSIONS)]
+    return EvidenceItem(
+        agent=agent,
+        dimension=dimension,
+        source=("real", "verified", "self-reported")[n % 3],
+        at=AT + dt.timedelta(days=days),
+        value=value,
+        key=f"{dimension}@1/q{n // (3 * len(DIMENSIONS))}",
+        issuer=f"ts1_{n % 5:040x}",
+    )
+
+
+async def test_the_time_refresh_equals_a_full_recompute_as_time_and_evidence_move() -> None:
+    """Kept states (scoring/refresh.py) against the engine over every row, every served model and its
+    medals: rows becoming due, time going back, evidence and new agents arriving between refreshes."""
+    now = [AT]
+    models = load_models(names=SERVABLE_MODELS)
+    kept = RatingService(None, models, Metrics(), clock=lambda: now[0])  # type: ignore[arg-type]
+    full = RatingService(None, models, Metrics(), clock=lambda: now[0])  # type: ignore[arg-type]
+    agents = [f"ts1_{i:040x}" for i in range(12)]
+    index = 0
+
+    def arrive(rounds: int, first: int) -> None:
+        nonlocal index
+        for r in range(rounds):
+            for i, agent in enumerate(agents[: first + r]):
+                n = index
+                value = 1.0 - ((i * 37 + n * 11) % 100) / (100.0 if i % 2 else 1000.0)  # even agents near 1
+                days = ((n * 7919) % 90) - 60.0 + (n % 4) * 0.37  # some after AT: due later
+                for s in (kept, full):
+                    s._agents.setdefault(agent, _AgentData()).evidence.append(
+                        (index, spread(agent, value, n, days))
+                    )
+                index += 1
+        for s in (kept, full):
+            s.size = index
+
+    outcomes: set[str | None] = set()
+
+    def check() -> None:
+        full.recompute()
+        outcomes.update(
+            m.medal or m.reason
+            for r in kept.all("trustscore-v3")
+            if r.medals
+            for m in r.medals.dimensions.values()
+        )
+        for model in kept.models:
+            for agent in kept._agents:
+                got, want = kept.stored(agent, model), full.stored(agent, model)
+                assert got is not None and want is not None
+                assert (got.rating, got.medals) == (want.rating, want.medals), (model, agent, now[0])
+
+    arrive(40, 4)
+    for when in (AT, AT + dt.timedelta(days=3), AT + dt.timedelta(days=31)):
+        now[0] = when
+        await kept.recompute_all()
+        check()
+    arrive(10, 9)  # new agents, and rows for old ones
+    for when in (AT + dt.timedelta(days=31), AT - dt.timedelta(days=10), AT + dt.timedelta(days=400)):
+        now[0] = when
+        await kept.recompute_all()
+        check()
+    assert {"stale", "too_few_real_items"} < outcomes and outcomes & {"bronze", "silver", "gold"}, outcomes
+
+
+async def test_an_evidence_time_v3_refuses_leaves_out_that_agent_only() -> None:
+    """Intake refuses times before 1970; a log written before it did may hold one. trustscore-v3 cannot
+    rate that agent (its anchored decay refuses times 960 half-lives from the anchor), and the other
+    agents' ratings must go on, on the projector's path and the time refresh's."""
+    ratings = service(models=SERVABLE_MODELS)
+    old = msgspec.structs.replace(item(BOB, 50.0, 99), at=dt.datetime(1900, 1, 1, tzinfo=dt.UTC))
+    ratings._agents[BOB].evidence.append((ratings.size, old))
+    ratings.size += 1
+    ratings.recompute()
+    assert ratings.stored(BOB, "trustscore-v3") is None
+    assert ratings.stored(BOB, "trustscore-v2") is not None
+    assert ratings.stored(ALICE, "trustscore-v3") is not None
+    ratings._ratings["trustscore-v3"].clear()
+    await ratings.recompute_all()
+    assert ratings.stored(BOB, "trustscore-v3") is None
+    assert ratings.stored(ALICE, "trustscore-v3") is not None

@@ -1,0 +1,134 @@
+"""The service's periodic rating refresh (decay): kept states against a full recompute, in one run.
+
+``RatingService.recompute_all`` moves every agent's rating to a new time. Until 2026-12-01 it was a full
+recompute of every served model and its medals (``RatingService._score`` over all agents, O(items)); it
+now refreshes one :class:`~trustscore.scoring.refresh.RatingState` per model with medal counts kept
+(``RatingService._refresh_states``). This bench fills a service with synthetic evidence (the shape of
+``bench/scoring.py``'s columns, as the projector would hold it) and prints, for the served models and
+for the previous served set (without trustscore-v3):
+
+* the full recompute at a new time (what the refresh cost before), the baseline of the run;
+* the kept-state refresh: the first (every agent's rows read once), then one hour later with no new
+  evidence, then one hour later after 1 % of the agents received one new item;
+
+and checks that every refresh gave the full recompute's ratings and medals.
+
+    PYTHONPATH=src python bench/rating_refresh.py [--agents 10000] [--items 100] [--future]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from _common import print_header  # run as a script: bench/ is on sys.path
+from trustscore.kinds.graded import DIMENSIONS
+from trustscore.scoring.inputs import EvidenceItem
+from trustscore.services.metrics import Metrics
+from trustscore.services.ratings import RELEASED_MODELS, RatingService, Scored, _AgentData, load_models
+
+AT = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
+SOURCES = ("real", "verified", "benchmark", "arena", "self-reported", "simulation")
+
+
+def fill(service: RatingService, agents: int, items: int, future: bool, seed: int = 7) -> None:
+    """``items`` evidence items per agent: 40 keys per agent answered again, a third superseded."""
+    rng = np.random.default_rng(seed)
+    index = 0
+    # Ages in seconds, none in the future: intake refuses times beyond the server's clock plus 5 minutes,
+    # so a row becomes due at most minutes after it arrives (with --future, 2 % up to 3 days ahead).
+    ages = rng.integers(-3 * 86_400 if future else 0, 180 * 86_400, agents * items).tolist()
+    values = np.round(rng.uniform(0.0, 1.0, agents * items), 3).tolist()
+    for a in range(agents):
+        name = f"ts1_{a:040x}"
+        data = service._agents[name] = _AgentData()
+        for i in range(items):
+            dimension = DIMENSIONS[(a + i) % len(DIMENSIONS)]
+            data.evidence.append(
+                (
+                    index,
+                    EvidenceItem(
+                        agent=name,
+                        dimension=dimension,
+                        source=SOURCES[(a * 7 + i) % len(SOURCES)],
+                        at=AT - dt.timedelta(seconds=ages[index]),
+                        value=values[index],
+                        key=f"{dimension}@1/q{i % 40}",
+                        issuer=f"ts1_{(a * 31 + i) % 2000:040x}",
+                    ),
+                )
+            )
+            index += 1
+    service.size = index
+
+
+def timed(run: Any) -> tuple[float, Any]:
+    started = time.perf_counter()
+    out = run()
+    return time.perf_counter() - started, out
+
+
+def same(a: Scored, b: Scored) -> bool:
+    return a.keys() == b.keys() and all(
+        [(r.agent, r, m) for r, m in a[k]] == [(r.agent, r, m) for r, m in b[k]] for k in a
+    )
+
+
+def bench(models: tuple[str, ...], agents: int, items: int, future: bool) -> bool:
+    service = RatingService(None, load_models(names=models), Metrics())  # type: ignore[arg-type]
+    fill(service, agents, items, future)
+    names = sorted(service._agents)
+    ok = True
+
+    def step(label: str, at: dt.datetime, full_seconds: float | None = None) -> float:
+        nonlocal ok
+        inputs = service._inputs(names)
+        full_s, full = timed(lambda: service._score(inputs, at))
+        kept_s, kept = timed(lambda: service._refresh_states(inputs, at))
+        ok &= same(kept, full)
+        print(
+            f"  {label:<38} full recompute {full_s:7.3f} s   kept states {kept_s:7.3f} s"
+            f"   ratio {kept_s / full_s:5.3f}   {'identical' if same(kept, full) else 'DIFFERENT'}"
+        )
+        return full_s
+
+    print(f"models {', '.join(models)}: {agents:,} agents x {items} items = {agents * items:,} rows")
+    step("first refresh (every row read once)", AT)
+    step("1 h later, no new evidence", AT + dt.timedelta(hours=1))
+    rng = np.random.default_rng(11)
+    for a in rng.choice(agents, max(1, agents // 100), replace=False).tolist():
+        name = f"ts1_{a:040x}"
+        old = service._agents[name].evidence[-1][1]
+        service._agents[name].evidence.append((service.size, old))
+        service.size += 1
+    step("2 h later, 1 % of agents +1 item", AT + dt.timedelta(hours=2))
+    step("3 h later, no new evidence", AT + dt.timedelta(hours=3))
+    return ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--agents", type=int, default=10_000)
+    parser.add_argument("--items", type=int, default=100)
+    parser.add_argument("--future", action="store_true", help="2 %% of rows up to 3 days ahead (due later)")
+    args = parser.parse_args()
+    print_header("rating refresh: kept states against a full recompute")
+    ok = bench(RELEASED_MODELS, args.agents, args.items, args.future)
+    ok &= bench(
+        tuple(m for m in RELEASED_MODELS if m != "trustscore-v3"), args.agents, args.items, args.future
+    )
+    if not ok:
+        print("a kept-state refresh differed from the full recompute", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
