@@ -221,18 +221,31 @@ class RatingState:
             _grown(a, capacity) for a in (self._newest, self._valid_from, self._valid_until)
         )
 
+    def drop(self, names: Collection[str]) -> None:
+        """Forget ``names`` (agents no longer rated under this model): the next refresh leaves them out."""
+        gone = [self._slot[n] for n in names if n in self._slot]
+        if gone:
+            self._renumber(np.setdiff1d(np.arange(len(self._names), dtype=np.int64), gone))
+            self._agents = None
+            self._counted = None  # the counted rows number the agents: a decay model re-reads them
+
     def _sorted_names(self) -> tuple[str, ...]:
         """The agents in ascending order, with the slots renumbered to that order (once per new agent)."""
         if self._agents is None:
-            order = np.array(sorted(range(len(self._names)), key=self._names.__getitem__), dtype=np.int64)
-            for name in self._fields:
-                self._columns[name][: order.size] = self._columns[name][order]
-            for a in (self._newest, self._valid_from, self._valid_until):
-                a[: order.size] = a[order]
-            self._names = [self._names[i] for i in order.tolist()]
-            self._slot = {name: i for i, name in enumerate(self._names)}
+            self._renumber(
+                np.array(sorted(range(len(self._names)), key=self._names.__getitem__), dtype=np.int64)
+            )
             self._agents = tuple(self._names)
         return self._agents
+
+    def _renumber(self, order: I64) -> None:
+        """Keep the agents in slots ``order``, in that order, as slots 0, 1, ..."""
+        for name in self._fields:
+            self._columns[name][: order.size] = self._columns[name][order]
+        for a in (self._newest, self._valid_from, self._valid_until):
+            a[: order.size] = a[order]
+        self._names = [self._names[i] for i in order.tolist()]
+        self._slot = {name: i for i, name in enumerate(self._names)}
 
 
 def _grown(a: I64, capacity: int) -> I64:

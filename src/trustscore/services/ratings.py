@@ -208,7 +208,7 @@ class RatingService(RatingView):
         for name in names:
             self._recomputed[name] = self._generation
         scored = self._score(self._inputs(names), at)
-        self._apply(scored, at, self.size)
+        self._apply(scored, at, self.size, names)
         return scored
 
     async def recompute_all(self) -> None:
@@ -231,14 +231,14 @@ class RatingService(RatingView):
             scored = await asyncio.to_thread(self._refresh_states, inputs, at)
         for model, ratings in scored.items():
             scored[model] = [r for r in ratings if self._recomputed.get(r[0].agent, 0) <= generation]
-        self._apply(scored, at, size)
+        self._apply(scored, at, size, [n for n in names if self._recomputed.get(n, 0) <= generation])
         await self.publish(scored, size)
 
     def _refresh_states(self, inputs: list[tuple[str, int, int]], at: dt.datetime) -> Scored:
         """Every agent of ``inputs`` rated at ``at`` from the kept states (safe in a worker thread: only
         the states and ``_seen``, which nothing else touches, are written)."""
         started = time.perf_counter()
-        counts = {name: (n_evidence, n_snapshots) for name, n_evidence, n_snapshots in inputs}
+        counts = _counts(inputs)
         changed = tuple(name for name, seen in counts.items() if self._seen.get(name) != seen)
         micros = to_micros(at)
         # Rows read for one model serve the others (the same agents' evidence; only snapshots differ).
@@ -247,7 +247,9 @@ class RatingService(RatingView):
         for model, state in self._states.items():
             rows_of = functools.partial(_model_rows, read, model)
             if changed:
-                _each_agent(self.models[model], changed, functools.partial(_update, state, rows_of, micros))
+                update = functools.partial(_update, state, rows_of, micros)
+                kept: list[str] = _each_agent(self.models[model], changed, update)
+                state.drop(set(changed).difference(kept))  # refused now: its old rating must not stay
             ratings = to_ratings(state.refresh(micros, rows_of), self.models[model])
             rules = self.medals.get(model)
             if rules is None:
@@ -309,39 +311,46 @@ class RatingService(RatingView):
         """Score each agent's first evidence items and snapshots under every model (no shared state is
         written: safe in a worker thread while the event loop appends to the lists)."""
         started = time.perf_counter()
-        names = [n for n, _, _ in inputs]
-        batch, snapshots = self._prefixes(inputs)
+        names = tuple(n for n, _, _ in inputs)
+        # Rows read for one model serve the others; an agent rated alone (_each_agent) reads its own rows.
+        read = functools.lru_cache(maxsize=4)(functools.partial(self._prefixes_of, _counts(inputs)))
         out = {}
         for model, weights in self.models.items():
-            snaps = SnapshotBatch.from_items(s for s in snapshots if s.model_version == model)
-            ratings = _each_agent(weights, names, functools.partial(score_agents, batch, snaps, weights, at))
-            out[model] = self._with_medals(model, batch, ratings, at)
+            rate = functools.partial(_rate, functools.partial(_model_rows, read, model), weights, at)
+            out[model] = self._with_medals(model, read(names)[0], _each_agent(weights, names, rate), at)
         self.metrics.rating_seconds.observe(time.perf_counter() - started)
         return out
 
-    def _apply(self, scored: Scored, at: dt.datetime, size: int) -> None:
+    def _apply(self, scored: Scored, at: dt.datetime, size: int, names: Sequence[str]) -> None:
+        """Keep ``scored``, computed for ``names``; a model that left one of them out (_each_agent) no
+        longer rates it (a rating kept from before would look current)."""
         for model, ratings in scored.items():
+            kept = self._ratings[model]
             for rating, medals in ratings:
-                self._ratings[model][rating.agent] = RatedAgent(rating, at, size, medals)
+                kept[rating.agent] = RatedAgent(rating, at, size, medals)
+            if len(ratings) < len(names):
+                for name in set(names).difference(r.agent for r, _ in ratings):
+                    kept.pop(name, None)
+                    self._unpublished.pop((model, name), None)
 
 
 def _each_agent(weights: Weights, agents: Sequence[str], rate: Callable[[Sequence[str]], list[T]]) -> list[T]:
     """``rate(agents)``; if a model with an anchored decay refuses an evidence time (more than 960
     half-lives from its anchor: only a log written before intake refused such times can hold one), rate
-    the agents one at a time and leave out, with an error logged, those it refuses, so that one agent
-    cannot stop every other agent's ratings. A left-out agent has no rating under that model."""
+    each half of ``agents`` alike and leave out, with an error logged, each agent it refuses alone, so
+    that one agent cannot stop every other agent's ratings (halves, not one agent at a time: ``rate``
+    costs a pass over the rows it is given, and a log holds few such agents). A left-out agent has no
+    rating under that model."""
     try:
         return rate(agents)
-    except InvalidInput:
+    except InvalidInput as exc:
         if weights.decay_anchor is None:
             raise
-    out: list[T] = []
-    for agent in agents:
-        try:
-            out += rate([agent])
-        except InvalidInput as exc:
-            log.error("%s leaves out %s: %s", weights.model_version, agent, exc)
-    return out
+        if len(agents) == 1:
+            log.error("%s leaves out %s: %s", weights.model_version, agents[0], exc)
+            return []
+    middle = len(agents) // 2
+    return _each_agent(weights, agents[:middle], rate) + _each_agent(weights, agents[middle:], rate)
 
 
 def _model_rows(
@@ -354,7 +363,17 @@ def _model_rows(
     return batch, SnapshotBatch.from_items(s for s in snapshots if s.model_version == model)
 
 
-def _update(state: RatingState, rows_of: RowsOf, at: int, agents: Sequence[str]) -> list[None]:
-    """Keep ``agents``' rows in ``state`` (for :func:`_each_agent`)."""
+def _update(state: RatingState, rows_of: RowsOf, at: int, agents: Sequence[str]) -> list[str]:
+    """Keep ``agents``' rows in ``state``; return them (for :func:`_each_agent`: the agents kept)."""
     state.update(*rows_of(tuple(agents)), at, agents)
-    return []
+    return list(agents)
+
+
+def _rate(rows_of: RowsOf, weights: Weights, at: dt.datetime, agents: Sequence[str]) -> list[Rating]:
+    """``agents``' ratings at ``at`` from their own rows (for :func:`_each_agent`)."""
+    return score_agents(*rows_of(tuple(agents)), weights, at, agents=agents)
+
+
+def _counts(inputs: list[tuple[str, int, int]]) -> dict[str, tuple[int, int]]:
+    """Each agent's evidence and snapshot counts (the prefix to score) by name."""
+    return {name: (n_evidence, n_snapshots) for name, n_evidence, n_snapshots in inputs}

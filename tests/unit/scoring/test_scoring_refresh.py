@@ -135,3 +135,20 @@ def test_a_decay_model_refreshes_from_its_kept_rows_and_orders(model: str) -> No
     for at in (AT + 1, AT + 2, AT + 3, AT + 100_000_000):  # the first row due is ~349 s after AT
         checks(at, state, log)
     assert len(log.asked) == 1  # the first refresh after update() reads every agent's rows, once
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_a_dropped_agent_leaves_the_refresh_and_the_others_are_unchanged(model: str) -> None:
+    """The service drops an agent a model comes to refuse (services/ratings.py, _each_agent): every
+    later refresh is the full recompute over the other agents, bit for bit."""
+    state, log = started(model)
+    state.refresh(TIMES[0], log.rows_of)  # a decay model now keeps its counted rows and orders
+    names = sorted(set(log.evidence.agents) | set(log.snapshots.agents))
+    gone = names[1::3]
+    state.drop([*gone, "ts1_not_rated"])
+    assert len(state) == len(names) - len(gone)
+    for at in TIMES:
+        full = score_columns(
+            log.evidence, log.snapshots, state.weights, at, [n for n in names if n not in gone]
+        )
+        assert columns_digest(state.refresh(at, log.rows_of)) == columns_digest(full), at

@@ -13,6 +13,7 @@ import pytest
 
 from trustscore.kinds.graded import DIMENSIONS
 from trustscore.scoring.inputs import EvidenceItem
+from trustscore.scoring.ratings import score_agents
 from trustscore.services.metrics import Metrics
 from trustscore.services.ratings import RELEASED_MODELS, RatingService, _AgentData, load_models
 from trustscore.settings import SERVABLE_MODELS
@@ -250,3 +251,65 @@ async def test_an_evidence_time_v3_refuses_leaves_out_that_agent_only() -> None:
     await ratings.recompute_all()
     assert ratings.stored(BOB, "trustscore-v3") is None
     assert ratings.stored(ALICE, "trustscore-v3") is not None
+
+
+def before_1970(agent: str, n: int) -> EvidenceItem:
+    """A row trustscore-v3 refuses (intake refuses it since 2026-12-01; an older log may hold one)."""
+    return msgspec.structs.replace(item(agent, 50.0, n), at=dt.datetime(1900, 1, 1, tzinfo=dt.UTC))
+
+
+async def test_an_agent_v3_comes_to_refuse_loses_its_v3_rating_and_stops_no_refresh() -> None:
+    """Projecting an old log in steps: Bob is rated under v3, then his pre-1970 row arrives. A full
+    recompute leaves him out; neither path may keep his earlier v3 rating as if current, and when his
+    kept rows fall out of their window (a row becoming due) the time refresh must not stop every model."""
+    now = [AT]
+    ratings = service(clock=lambda: now[0], models=SERVABLE_MODELS)
+    due = msgspec.structs.replace(item(BOB, 50.0, 98), at=AT + dt.timedelta(days=1))
+    ratings._agents[BOB].evidence.append((ratings.size, due))
+    ratings.size += 1
+    ratings.recompute()
+    await ratings.recompute_all()
+    assert ratings.stored(BOB, "trustscore-v3") is not None
+    ratings._agents[BOB].evidence.append((ratings.size, before_1970(BOB, 99)))
+    ratings.size += 1
+    ratings.recompute([BOB])  # as refresh() does for the agents a projector step touched
+    assert ratings.stored(BOB, "trustscore-v3") is None
+    await ratings.recompute_all()
+    assert ratings.stored(BOB, "trustscore-v3") is None
+    now[0] = AT + dt.timedelta(days=2)  # Bob's row dated AT + 1 day is due
+    await ratings.recompute_all()
+    assert ratings.stored(BOB, "trustscore-v3") is None
+    for model in ratings.models:
+        assert ratings.stored(ALICE, model).at == now[0]  # type: ignore[union-attr]
+    assert ratings.stored(BOB, "trustscore-v2").at == now[0]  # type: ignore[union-attr]
+
+
+async def test_one_refused_agent_does_not_make_the_recompute_quadratic(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After v3 refused the batch, rating the agents apart must not read every agent's rows once per
+    agent (O(agents x items): hours on the event loop at 10^5 agents, on a worker's first refresh)."""
+    ratings = service(models=SERVABLE_MODELS)
+    for n in range(20):
+        agent = f"ts1_{n:040x}"
+        data = ratings._agents[agent] = _AgentData()
+        for k in range(10):
+            data.evidence.append((ratings.size, item(agent, 70.0, k)))
+            ratings.size += 1
+    ratings._agents[BOB].evidence.append((ratings.size, before_1970(BOB, 99)))
+    ratings.size += 1
+    rows = sum(len(d.evidence) for d in ratings._agents.values())
+    scored: list[int] = []
+    real = score_agents
+
+    def counting(evidence: Any, *args: Any, **kwargs: Any) -> Any:
+        scored.append(len(evidence))
+        return real(evidence, *args, **kwargs)
+
+    monkeypatch.setattr("trustscore.services.ratings.score_agents", counting)
+    ratings.recompute()
+    assert ratings.stored(ALICE, "trustscore-v3") is not None
+    assert ratings.stored(BOB, "trustscore-v3") is None
+    # Per model one pass over every row; v3's halving about three more in all (each level re-reads only
+    # the half that failed). One agent at a time over every row was 25 passes here.
+    assert sum(scored) <= (len(ratings.models) + 3) * rows, (sum(scored), rows)
