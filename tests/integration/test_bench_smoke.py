@@ -42,6 +42,14 @@ RUNS: dict[str, tuple[str, list[str]]] = {
             ),
         ],
     ),
+    "rating_refresh.py": (
+        "--agents 30 --items 10 --future",
+        [
+            r"^models trustscore-v2, trustscore-v3, baseline-v0\.3: 30 agents x 10 items",  # v3 served
+            r"^models trustscore-v2, baseline-v0\.3: 30 agents x 10 items",  # the default set
+            rf"1 h later, no new evidence\s+full recompute\s+{NUMBER} s\s+kept states\s+{NUMBER} s.*identical$",
+        ],
+    ),
     "grading.py": (
         "--seconds 0.02 --exec-items 1",
         [
