@@ -279,9 +279,15 @@ async def test_an_agent_v3_comes_to_refuse_loses_its_v3_rating_and_stops_no_refr
     now[0] = AT + dt.timedelta(days=2)  # Bob's row dated AT + 1 day is due
     await ratings.recompute_all()
     assert ratings.stored(BOB, "trustscore-v3") is None
+    full = service(clock=lambda: now[0], models=SERVABLE_MODELS)
+    full._agents, full.size = ratings._agents, ratings.size
+    full.recompute()
     for model in ratings.models:
-        assert ratings.stored(ALICE, model).at == now[0]  # type: ignore[union-attr]
-    assert ratings.stored(BOB, "trustscore-v2").at == now[0]  # type: ignore[union-attr]
+        for agent in (ALICE, BOB):
+            got, want = ratings.stored(agent, model), full.stored(agent, model)
+            assert (got and (got.rating, got.medals, got.at)) == (
+                want and (want.rating, want.medals, want.at)
+            )
 
 
 async def test_one_refused_agent_does_not_make_the_recompute_quadratic(
