@@ -240,17 +240,21 @@ class RatingService(RatingView):
         started = time.perf_counter()
         counts = _counts(inputs)
         changed = tuple(name for name, seen in counts.items() if self._seen.get(name) != seen)
+        # A model that reads no snapshots (trustscore-v2, v3) has nothing to re-read for new snapshots
+        # alone: each snapshot taken (hourly) touches every rated agent.
+        new_evidence = tuple(name for name in changed if self._seen.get(name, (-1,))[0] != counts[name][0])
         micros = to_micros(at)
         # Rows read for one model serve the others (the same agents' evidence; only snapshots differ).
         read = functools.lru_cache(maxsize=4)(functools.partial(self._prefixes_of, counts))
         out: Scored = {}
         for model, state in self._states.items():
             rows_of = functools.partial(_model_rows, read, model)
-            if changed:
+            weights = self.models[model]
+            if reread := changed if weights.spec.reliability.use_snapshots else new_evidence:
                 update = functools.partial(_update, state, rows_of, micros)
-                kept: list[str] = _each_agent(self.models[model], changed, update)
-                state.drop(set(changed).difference(kept))  # refused now: its old rating must not stay
-            ratings = to_ratings(state.refresh(micros, rows_of), self.models[model])
+                kept: list[str] = _each_agent(weights, reread, update)
+                state.drop(set(reread).difference(kept))  # refused now: its old rating must not stay
+            ratings = to_ratings(state.refresh(micros, rows_of), weights)
             rules = self.medals.get(model)
             if rules is None:
                 out[model] = [(r, None) for r in ratings]

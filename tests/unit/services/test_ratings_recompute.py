@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 from trustscore.kinds.graded import DIMENSIONS
-from trustscore.scoring.inputs import EvidenceItem
+from trustscore.scoring.inputs import EvidenceItem, Snapshot
 from trustscore.scoring.ratings import score_agents
 from trustscore.services.metrics import Metrics
 from trustscore.services.ratings import RELEASED_MODELS, RatingService, _AgentData, load_models
@@ -232,6 +232,24 @@ async def test_the_time_refresh_equals_a_full_recompute_as_time_and_evidence_mov
         now[0] = when
         await kept.recompute_all()
         check()
+    # Snapshots of every model (baseline-v0.3 reads its own; v2 and v3 read none), one agent with
+    # snapshots only, some dated after the rating time: a snapshot-only change re-reads no rows of a
+    # model that reads no snapshots, and must still give the full recompute.
+    for round_ in range(3):
+        for i, agent in enumerate([*agents[:6], "ts1_" + "c" * 40]):
+            for model in SERVABLE_MODELS:
+                taken = Snapshot(
+                    agent=agent,
+                    at=AT + dt.timedelta(days=390 + 3 * round_ + i * 0.5),
+                    total=400 + 37 * i + 11 * round_,
+                    model_version=model,
+                )
+                for s in (kept, full):
+                    s._agents.setdefault(agent, _AgentData()).snapshots.append(taken)
+        for when in (AT + dt.timedelta(days=400), AT + dt.timedelta(days=392), AT + dt.timedelta(days=402)):
+            now[0] = when
+            await kept.recompute_all()
+            check()
     assert {"stale", "too_few_real_items"} < outcomes and outcomes & {"bronze", "silver", "gold"}, outcomes
 
 
