@@ -21,9 +21,11 @@ over which the same rows count. Within the window:
   ``pow(0.5, a + b)`` is not ``pow(0.5, a) · pow(0.5, b)``, and n_eff, suppression, intervals, shrinkage
   and confidence depend on the absolute weights: no cached statistic reproduces the released numbers
   bit for bit. Such a model's time formulas run over every counted row at each refresh (O(items), the
-  limit stated in ``docs/methodology.md``); the state keeps the counted rows
-  (:class:`~trustscore.scoring.engine.CountedRows`) and the orders of their sums while every agent stays
-  in its window, so a refresh selects nothing and sorts only where rounding reordered terms.
+  limit stated in ``docs/methodology.md``); the state keeps every agent's counted rows
+  (:class:`~trustscore.scoring.engine.CountedRows`) and the orders of their sums. An agent out of its
+  window, or updated, has its rows read again and spliced into the kept ones (:func:`_spliced`: the
+  other agents' rows are not read); while every agent stays in its window a refresh selects nothing and
+  sorts only where rounding reordered terms.
 
 Outside its window an agent is recomputed from its rows (an item became due, or time went back). Rows
 come from the caller (``rows_of``): the state does no I/O and keeps no log (only, for a decay model, the
@@ -39,6 +41,7 @@ from collections.abc import Callable, Collection
 from dataclasses import fields
 
 import numpy as np
+from numpy.typing import NDArray
 
 from trustscore.scoring.engine import (
     CellSums,
@@ -52,7 +55,7 @@ from trustscore.scoring.engine import (
     score_columns,
 )
 from trustscore.scoring.inputs import EvidenceBatch, EvidenceBuilder, SnapshotBatch
-from trustscore.scoring.kernels import I64
+from trustscore.scoring.kernels import I64, table_order
 from trustscore.scoring.medals import MedalRules, real_items
 from trustscore.scoring.weights import Weights
 
@@ -99,27 +102,32 @@ class RatingState:
         """Rate ``agents`` (default: every agent in the batches) at ``at`` from all of their rows
         (an anchored model: their sums, which do not read ``at`` beyond which rows count)."""
         values: RatingColumns | CellSums
+        counted = counted_rows(evidence, snapshots, self.weights, at, agents)
         if self._anchored:
-            values = anchored_sums(counted_rows(evidence, snapshots, self.weights, at, agents), self.weights)
+            values = anchored_sums(counted, self.weights)
             names = values.names
         else:
-            values = score_columns(evidence, snapshots, self.weights, at, agents)
+            values = rate_counted(counted, self.weights, at)  # score_columns, keeping the counted rows
             names = values.agents
         self._store(
             names, self._arrays(values, evidence, names, at), _windows(evidence, snapshots, names, at)
         )
-        self._counted = None  # these agents' rows changed: the next refresh of a decay model re-reads all
+        if self._counted is not None:  # a decay model's kept rows: these agents' replaced, not all re-read
+            self._counted = _spliced(self._counted, counted, len(self.weights.dimension_names))
+            self._orders = {}
 
     def _arrays(
         self,
-        values: RatingColumns | CellSums,
+        values: RatingColumns | CellSums | None,
         evidence: EvidenceBatch | None,
         names: tuple[str, ...],
         at: int,
     ) -> dict[str, np.ndarray]:
-        """Every kept field of ``names`` by name: ``values``' and, with medal rules and the agents'
-        ``evidence`` (None: their rows were not re-read), their medal counts."""
-        out = {name: getattr(values, name) for name in self._fields if name not in _MEDAL_COUNTS}
+        """The kept fields of ``names`` by name: ``values``' (None: none) and, with medal rules and the
+        agents' ``evidence`` (None: their rows were not re-read), their medal counts."""
+        out = {}
+        if values is not None:
+            out = {name: getattr(values, name) for name in self._fields if name not in _MEDAL_COUNTS}
         if self.medals is not None and evidence is not None:
             out["medal_real_n"], out["medal_newest"] = real_items(evidence, names, self.medals, at)
         return out
@@ -157,7 +165,7 @@ class RatingState:
         size = len(agents)
         stale = (at < self._valid_from[:size]) | (at >= self._valid_until[:size])
         if self.weights.spec.decay is not None and not self._anchored:
-            return self._refresh_decayed(at, agents, bool(stale.any()), rows_of)
+            return self._refresh_decayed(at, agents, stale, rows_of)
         if stale.any():
             names = tuple(agents[i] for i in np.flatnonzero(stale).tolist())
             self.update(*rows_of(names), at, names)
@@ -177,25 +185,31 @@ class RatingState:
         )
 
     def _refresh_decayed(
-        self, at: int, agents: tuple[str, ...], stale: bool, rows_of: RowsOf
+        self, at: int, agents: tuple[str, ...], stale: NDArray[np.bool_], rows_of: RowsOf
     ) -> RatingColumns:
         """A model with decay: every formula that reads the time runs over every counted row (the limit
         in the module docstring); the selection of those rows, their values and snapshot consistency are
-        kept while every agent stays in its window."""
+        kept per agent while it stays in its window, and the rows of agents out of theirs are read again
+        and spliced in (:func:`_spliced`)."""
+        kept = self._counted
+        if kept is not None and kept.names != agents:
+            kept = None  # not the agents kept (cannot happen: update and drop keep them in step)
         orders: dict[str, I64] | None = self._orders
-        evidence: EvidenceBatch | None = None
-        if self._counted is None or stale:
-            evidence, snapshots = rows_of(agents)
-            self._counted = counted_rows(evidence, snapshots, self.weights, at, agents)
+        names = agents if kept is None else tuple(agents[i] for i in np.flatnonzero(stale).tolist())
+        if names:
+            evidence, snapshots = rows_of(names)
+            counted = counted_rows(evidence, snapshots, self.weights, at, names)
+            kept = counted if kept is None else _spliced(kept, counted, len(self.weights.dimension_names))
             self._orders, orders = {}, None  # orders are kept from the next refresh on: no cost now
-            windows = _windows(evidence, snapshots, agents, at)
-        else:
-            size = len(agents)
-            windows = (self._newest[:size], self._valid_from[:size], self._valid_until[:size])
-        columns = rate_counted(self._counted, self.weights, at, orders)
-        counted = self._counted
-        self._store(agents, self._arrays(columns, evidence, agents, at), windows)
-        self._counted = counted
+            self._store(
+                names, self._arrays(None, evidence, names, at), _windows(evidence, snapshots, names, at)
+            )
+        assert kept is not None  # names were all the agents if nothing was kept
+        self._counted = kept
+        size = len(agents)
+        columns = rate_counted(kept, self.weights, at, orders)
+        windows = (self._newest[:size], self._valid_from[:size], self._valid_until[:size])
+        self._store(agents, self._arrays(columns, None, agents, at), windows)
         return columns
 
     def _slots_of(self, names: tuple[str, ...], like: dict[str, np.ndarray]) -> I64:
@@ -246,6 +260,46 @@ class RatingState:
             a[: order.size] = a[order]
         self._names = [self._names[i] for i in order.tolist()]
         self._slot = {name: i for i, name in enumerate(self._names)}
+
+
+def _spliced(kept: CountedRows, fresh: CountedRows, n_dims: int) -> CountedRows:
+    """``kept`` with the rows of ``fresh``'s agents replaced by ``fresh``'s (agents new to ``kept`` added),
+    numbered over the sorted union of their agents.
+
+    Every formula of :func:`~trustscore.scoring.engine.rate_counted` reads the rows per agent (cell sums
+    in ascending order of their terms, issuer caps per (cell, issuer), with issuer codes from one batch
+    per agent) and never their order in the arrays, so the result rates exactly as the counted rows of
+    every agent read at once. ``sw_order`` is taken again from the spliced source weights."""
+    names = tuple(sorted(set(kept.names) | set(fresh.names)))
+    position = {name: i for i, name in enumerate(names)}
+    kept_code = np.array([position[n] for n in kept.names], dtype=np.int64)
+    fresh_code = np.array([position[n] for n in fresh.names], dtype=np.int64)
+    replaced = np.zeros(len(kept.names), dtype=np.bool_)
+    fresh_names = set(fresh.names)
+    replaced[[i for i, n in enumerate(kept.names) if n in fresh_names]] = True
+    rows = np.flatnonzero(~replaced[kept.agent])
+    agent = np.concatenate((kept_code[kept.agent[rows]], fresh_code[fresh.agent]))
+    dim = np.concatenate((kept.cell[rows] % n_dims, fresh.cell % n_dims))
+    source_weight = np.concatenate((kept.source_weight[rows], fresh.source_weight))
+    weights, code = np.unique(source_weight, return_inverse=True)
+    consistency = np.full(len(names), np.nan)
+    consistency[kept_code] = kept.consistency
+    consistency[fresh_code] = fresh.consistency
+    issuer = None
+    if kept.issuer is not None and fresh.issuer is not None:
+        issuer = np.concatenate((kept.issuer[rows], fresh.issuer))
+    return CountedRows(
+        names=names,
+        agent=agent,
+        cell=agent * n_dims + dim,
+        when=np.concatenate((kept.when[rows], fresh.when)),
+        value=np.concatenate((kept.value[rows], fresh.value)),
+        source_weight=source_weight,
+        sw_order=table_order(code.reshape(-1).astype(np.int64), weights),
+        extra_weight=np.concatenate((kept.extra_weight[rows], fresh.extra_weight)),
+        issuer=issuer,
+        consistency=consistency,
+    )
 
 
 def _grown(a: I64, capacity: int) -> I64:
