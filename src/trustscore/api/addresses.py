@@ -13,5 +13,6 @@ ENTRY_ROUTES = frozenset(
 
 
 def client_address(request: Request[Any, Any, Any]) -> str:
-    """The address a write is charged to."""
-    return request.client.host if request.client else "unknown"
+    """The address a write is charged to (read from the scope: ``request.client`` builds an object)."""
+    client = request.scope.get("client")
+    return client[0] if client else "unknown"

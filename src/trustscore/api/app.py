@@ -418,7 +418,8 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         check_query(request)
         if request.method != "POST":
             return None
-        if request.url.path in ENTRY_ROUTES:
+        scope = request.scope  # the path as ``request.url`` gives it, without building the URL
+        if scope.get("root_path", "") + scope["path"] in ENTRY_ROUTES:
             per_address.check(client_address(request))
         else:
             per_address.take(client_address(request))

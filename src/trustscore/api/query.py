@@ -16,6 +16,8 @@ from trustscore.errors import InvalidInput
 
 def check_query(request: Request[Any, Any, Any]) -> None:
     """Raise :class:`InvalidInput` if a query parameter is repeated or empty."""
+    if not request.scope.get("query_string"):
+        return  # nothing to parse (most requests, and every write)
     for name, values in request.query_params.dict().items():
         if len(values) > 1:
             raise InvalidInput(f"query parameter {name!r} is given more than once")
