@@ -14,6 +14,7 @@ from trustscore.scoring import EvidenceBatch, SnapshotBatch, load_weights
 from trustscore.scoring.engine import score_columns
 from trustscore.scoring.inputs import EvidenceBuilder
 from trustscore.scoring.kernels import I64
+from trustscore.scoring.medals import find_medal_rules, real_items
 from trustscore.scoring.refresh import RatingState
 from trustscore.scoring.times import MICROS_PER_DAY
 
@@ -261,11 +262,13 @@ def test_any_interleaving_of_arrivals_drops_and_refreshes_is_the_full_recompute(
     """Arrivals (update of the agents they touch, at the current time), drops, re-added agents and
     refreshes forward and back, in any order, with every batch the state reads encoded afresh: each
     refresh is score_columns over every rated agent's rows in the log, bit for bit (the kept counted
-    rows of trustscore-v1/v2 are spliced, the issuer cap of v1 reading issuer codes of many batches)."""
+    rows of trustscore-v1/v2 are spliced, the issuer cap of v1 reading issuer codes of many batches),
+    and the kept medal counts are real_items over the log."""
     evidence, snapshots = rich_evidence(rows=500, agents=30, seed=seed % 7 + 1)
     weights = load_weights(ROOT / "weights" / f"{model}.toml")
+    medals = find_medal_rules(ROOT / "weights", weights)
     log = GrowingLog(evidence, snapshots, seed)
-    state = RatingState(weights)
+    state = RatingState(weights, medals)
     rated = sorted(log.arrive(start, start // 3))
     now = AT
     state.update(*log.rows_of(tuple(rated)), now, rated)
@@ -293,3 +296,7 @@ def test_any_interleaving_of_arrivals_drops_and_refreshes_is_the_full_recompute(
             continue
         full = score_columns(log.evidence, log.snapshots, weights, now, sorted(rated_set))
         assert columns_digest(state.refresh(now, log.rows_of)) == columns_digest(full), (op, a, b)
+        if medals is not None:  # the kept medal counts too (re-read only with an agent's rows)
+            expected = real_items(log.evidence, sorted(rated_set), medals, now)
+            for kept, want in zip(state.medal_counts(), expected, strict=True):
+                np.testing.assert_array_equal(kept, want)
