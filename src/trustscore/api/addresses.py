@@ -8,7 +8,14 @@ from litestar import Request
 
 #: Routes whose cost is counted per new entry written, by the services (docs/service.md).
 ENTRY_ROUTES = frozenset(
-    {"/v1/log/entries", "/v1/reports", "/v1/settlements", "/v1/events", "/v1/subscriptions"}
+    {
+        "/v1/log/entries",
+        "/v1/reports",
+        "/v1/settlements",
+        "/v1/events",
+        "/v1/subscriptions",
+        "/v1/work-records",
+    }
 )
 
 

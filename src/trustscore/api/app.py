@@ -418,8 +418,9 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         check_query(request)
         if request.method != "POST":
             return None
-        scope = request.scope  # the path as ``request.url`` gives it, without building the URL
-        if scope.get("root_path", "") + scope["path"] in ENTRY_ROUTES:
+        # The router has set scope["path"] to the path it matched, normalised and without the root path
+        # (``request.url.path`` puts the root path back: behind --root-path no entry route matched it).
+        if request.scope["path"] in ENTRY_ROUTES:
             per_address.check(client_address(request))
         else:
             per_address.take(client_address(request))

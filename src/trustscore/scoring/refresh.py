@@ -135,6 +135,8 @@ class RatingState:
     def _store(
         self, names: tuple[str, ...], arrays: dict[str, np.ndarray], windows: tuple[I64, I64, I64]
     ) -> None:
+        if not names:
+            return  # nobody: and a state that never stored an agent has no columns to index yet
         slots = self._slots_of(names, arrays)
         for name, values in arrays.items():
             self._columns[name][slots] = values

@@ -253,3 +253,20 @@ async def test_rate_limits_answer_429(settings: Settings, dsn: str) -> None:
         r = await c.post("/v1/log/entries", content=b"{}")
         assert r.status_code == 429 and r.headers["content-type"].startswith("application/problem+json")
         assert int(r.headers["retry-after"]) >= 1
+
+
+@pytest.mark.parametrize(("root_path", "path"), [("", "/v1/log/entries/"), ("/api", "/api/v1/log/entries")])
+async def test_a_duplicate_costs_nothing_behind_a_root_path_or_with_a_trailing_slash(
+    settings: Settings, dsn: str, root_path: str, path: str
+) -> None:
+    """POST /v1/log/entries is charged per new entry (a duplicate costs nothing) however its path is
+    spelled. Behind a proxy's root path (uvicorn --root-path puts it in front of scope["path"], which
+    Litestar's router then strips) or with a trailing slash, the before-request hook compared the URL
+    path to the entry routes, missed, and charged one token per POST as for any other write."""
+    from trustscore.cli.agent import card_envelope
+
+    limited = replace(settings, address_rate_per_minute=3)  # a burst of 3
+    async with AsyncTestClient(app=create_app(limited, dsn), root_path=root_path) as c:
+        card = body(card_envelope(keys.SigningKey.generate(), "n0"))
+        codes = [(await c.post(path, content=card)).status_code for _ in range(6)]
+    assert codes == [201, 200, 200, 200, 200, 200]

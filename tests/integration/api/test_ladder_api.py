@@ -158,3 +158,21 @@ async def test_rows_are_append_only_and_entries_from_before_the_ladder_are_backf
     async with AsyncTestClient(app=create_app(settings, dsn)) as client:
         after = (await client.get("/v1/stats/outcomes", params={"group_by": "model", "floor": 1})).json()
         assert after == before
+
+
+async def test_a_duplicate_work_record_costs_nothing(settings: Settings, dsn: str) -> None:
+    """POST /v1/work-records writes log entries charged per new entry by the services, like every entry
+    route (api/addresses.py): a duplicate costs nothing and a new record one entry, not one more per
+    POST (the route was missing from ENTRY_ROUTES, so the before-request hook charged it as any write)."""
+    from dataclasses import replace
+
+    limited = replace(settings, address_rate_per_minute=3)  # a burst of 3
+    async with AsyncTestClient(app=create_app(limited, dsn)) as c:
+        agent, card = new_card("coder")
+        await created(c, "/v1/log/entries", card)
+        mine = make_work_record(
+            reporter=agent.id, agent=agent.id, task_ref="T-1", claimed_outcome="done", finished_at=T
+        )
+        record = body(dsse.sign(mine, [agent]))
+        codes = [(await c.post("/v1/work-records", content=record)).status_code for _ in range(6)]
+    assert codes == [201, 200, 200, 200, 200, 200]
