@@ -34,6 +34,7 @@ class Receiver:
     repeats: int = 0  # deliveries of an id already accepted
     refused: int = 0  # deliveries while down
     bad: list[str] = field(default_factory=list)  # signature failures
+    aborted: int = 0  # requests whose body ended early (the sender was killed while writing it)
     lock: threading.Lock = field(default_factory=threading.Lock)
     server: ThreadingHTTPServer | None = None
 
@@ -49,6 +50,11 @@ class Receiver:
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", "0"))
                 body = self.rfile.read(length)
+                if len(body) < length:  # the sender went away mid-request (killed): no delivery to judge
+                    with outer.lock:
+                        outer.aborted += 1
+                    self.close_connection = True
+                    return
                 self.send_response(outer.handle(dict(self.headers.items()), body))
                 self.send_header("content-length", "0")
                 self.end_headers()
