@@ -34,6 +34,7 @@ from trustscore.scoring.refresh import RatingState, RowsOf
 from trustscore.scoring.times import to_micros
 from trustscore.scoring.weights import Weights, load_weights
 from trustscore.services.metrics import Metrics
+from trustscore.settings import SERVABLE_MODELS
 from trustscore.store.projection_tables import ProjectionStore
 from trustscore.store.ratings import RatingRow, RatingTable
 
@@ -44,7 +45,7 @@ DEFAULT_WEIGHTS_DIR = resources.path("weights")
 # Served unless TRUSTSCORE_MODELS says otherwise (settings.SERVABLE_MODELS: trustscore-v3 is opt-in);
 # trustscore-v1: offline only (docs/methodology.md).
 RELEASED_MODELS = ("trustscore-v2", "baseline-v0.3")
-DEFAULT_MODEL = "trustscore-v2"
+DEFAULT_MODEL = SERVABLE_MODELS[0]
 
 
 def load_models(
@@ -215,7 +216,8 @@ class RatingService(RatingView):
         """Move every agent's rating to a new time, in a worker thread so the event loop keeps serving.
 
         Bit for bit a full recompute at that time, without one: each model's :class:`RatingState` re-reads
-        only the rows of agents with evidence or snapshots added since the last time refresh, or whose
+        only the rows of agents with evidence added since the last time refresh (or snapshots, for a model
+        that reads them), or whose
         counted rows differ at the new time (O(agents) for baseline-v0.3 and trustscore-v3; trustscore-v2's
         decay still runs over every counted row: docs/methodology.md). Only the agents' lists as they
         stand now are read (they are only ever appended to). An agent that a refresh recomputed meanwhile,
@@ -268,16 +270,13 @@ class RatingService(RatingView):
     def _prefixes_of(
         self, counts: dict[str, tuple[int, int]], agents: tuple[str, ...]
     ) -> tuple[EvidenceBatch, list[Snapshot]]:
-        """The first ``counts`` evidence items and snapshots of each of ``agents``."""
-        return self._prefixes([(name, *counts[name]) for name in agents])
-
-    def _prefixes(self, inputs: list[tuple[str, int, int]]) -> tuple[EvidenceBatch, list[Snapshot]]:
-        """Each agent's first evidence items and snapshots as counted in ``inputs`` (the log prefix to score)."""
+        """The first ``counts`` evidence items and snapshots of each of ``agents`` (the log prefix to score)."""
         items: list[EvidenceItem] = []
         seq: list[int] = []
         snapshots: list[Snapshot] = []
-        for name, n_evidence, n_snapshots in inputs:
+        for name in agents:
             data = self._agents[name]
+            n_evidence, n_snapshots = counts[name]
             for index, item in data.evidence[:n_evidence]:
                 items.append(item)
                 seq.append(index)
