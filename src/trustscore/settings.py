@@ -57,6 +57,9 @@ class Settings:
     pool_min: Positive = 2  # TRUSTSCORE_POOL_MIN: database connections kept open
     pool_max: Positive = 10  # TRUSTSCORE_POOL_MAX: database connections at most
     project_interval: Interval = 0.1  # TRUSTSCORE_PROJECT_INTERVAL: seconds between projector runs
+    # TRUSTSCORE_RATING_LAG: seconds ratings may lag the projection while entries keep arriving (they
+    # catch up on the first projector run that finds nothing new; docs/service.md, "From log to ratings")
+    rating_lag: Annotated[float, msgspec.Meta(ge=0, le=3600)] = 1.0
     rating_refresh_interval: Interval = 60.0  # TRUSTSCORE_RATING_REFRESH_INTERVAL: full recompute (decay)
     snapshot_interval: Interval = 3600.0  # TRUSTSCORE_SNAPSHOT_INTERVAL: seconds between rating snapshots
     key_rate: Rate = 50.0  # TRUSTSCORE_KEY_RATE: entries per second per signer key (0: unlimited)

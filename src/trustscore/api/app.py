@@ -178,9 +178,11 @@ async def build_services(
             ladder_rule=settings.ladder_rule,
             ladder=LadderStore(pool),
             after_step=after_step(ratings.models),  # webhook events, in the projection's transaction
+            rating_lag=settings.rating_lag,
         )
         await projector.load()
         await projector.catch_up()
+        await ratings.refresh()  # serve nothing older than what is projected at start-up
     if isinstance(view, RatingMirror):
         await view.sync()
     exam_dirs = ExamDirs.from_env()

@@ -29,7 +29,7 @@ from trustscore.ledger.submission import Prepared, prepare
 from trustscore.services.grading_queue import GradingQueue, QueueLimits
 from trustscore.services.log import LogService
 from trustscore.services.metrics import Metrics
-from trustscore.store.log import Appended
+from trustscore.store.log import Appended, StoredEntry
 
 
 @dataclass(frozen=True)
@@ -85,12 +85,12 @@ class Intake:
         self._claimed(report.issued_at, "issued_at")
         # A report is its answers, not its nonce: the same answers again are the first report (issue #10).
         nonce = graded_nonce(report)
-        # Both questions at once (one round trip of waiting, not two); the answers count in this order.
-        first, used = await asyncio.gather(
-            self._graded_before(nonce), self.log.store.nonce_used(report.agent, report.nonce)
+        # Both questions in one round trip; the answers count in this order.
+        graded, used = await self.log.store.entry_by_nonce_and_nonce_used(
+            self.grader_key.id, nonce, report.agent, report.nonce
         )
-        if first is not None:
-            return first
+        if graded is not None:
+            return await self._first_graded(graded)
         if used:
             raise NonceReplay(f"nonce {report.nonce!r} of {report.agent} was already used")
         exam = exam_for(report, self.exam_dirs)
@@ -147,8 +147,10 @@ class Intake:
     async def _graded_before(self, nonce: str) -> GradedReport | None:
         """The report already logged with these answers (its graded evidence carries ``nonce``), if any."""
         found = await self.log.store.entry_by_nonce(self.grader_key.id, nonce)
-        if found is None:
-            return None
+        return None if found is None else await self._first_graded(found)
+
+    async def _first_graded(self, found: StoredEntry) -> GradedReport:
+        """The report that the logged graded evidence ``found`` grades, as first graded."""
         graded = audit.parse_leaf(found.leaf).statement.predicate
         assert isinstance(graded, GradedEvidence)
         [report_entry] = await self.log.store.entries(graded.report_index, graded.report_index + 1)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 
 from trustscore.evidence.project_log import Projected, ProjectionState, project
 from trustscore.kinds.approvals import MARKETPLACE_APPROVAL, MarketplaceApproval
@@ -15,6 +17,9 @@ from trustscore.store.log import LogStore
 from trustscore.store.projection_tables import AfterStep, ProjectionStore
 
 log = logging.getLogger(__name__)
+
+#: Seconds ratings may lag the projection while entries keep arriving (default; settings.rating_lag).
+RATING_LAG = 1.0
 
 
 class Projector:
@@ -29,6 +34,8 @@ class Projector:
         ladder_rule: str = CURRENT_RULE,
         ladder: LadderStore | None = None,
         after_step: AfterStep | None = None,
+        rating_lag: float = RATING_LAG,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.log_store = log_store
         self.store = store
@@ -39,6 +46,9 @@ class Projector:
         self.ladder = ladder
         self.after_step = after_step  # runs in each step's transaction (webhook events)
         self.state = ProjectionState(log_public_key, ladder_rule=ladder_rule)
+        self.rating_lag = rating_lag
+        self.clock = clock
+        self._refreshed_at = -float("inf")  # when the projector last refreshed ratings (``clock``)
 
     async def load(self) -> None:
         """Rebuild the in-memory state from what is already projected (after start or a failed step)."""
@@ -85,7 +95,18 @@ class Projector:
             raise
 
     async def catch_up(self) -> None:
-        """Project everything new, refreshing ratings after every step so they never wait on ingest."""
+        """Project everything new. Ratings are refreshed when a run finds nothing new (ingest paused:
+        they then reflect everything projected) and, while entries keep arriving, at least every
+        ``rating_lag`` seconds, so that a refresh's fixed cost (scoring, the rating table's write) is
+        shared by every step in between instead of paid per step (docs/service.md, "From log to ratings")."""
+        stepped = False
         while await self.step() is not None:
-            await self.ratings.refresh()
+            stepped = True
+            if self.clock() - self._refreshed_at >= self.rating_lag:
+                await self._refresh()
+        if not stepped:
+            await self._refresh()
+
+    async def _refresh(self) -> None:
+        self._refreshed_at = self.clock()
         await self.ratings.refresh()

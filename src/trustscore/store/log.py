@@ -123,6 +123,25 @@ class LogStore:
         )
         return used
 
+    async def entry_by_nonce_and_nonce_used(
+        self, signer: str, nonce: str, other_signer: str, other_nonce: str
+    ) -> tuple[StoredEntry | None, bool]:
+        """:meth:`entry_by_nonce` of (``signer``, ``nonce``) and :meth:`nonce_used` of (``other_signer``,
+        ``other_nonce``) in one round trip (a report's two questions before grading: services/intake.py)."""
+        r = await self.pool.fetchrow(
+            "SELECT found.idx, found.leaf, found.leaf_hash, EXISTS (SELECT 1 FROM entry_nonces "
+            "WHERE signer = $3 AND nonce = $4) AS used FROM (SELECT 1) AS one LEFT JOIN (SELECT e.idx, "
+            "e.leaf, e.leaf_hash FROM entry_nonces n JOIN entries e ON e.idx = n.idx "
+            "WHERE n.signer = $1 AND n.nonce = $2) AS found ON true",
+            signer,
+            nonce,
+            other_signer,
+            other_nonce,
+        )
+        assert r is not None  # one row always
+        found = None if r["idx"] is None else StoredEntry(r["idx"], bytes(r["leaf"]), bytes(r["leaf_hash"]))
+        return found, bool(r["used"])
+
     async def leaves_of_kind(self, kind: str, before: int, start: int = 0) -> list[tuple[int, bytes]]:
         """Entries of ``kind`` with ``start <= index < before``, in log order."""
         rows = await self.pool.fetch(

@@ -113,3 +113,28 @@ async def test_address_limit_counts_entries_not_requests(settings: Settings, dsn
         # Duplicates cost nothing: the first batch again is answered 200 even though the budget is spent.
         again = await client.post("/v1/log/entries", content=body(cards[:60]))
         assert again.status_code == 200, again.text
+
+
+async def test_other_answers_under_a_used_nonce_are_a_replay_and_the_same_answers_the_first_report(
+    settings: Settings, dsn: str, integrity_run: Any
+) -> None:
+    """Both pre-grading questions (graded before? nonce used?) are answered by one lookup: new answers
+    under a nonce the agent already used are refused (409) and write nothing; the first answers under
+    it are the first report (200)."""
+    async with AsyncTestClient(app=create_app(settings, dsn)) as client:
+        key, card = new_card("examinee")
+        assert (await client.post("/v1/log/entries", content=body(card))).status_code == 201
+        envelope = sign_run(integrity_run, key)
+        first = await client.post("/v1/reports", content=body(envelope))
+        assert first.status_code == 201, first.text
+        before = await size(client)
+        nonce = json.loads(canonical.b64decode(envelope.payload))["predicate"]["nonce"]
+        careless = run_exam(
+            load_exam("integrity@1", ExamDirs()), agent_from_spec(f"python:{AGENTS}:careless")
+        )
+        other = renonce(sign_run(careless, key), key, nonce)
+        replay = await client.post("/v1/reports", content=body(other))
+        assert replay.status_code == 409 and "nonce" in replay.text, replay.text
+        again = await client.post("/v1/reports", content=body(envelope))
+        assert again.status_code == 200 and again.json()["report_index"] == first.json()["report_index"]
+        assert await size(client) == before

@@ -29,8 +29,10 @@ def test_values_are_converted_from_strings() -> None:
             "TRUSTSCORE_OUTBOUND_ALLOW_LOOPBACK": "true",
             "TRUSTSCORE_DATABASE_URL": "postgresql://db/x",
             "TRUSTSCORE_SNAPSHOT_INTERVAL": "",  # empty: the default
+            "TRUSTSCORE_RATING_LAG": "0",  # a refresh after every projection step
         }
     )
+    assert s.rating_lag == 0.0
     assert (s.port, s.data_dir, s.key_rate, s.outbound_allow_loopback) == (9000, Path("/srv/ts"), 2.5, True)
     assert s.database_url == "postgresql://db/x" and s.snapshot_interval == Settings().snapshot_interval
 
@@ -46,6 +48,8 @@ def test_values_are_converted_from_strings() -> None:
         ({"TRUSTSCORE_MAX_BODY_BYTES": "10"}, "expected int >= 1024"),
         ({"TRUSTSCORE_ROLE": "boss"}, "setting role (TRUSTSCORE_ROLE) = 'boss': invalid enum value"),
         ({"TRUSTSCORE_LEASE_POLL": "0"}, "expected float > 0"),
+        ({"TRUSTSCORE_RATING_LAG": "-0.5"}, "expected float >= 0"),
+        ({"TRUSTSCORE_RATING_LAG": "7200"}, "expected float <= 3600"),
     ],
 )
 def test_out_of_range_or_unparsable_values_are_refused(env: dict[str, str], words: str) -> None:
