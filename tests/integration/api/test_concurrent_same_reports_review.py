@@ -18,12 +18,16 @@ from trustscore.settings import Settings
 __all__ = ["integrity_run"]
 
 
-async def test_identical_reports_at_once_are_one_report(settings: Settings, dsn: str, integrity_run: Any) -> None:
+async def test_identical_reports_at_once_are_one_report(
+    settings: Settings, dsn: str, integrity_run: Any
+) -> None:
     async with AsyncTestClient(app=create_app(settings, dsn)) as client:
         key, card = new_card("examinee")
         assert (await client.post("/v1/log/entries", content=body(card))).status_code == 201
         envelope = sign_run(integrity_run, key)
-        copies = [envelope] * 12 + [renonce(envelope, key, f"another-nonce-{n:04d}-xxxxxxxx") for n in range(12)]
+        copies = [envelope] * 12 + [
+            renonce(envelope, key, f"another-nonce-{n:04d}-xxxxxxxx") for n in range(12)
+        ]
         replies = await asyncio.gather(*(client.post("/v1/reports", content=body(c)) for c in copies))
         codes = collections.Counter(r.status_code for r in replies)
         texts = sorted({r.text[:160] for r in replies if r.status_code >= 400})
