@@ -100,12 +100,21 @@ class Projector:
         ``rating_lag`` seconds, so that a refresh's fixed cost (scoring, the rating table's write) is
         shared by every step in between instead of paid per step (docs/service.md, "From log to ratings")."""
         stepped = False
-        while await self.step() is not None:
+        while await self._step_or_refresh() is not None:
             stepped = True
             if self.clock() - self._refreshed_at >= self.rating_lag:
                 await self._refresh()
         if not stepped:
             await self._refresh()
+
+    async def _step_or_refresh(self) -> Projected | None:
+        """:meth:`step`; if it fails, first refresh the ratings, so that steps committed before it (whose
+        refresh was deferred) are not held back for as long as the failure lasts."""
+        try:
+            return await self.step()
+        except Exception:
+            await self._refresh()
+            raise
 
     async def _refresh(self) -> None:
         self._refreshed_at = self.clock()

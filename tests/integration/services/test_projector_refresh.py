@@ -88,3 +88,62 @@ async def test_a_zero_rating_lag_refreshes_after_every_step(pool: asyncpg.Pool) 
     await append_cards(store, 3)
     await projector.catch_up()
     assert (await projections.projected_size(), ratings.size) == (3, 3)
+
+
+class FailingFrom:
+    """An after-step hook (the webhook events' slot) that fails every step starting at ``index`` or
+    later: a projection stuck on one entry (a bug, a constraint, a statement timeout)."""
+
+    def __init__(self) -> None:
+        self.index: int | None = None
+
+    async def __call__(self, conn: object, start: int, end: int) -> int:
+        if self.index is not None and start >= self.index:
+            raise RuntimeError(f"projection of entry {start} fails")
+        return 0
+
+
+async def test_a_failing_step_leaves_the_deferred_steps_out_of_the_ratings(pool: asyncpg.Pool) -> None:
+    """Steps that committed before a failing step of the same run are projected but never refreshed:
+    while the failure persists, catch_up never reaches "nothing new", and the ratings stay behind what is
+    projected (before the merge, every committed step was refreshed at once)."""
+    store, projections, clock, hook = LogStore(pool), ProjectionStore(pool), Clock(), FailingFrom()
+    ratings = RatingService(projections, load_models(), Metrics())
+    projector = Projector(
+        store, projections, LOG_KEY.public_key, ratings, batch=2, rating_lag=1.0, clock=clock, after_step=hook
+    )
+    await projector.load()
+    await append_cards(store, 2)
+    await projector.catch_up()  # the first refresh
+    assert ratings.size == 2
+    await append_cards(store, 2)
+    clock.now += 0.5
+    await projector.catch_up()  # entries keep arriving: projected, the refresh deferred
+    assert (await projections.projected_size(), ratings.size) == (4, 2)
+    await append_cards(store, 2)  # the next step is stuck
+    hook.index = 4
+    for _ in range(5):  # the failure persists, runs go on (services/periodic.py backs off, retries)
+        clock.now += 10.0  # far more than rating_lag
+        with pytest.raises(RuntimeError):
+            await projector.catch_up()
+    assert await projections.projected_size() == 4
+    assert ratings.size == 4, "ratings never reflect the step projected before the stuck one"
+
+
+async def test_a_steady_trickle_refreshes_within_rating_lag_plus_one_run(pool: asyncpg.Pool) -> None:
+    """Every run finds one new entry (never "nothing new"): the ratings still move at least every
+    rating_lag, one run late at most."""
+    store, projections, clock = LogStore(pool), ProjectionStore(pool), Clock()
+    ratings = RatingService(projections, load_models(), Metrics())
+    projector = Projector(store, projections, LOG_KEY.public_key, ratings, rating_lag=1.0, clock=clock)
+    await projector.load()
+    covered_at: dict[int, float] = {}
+    worst = 0.0
+    for _ in range(40):
+        await append_cards(store, 1)
+        covered_at[await projections.projected_size()] = clock.now
+        await projector.catch_up()
+        oldest_unrated = min((t for s, t in covered_at.items() if s > ratings.size), default=clock.now)
+        worst = max(worst, clock.now - oldest_unrated)
+        clock.now += 0.1  # project_interval
+    assert worst <= 1.0 + 1e-9
