@@ -18,9 +18,6 @@ from trustscore.store.projection_tables import AfterStep, ProjectionStore
 
 log = logging.getLogger(__name__)
 
-#: Seconds ratings may lag the projection while entries keep arriving (default; settings.rating_lag).
-RATING_LAG = 1.0
-
 
 class Projector:
     def __init__(
@@ -34,7 +31,7 @@ class Projector:
         ladder_rule: str = CURRENT_RULE,
         ladder: LadderStore | None = None,
         after_step: AfterStep | None = None,
-        rating_lag: float = RATING_LAG,
+        rating_lag: float,  # settings.rating_lag: seconds ratings may trail the projection during ingest
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.log_store = log_store
