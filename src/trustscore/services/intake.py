@@ -135,8 +135,9 @@ class Intake:
 
         try:
             rep, ev = await self.log.append_checked(checked, follow=follow, charged=True)
-        except NonceReplay:
-            # The same answers were logged meanwhile by a concurrent request: that one is the report.
+        except Conflict:
+            # The same answers were logged meanwhile by a concurrent request (its report is this one, or
+            # took this nonce): that one is the report.
             first = await self._graded_before(nonce)
             if first is None:
                 raise

@@ -142,16 +142,6 @@ class PublicService:
             return await make()
         key = (stored.rating.model_version, agent)
         return await self._bodies.get(key, (stored.rating, self.ratings.size, size), make)
-        rated = await self.rating(agent, model)
-        key = (rated.rating.model_version, agent)
-        cached = self._bodies.get(key)
-        if cached is None or cached[0] is not rated.rating or cached[1:3] != (rated.log_size, size):
-            ladder = await self.ladder(agent, rated.log_size)
-            body = encode(
-                rated, size, await self.verification(agent), ladder, await self.scope_summary(agent)
-            )
-            cached = self._bodies[key] = (rated.rating, rated.log_size, size, body)
-        return cached[3]
 
     async def evidence(self, agent: str, after: tuple[int, int], limit: int) -> tuple[int, list[EvidenceRow]]:
         """The log size the read database had projected, then ``agent``'s evidence after the cursor: every
