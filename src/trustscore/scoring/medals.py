@@ -230,28 +230,27 @@ _MEDAL_NAMES: tuple[Medal | None, ...] = (None, *reversed(MEDALS))  # by rank: 0
 def _dimension_medals(
     real_n: I64, freshness: F64, held: I64, reason: NDArray[np.int8]
 ) -> list[DimensionMedal]:
-    """Every (agent, dimension) cell's medal, row by row, from :func:`award_columns`' arrays.
-
-    Flat lists, not a list per agent: fewer objects for the cycle collector to track."""
-    no_items = (real_n == 0) & np.isnan(freshness) & (held == 0) & (reason >= 0)
-    return [
-        _NO_ITEMS[r]
-        if shared
-        else DimensionMedal(
+    """Every (agent, dimension) cell's medal, row by row, from :func:`award_columns`' arrays: a cell
+    without real items is the shared struct of its reason, the others are built (from flat lists, not a
+    list per agent: fewer objects for the cycle collector to track)."""
+    no_items = ((real_n == 0) & np.isnan(freshness) & (held == 0) & (reason >= 0)).ravel()
+    cells = [_NO_ITEMS[r] for r in np.where(no_items, reason.ravel(), 0).tolist()]  # replaced where built
+    built = ~no_items
+    for cell, n, f, m, r in zip(
+        np.flatnonzero(built).tolist(),
+        real_n.ravel()[built].tolist(),
+        freshness.ravel()[built].tolist(),
+        held.ravel()[built].tolist(),
+        reason.ravel()[built].tolist(),
+        strict=True,
+    ):
+        cells[cell] = DimensionMedal(
             medal=_MEDAL_NAMES[m],
             real_n=n,
             freshness=None if f != f else f + 0.0,
             reason=None if r < 0 else REASONS[r],
         )
-        for n, f, m, r, shared in zip(
-            real_n.ravel().tolist(),
-            freshness.ravel().tolist(),
-            held.ravel().tolist(),
-            reason.ravel().tolist(),
-            no_items.ravel().tolist(),
-            strict=True,
-        )
-    ]
+    return cells
 
 
 def real_items(evidence: EvidenceBatch, names: Sequence[str], rules: MedalRules, at: int) -> tuple[I64, I64]:

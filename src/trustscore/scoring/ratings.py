@@ -216,22 +216,21 @@ def _uncertainties(columns: RatingColumns, weights: Weights) -> list[Uncertainty
         return None
     names = weights.dimension_names
     ok = columns.interval_reasons == OK
-    # A dimension without items has the same (frozen) stats in every agent: one struct is shared. Only
-    # +0.0 is shared: -0.0 == 0.0 but is published as -0.0.
+    # A dimension without items has the same (frozen) stats in every agent: one struct is shared, the
+    # other cells are built. Only +0.0 is shared: -0.0 == 0.0 but is published as -0.0.
     empty = (columns.counts == 0) & (columns.n_eff == 0.0) & ~np.signbit(columns.n_eff) & ~ok
-    no_items = DimensionStats(n=0, n_eff=0.0, interval=None)
-    stats = [
-        no_items if none else DimensionStats(n=count, n_eff=n_eff, interval=(low, high) if has else None)
-        for count, n_eff, low, high, has, none in zip(
-            columns.counts.ravel().tolist(),
-            columns.n_eff.ravel().tolist(),
-            columns.low.ravel().tolist(),
-            columns.high.ravel().tolist(),
-            ok.ravel().tolist(),
-            empty.ravel().tolist(),
-            strict=True,
-        )
-    ]
+    stats = [DimensionStats(n=0, n_eff=0.0, interval=None)] * empty.size
+    built = ~empty.ravel()
+    for cell, count, n_eff, low, high, has in zip(
+        np.flatnonzero(built).tolist(),
+        columns.counts.ravel()[built].tolist(),
+        columns.n_eff.ravel()[built].tolist(),
+        columns.low.ravel()[built].tolist(),
+        columns.high.ravel()[built].tolist(),
+        ok.ravel()[built].tolist(),
+        strict=True,
+    ):
+        stats[cell] = DimensionStats(n=count, n_eff=n_eff, interval=(low, high) if has else None)
     level = spec.interval_level
     return [
         Uncertainty(

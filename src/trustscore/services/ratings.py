@@ -234,9 +234,11 @@ class RatingService(RatingView):
             size, generation = self.size, self._generation
             inputs = self._inputs(names)
             scored = await asyncio.to_thread(self._refresh_states, inputs, at)
-        for model, ratings in scored.items():
-            scored[model] = [r for r in ratings if self._recomputed.get(r[0].agent, 0) <= generation]
-        self._apply(scored, at, size, [n for n in names if self._recomputed.get(n, 0) <= generation])
+        if self._generation != generation:  # a refresh recomputed some agents meanwhile: theirs stay
+            for model, ratings in scored.items():
+                scored[model] = [r for r in ratings if self._recomputed.get(r[0].agent, 0) <= generation]
+            names = [n for n in names if self._recomputed.get(n, 0) <= generation]
+        self._apply(scored, at, size, names)
         await self.publish(scored, size)
 
     def _refresh_states(self, inputs: list[tuple[str, int, int]], at: dt.datetime) -> Scored:
