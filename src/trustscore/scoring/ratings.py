@@ -199,8 +199,8 @@ def _reason_table(key: str) -> tuple[dict[str, str], ...]:
 
 
 def _distinct_rows(codes: NDArray[np.int8]) -> tuple[NDArray[np.int8], NDArray[np.intp]]:
-    """The distinct rows of ``codes`` (values 0..7) and, per row, the index of its own among them."""
-    if codes.shape[1] * 3 <= 63:  # every row fits in one int64 key (3 bits a code): a 1-D unique
+    """The distinct rows of ``codes`` (values >= 0) and, per row, the index of its own among them."""
+    if codes.shape[1] * 3 <= 63 and codes.max(initial=0) < 8:  # a row fits one int64 (3 bits a code)
         key = codes.astype(np.int64) @ (np.int64(1) << (3 * np.arange(codes.shape[1], dtype=np.int64)))
         _, first, which = np.unique(key, return_index=True, return_inverse=True)
         return codes[first], which.reshape(-1)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from trustscore.scoring import load_weights
 from trustscore.scoring.engine import OK, REASONS, RatingColumns
 from trustscore.scoring.medals import Medals, award, award_columns, load_medal_rules, medals_path
-from trustscore.scoring.ratings import DimensionStats, Rating, Uncertainty, to_ratings
+from trustscore.scoring.ratings import DimensionStats, Rating, Uncertainty, _distinct_rows, to_ratings
 from trustscore.scoring.times import MICROS_PER_DAY
 from trustscore.scoring.weights import Weights
 from trustscore.settings import SERVABLE_MODELS
@@ -179,3 +179,29 @@ def test_award_columns_equals_award_cell_by_cell(data: st.DataObject, model: str
         expected.append(Medals(rules_digest=rules.digest, dimensions=cells))
     assert built == expected
     assert [msgspec.json.encode(m) for m in built] == [msgspec.json.encode(m) for m in expected]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    rows=st.integers(1, 30),
+    width=st.sampled_from([1, 10, 21, 22, 40]),  # 21 codes of 3 bits fit one int64 key, 22 do not
+    top=st.sampled_from([2, 8, 9, 120]),  # codes of 8 and more do not fit 3 bits
+    data=st.data(),
+)
+def test_distinct_rows_numbers_each_row_by_its_pattern(
+    rows: int, width: int, top: int, data: st.DataObject
+) -> None:
+    """Both ways of finding the patterns (one int64 key per row, or rows compared whole) give each row
+    the index of a pattern equal to it, and distinct patterns."""
+    values = data.draw(st.lists(st.integers(0, top - 1), min_size=rows * width, max_size=rows * width))
+    codes = np.array(values, dtype=np.int8).reshape(rows, width)
+    patterns, which = _distinct_rows(codes)
+    assert np.array_equal(patterns[which], codes)
+    assert len({row.tobytes() for row in patterns}) == len(patterns)
+
+
+def test_codes_too_large_for_three_bits_are_not_packed() -> None:
+    """8 in the first column is 1 in the second when packed 3 bits a code: the rows must stay apart."""
+    codes = np.array([[8, 0], [0, 1]], dtype=np.int8)
+    patterns, which = _distinct_rows(codes)
+    assert np.array_equal(patterns[which], codes) and len(patterns) == 2
