@@ -11,7 +11,10 @@ for the previous served set (without trustscore-v3):
 * the kept-state refresh: the first (every agent's rows read once), then one hour later with no new
   evidence, then one hour later after 1 % of the agents received one new item;
 
-and checks that every refresh gave the full recompute's ratings and medals.
+and checks that every refresh gave the full recompute's ratings and medals. After each refresh that
+follows the first it prints the CPU time per agent and model of each stage of that refresh: the
+engine's numbers, ``to_ratings``, ``award_columns``, ``_apply`` and ``publish`` (its encoding and rows,
+into a table that stores nothing).
 
     PYTHONPATH=src python bench/rating_refresh.py [--agents 10000] [--items 100] [--future]
 """
@@ -19,9 +22,12 @@ and checks that every refresh gave the full recompute's ratings and medals.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import datetime as dt
+import functools
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -29,9 +35,21 @@ import numpy as np
 from _common import print_header  # run as a script: bench/ is on sys.path
 from trustscore.kinds.graded import DIMENSIONS
 from trustscore.scoring.inputs import EvidenceItem
+from trustscore.scoring.medals import award_columns
+from trustscore.scoring.ratings import to_ratings
+from trustscore.scoring.times import to_micros
 from trustscore.services.metrics import Metrics
-from trustscore.services.ratings import RELEASED_MODELS, RatingService, Scored, _AgentData, load_models
+from trustscore.services.ratings import (
+    RELEASED_MODELS,
+    RatingService,
+    Scored,
+    _AgentData,
+    _counts,
+    _model_rows,
+    load_models,
+)
 from trustscore.settings import SERVABLE_MODELS
+from trustscore.store.ratings import RatingRow
 
 AT = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
 SOURCES = ("real", "verified", "benchmark", "arena", "self-reported", "simulation")
@@ -74,6 +92,47 @@ def timed(run: Any) -> tuple[float, Any]:
     return time.perf_counter() - started, out
 
 
+class _NoTable:
+    """A table that stores nothing: publishing costs its encoding and bookkeeping, not PostgreSQL."""
+
+    async def write(self, rows: Sequence[RatingRow], log_size: int) -> int:
+        return 0
+
+
+def per_agent_costs(service: RatingService, at: dt.datetime) -> str:
+    """CPU per agent and model of each stage of a refresh at ``at`` (just refreshed to it: no agent is
+    out of its window): the engine's numbers, the structs (``to_ratings``, ``award_columns``), keeping
+    them (``_apply``) and publishing them (encoding and rows, into a table that stores nothing)."""
+    micros = to_micros(at)
+    names = sorted(service._agents)
+    read = functools.partial(service._prefixes_of, _counts(service._inputs(names)))
+    spent = dict.fromkeys(("engine", "to_ratings", "medals"), 0.0)
+    scored: Scored = {}
+    for model, state in service._states.items():
+        weights, rules = service.models[model], service.medals.get(model)
+        started = time.process_time()
+        columns = state.refresh(micros, functools.partial(_model_rows, read, model))
+        built = time.process_time()
+        ratings = to_ratings(columns, weights)
+        rated = time.process_time()
+        medals = (
+            award_columns(ratings, *state.medal_counts(), rules, micros) if rules else [None] * len(ratings)
+        )
+        spent["engine"] += built - started
+        spent["to_ratings"] += rated - built
+        spent["medals"] += time.process_time() - rated
+        scored[model] = list(zip(ratings, medals, strict=True))
+    started = time.process_time()
+    service._apply(scored, at, service.size, names)
+    applied = time.process_time()
+    service.table = _NoTable()  # type: ignore[assignment]
+    asyncio.run(service.publish(scored, service.size))
+    service.table = None
+    spent["_apply"], spent["publish"] = applied - started, time.process_time() - applied
+    per = 1e6 / len(names) / len(service._states)
+    return "   ".join(f"{k} {v * per:.2f}" for k, v in spent.items()) + " µs CPU per agent and model"
+
+
 def same(a: Scored, b: Scored) -> bool:
     return a.keys() == b.keys() and all(
         [(r.agent, r, m) for r, m in a[k]] == [(r.agent, r, m) for r, m in b[k]] for k in a
@@ -86,7 +145,7 @@ def bench(models: tuple[str, ...], agents: int, items: int, future: bool) -> boo
     names = sorted(service._agents)
     ok = True
 
-    def step(label: str, at: dt.datetime, full_seconds: float | None = None) -> float:
+    def step(label: str, at: dt.datetime, full_seconds: float | None = None, costs: bool = True) -> float:
         nonlocal ok
         inputs = service._inputs(names)
         full_s, full = timed(lambda: service._score(inputs, at))
@@ -96,10 +155,12 @@ def bench(models: tuple[str, ...], agents: int, items: int, future: bool) -> boo
             f"  {label:<38} full recompute {full_s:7.3f} s   kept states {kept_s:7.3f} s"
             f"   ratio {kept_s / full_s:5.3f}   {'identical' if same(kept, full) else 'DIFFERENT'}"
         )
+        if costs:
+            print(f"    {per_agent_costs(service, at)}")
         return full_s
 
     print(f"models {', '.join(models)}: {agents:,} agents x {items} items = {agents * items:,} rows")
-    step("first refresh (every row read once)", AT)
+    step("first refresh (every row read once)", AT, costs=False)
     step("1 h later, no new evidence", AT + dt.timedelta(hours=1))
     rng = np.random.default_rng(11)
     for a in rng.choice(agents, max(1, agents // 100), replace=False).tolist():

@@ -48,6 +48,7 @@ RUNS: dict[str, tuple[str, list[str]]] = {
             r"^models trustscore-v2, trustscore-v3, baseline-v0\.3: 30 agents x 10 items",  # v3 served
             r"^models trustscore-v2, baseline-v0\.3: 30 agents x 10 items",  # the default set
             rf"1 h later, no new evidence\s+full recompute\s+{NUMBER} s\s+kept states\s+{NUMBER} s.*identical$",
+            rf"^\s+engine {NUMBER}\s+to_ratings {NUMBER}\s+medals {NUMBER}\s+_apply {NUMBER}\s+publish {NUMBER} µs",
         ],
     ),
     "grading.py": (

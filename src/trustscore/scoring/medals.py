@@ -30,9 +30,9 @@ from numpy.typing import NDArray
 
 from trustscore.errors import ConfigError, UnsupportedKind
 from trustscore.scoring.engine import _newest_per_key
-from trustscore.scoring.inputs import I64, RESULT_CODES, EvidenceBatch
+from trustscore.scoring.inputs import F64, I64, RESULT_CODES, EvidenceBatch
 from trustscore.scoring.publish import SCALE, number, optional
-from trustscore.scoring.ratings import Rating
+from trustscore.scoring.ratings import Rating, row_dicts
 from trustscore.scoring.times import MICROS_PER_DAY
 from trustscore.scoring.weights import Weights
 
@@ -205,7 +205,7 @@ def award_columns(
     with np.errstate(over="ignore", invalid="ignore"):
         decay = np.power(0.5, (at - newest) / MICROS_PER_DAY / spec.half_life_days)
         freshness = np.where(real_n > 0, np.round(decay * SCALE) / SCALE, np.nan)  # as publish.number
-        raw = np.array([[r.dimensions.get(d) for d in dims] for r in ratings], dtype=np.float64).reshape(
+        raw = np.array([r.dimensions.get(d) for r in ratings for d in dims], dtype=np.float64).reshape(
             real_n.shape
         )
         score = np.round(raw * SCALE) / SCALE
@@ -215,29 +215,42 @@ def award_columns(
     checks = (np.isnan(score), real_n < spec.min_real_items, ~(freshness >= spec.min_freshness), rank == 0)
     for code, failed in reversed(list(enumerate(checks))):  # the first failed check names the reason
         reason[failed] = code
-    medal_names: tuple[Medal | None, ...] = (None, *reversed(MEDALS))
-    n_rows: list[list[int]] = real_n.tolist()
-    f_rows: list[list[float]] = freshness.tolist()
     held: I64 = np.where(reason < 0, rank, 0).astype(np.int64)
-    m_rows: list[list[int]] = held.tolist()
-    r_rows: list[list[int]] = reason.tolist()
-    out = []
-    for n_row, f_row, m_row, r_row in zip(n_rows, f_rows, m_rows, r_rows, strict=True):
-        out.append(
-            Medals(
-                rules_digest=rules.digest,
-                dimensions={
-                    name: DimensionMedal(
-                        medal=medal_names[m],
-                        real_n=n,
-                        freshness=None if f != f else f + 0.0,
-                        reason=None if r < 0 else REASONS[r],
-                    )
-                    for name, n, f, m, r in zip(dims, n_row, f_row, m_row, r_row, strict=True)
-                },
-            )
+    return [
+        Medals(rules_digest=rules.digest, dimensions=dimensions)
+        for dimensions in row_dicts(dims, _dimension_medals(real_n, freshness, held, reason))
+    ]
+
+
+#: A dimension without real items has one of these (by reason code), shared by every agent (frozen).
+_NO_ITEMS = tuple(DimensionMedal(medal=None, real_n=0, freshness=None, reason=reason) for reason in REASONS)
+_MEDAL_NAMES: tuple[Medal | None, ...] = (None, *reversed(MEDALS))  # by rank: 0 none, 1 bronze, ...
+
+
+def _dimension_medals(
+    real_n: I64, freshness: F64, held: I64, reason: NDArray[np.int8]
+) -> list[DimensionMedal]:
+    """Every (agent, dimension) cell's medal, row by row, from :func:`award_columns`' arrays: a cell
+    without real items is the shared struct of its reason, the others are built (from flat lists, not a
+    list per agent: fewer objects for the cycle collector to track)."""
+    no_items = ((real_n == 0) & np.isnan(freshness) & (held == 0) & (reason >= 0)).ravel()
+    cells = [_NO_ITEMS[r] for r in np.where(no_items, reason.ravel(), 0).tolist()]  # replaced where built
+    built = ~no_items
+    for cell, n, f, m, r in zip(
+        np.flatnonzero(built).tolist(),
+        real_n.ravel()[built].tolist(),
+        freshness.ravel()[built].tolist(),
+        held.ravel()[built].tolist(),
+        reason.ravel()[built].tolist(),
+        strict=True,
+    ):
+        cells[cell] = DimensionMedal(
+            medal=_MEDAL_NAMES[m],
+            real_n=n,
+            freshness=None if f != f else f + 0.0,
+            reason=None if r < 0 else REASONS[r],
         )
-    return out
+    return cells
 
 
 def real_items(evidence: EvidenceBatch, names: Sequence[str], rules: MedalRules, at: int) -> tuple[I64, I64]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Collection, Sequence
+from typing import TypeVar
 
 import msgspec
 import numpy as np
@@ -23,6 +24,8 @@ from trustscore.scoring.engine import OK, REASONS, RatingColumns, score_columns
 from trustscore.scoring.inputs import EvidenceBatch, EvidenceItem, Snapshot, SnapshotBatch
 from trustscore.scoring.times import to_micros
 from trustscore.scoring.weights import Weights
+
+T = TypeVar("T")
 
 
 class DimensionStats(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -90,8 +93,8 @@ def score_agent(
 def to_ratings(columns: RatingColumns, weights: Weights) -> list[Rating]:
     """Structs from the engine's columns (one per agent, in the columns' order).
 
-    Column work is done once for all agents; the per-agent loop only assembles prepared pieces.
-    ``null_reasons`` keeps its key order: dimensions, total/adjusted/grade, confidence, uncertainty.
+    Column work is done once for all agents; the per-agent loop only assembles prepared pieces: each
+    agent's ``null_reasons`` is a copy of the dict prepared for its pattern of nulls (:func:`_null_reasons`).
     """
     names = weights.dimension_names
     grade_names = list(weights.spec.grades)
@@ -104,110 +107,151 @@ def to_ratings(columns: RatingColumns, weights: Weights) -> list[Rating]:
     totals = [None if math.isnan(t) else int(t) for t in columns.total.tolist()]
     adjusted = [None if math.isnan(a) else int(a) for a in columns.adjusted.tolist()]
     confidence = [None if math.isnan(c) else c for c in columns.confidence.tolist()]
-    coverage, n = columns.coverage.tolist(), columns.n.tolist()
     scored = columns.scores.astype(object)  # Python floats
     scored[columns.reasons != OK] = None
-    dimension_rows = scored.tolist()
-    dim_reasons = _reason_pairs([f"dimensions.{name}" for name in names], columns.reasons)
-    uncertainties = _uncertainties(columns, weights, has_total)
+    dimensions = row_dicts(names, scored.ravel().tolist())
+    null_reasons = _null_reasons(columns, weights, has_total)
+    uncertainties: Sequence[Uncertainty | None] = _uncertainties(columns, weights) or [None] * len(totals)
     model_version, digest = weights.model_version, weights.digest
-    out: list[Rating] = []
-    for i, agent in enumerate(columns.agents):
-        null_reasons = dict(dim_reasons[i])
-        if totals[i] is None:
-            null_reasons.update(_NO_TOTAL)
-        elif adjusted[i] is None:
-            null_reasons["adjusted"] = "no_evidence"
-        if confidence[i] is None:
-            null_reasons["confidence"] = "no_evidence"
-        uncertainty = None
-        if uncertainties is not None:
-            uncertainty, more_reasons = uncertainties[i]
-            null_reasons.update(more_reasons)
-        out.append(
-            Rating(
-                agent=agent,
-                model_version=model_version,
-                weights_digest=digest,
-                total=totals[i],
-                adjusted=adjusted[i],
-                grade=grades[i],
-                coverage=coverage[i],
-                confidence=confidence[i],
-                n=n[i],
-                dimensions=dict(zip(names, dimension_rows[i], strict=True)),
-                null_reasons=null_reasons,
-                uncertainty=uncertainty,
-            )
+    return [
+        Rating(
+            agent=agent,
+            model_version=model_version,
+            weights_digest=digest,
+            total=total,
+            adjusted=adjusted_,
+            grade=grade,
+            coverage=coverage,
+            confidence=confidence_,
+            n=n,
+            dimensions=dims,
+            null_reasons=reasons,
+            uncertainty=uncertainty,
         )
-    return out
+        for agent, total, adjusted_, grade, coverage, confidence_, n, dims, reasons, uncertainty in zip(
+            columns.agents,
+            totals,
+            adjusted,
+            grades,
+            columns.coverage.tolist(),
+            confidence,
+            columns.n.tolist(),
+            dimensions,
+            null_reasons,
+            uncertainties,
+            strict=True,
+        )
+    ]
 
 
-_NO_TOTAL = {
-    "total": "no_scored_dimensions",
-    "adjusted": "no_scored_dimensions",
-    "grade": "no_scored_dimensions",
-}
+#: Per code of the per-agent columns of :func:`_null_codes`, the null reasons it adds, in key order.
+_TOTAL_REASONS: tuple[dict[str, str], ...] = (
+    {},  # total and adjusted scored
+    {"total": "no_scored_dimensions", "adjusted": "no_scored_dimensions", "grade": "no_scored_dimensions"},
+    {"adjusted": "no_evidence"},  # a total without a freshness-adjusted one
+)
+_CONFIDENCE_REASONS: tuple[dict[str, str], ...] = ({}, {"confidence": "no_evidence"})
+_TOTAL_INTERVAL_REASONS: tuple[dict[str, str], ...] = (
+    {},
+    {"uncertainty.total_interval": "snapshot_only"},  # a total from snapshots alone
+    {"uncertainty.total_interval": "no_scored_dimensions"},
+)
 
 
-def _reason_pairs(keys: list[str], reasons: NDArray[np.int8]) -> list[list[tuple[str, str]]]:
-    """Per row, the (JSON path, reason) of each null entry in column order; rows with the same pattern
-    of reasons share one list."""
-    if reasons.shape[0] == 0:
-        return []
-    if len(keys) * 3 <= 63:  # reason codes fit in 3 bits: one int64 key per row
-        code = reasons.astype(np.int64) @ (np.int64(1) << (3 * np.arange(len(keys), dtype=np.int64)))
-        _, first, which = np.unique(code, return_index=True, return_inverse=True)
-        patterns = reasons[first]
-    else:
-        patterns, which = np.unique(reasons, axis=0, return_inverse=True)
-    shared = [[(keys[d], REASONS[r]) for d, r in enumerate(row) if r != OK] for row in patterns.tolist()]
-    return [shared[p] for p in which.reshape(-1).tolist()]
-
-
-def _uncertainties(
+def _null_reasons(
     columns: RatingColumns, weights: Weights, has_total: NDArray[np.bool_]
-) -> list[tuple[Uncertainty, list[tuple[str, str]]]] | None:
-    """Per agent, its ``uncertainty`` block and the null reasons it adds; None for models without one."""
+) -> list[dict[str, str]]:
+    """Each agent's ``null_reasons``: a copy of the dict built once for its pattern of nulls.
+
+    Keys in order: dimensions, total/adjusted/grade, confidence, then (models with ``[uncertainty]``)
+    dimension intervals and the total interval. An agent's pattern is its row of codes, one per column
+    of that order (:func:`_null_codes`); agents with equal rows have equal dicts."""
+    codes, tables = _null_codes(columns, weights, has_total)
+    if codes.shape[0] == 0:
+        return []
+    patterns, which = _distinct_rows(codes)
+    prepared = [
+        {key: reason for table, code in zip(tables, row, strict=True) for key, reason in table[code].items()}
+        for row in patterns.tolist()
+    ]
+    return [prepared[p].copy() for p in which.tolist()]
+
+
+def _null_codes(
+    columns: RatingColumns, weights: Weights, has_total: NDArray[np.bool_]
+) -> tuple[NDArray[np.int8], list[tuple[dict[str, str], ...]]]:
+    """Per agent, a row of small codes (A, C), and per column the null reasons each code adds."""
+    names = weights.dimension_names
+    total = np.where(has_total, np.where(np.isnan(columns.adjusted), 2, 0), 1)
+    parts = [columns.reasons, total[:, None], np.isnan(columns.confidence)[:, None]]
+    tables = [_reason_table(f"dimensions.{name}") for name in names] + [_TOTAL_REASONS, _CONFIDENCE_REASONS]
+    if weights.spec.uncertainty is not None:
+        total_interval = np.where(np.isnan(columns.total_low), np.where(has_total, 1, 2), 0)
+        parts += [columns.interval_reasons, total_interval[:, None]]
+        tables += [_reason_table(f"uncertainty.dimensions.{name}.interval") for name in names]
+        tables.append(_TOTAL_INTERVAL_REASONS)
+    return np.hstack(parts).astype(np.int8), tables
+
+
+def _reason_table(key: str) -> tuple[dict[str, str], ...]:
+    """Per engine reason code, the null reason it adds at ``key`` (none for OK)."""
+    return tuple({} if code == OK else {key: reason} for code, reason in enumerate(REASONS))
+
+
+def _distinct_rows(codes: NDArray[np.int8]) -> tuple[NDArray[np.int8], NDArray[np.intp]]:
+    """The distinct rows of ``codes`` (values >= 0) and, per row, the index of its own among them."""
+    if codes.shape[1] * 3 <= 63 and codes.max(initial=0) < 8:  # a row fits one int64 (3 bits a code)
+        key = codes.astype(np.int64) @ (np.int64(1) << (3 * np.arange(codes.shape[1], dtype=np.int64)))
+        _, first, which = np.unique(key, return_index=True, return_inverse=True)
+        return codes[first], which.reshape(-1)
+    patterns, which = np.unique(codes, axis=0, return_inverse=True)
+    return patterns, which.reshape(-1)
+
+
+def _uncertainties(columns: RatingColumns, weights: Weights) -> list[Uncertainty] | None:
+    """Per agent, its ``uncertainty`` block; None for models without one (their null reasons are
+    :func:`_null_reasons`')."""
     spec = weights.spec.uncertainty
     if spec is None:
         return None
     names = weights.dimension_names
-    n_dims = len(names)
-    stats = [
-        DimensionStats(n=count, n_eff=n_eff, interval=(low, high) if ok else None)
-        for count, n_eff, low, high, ok in zip(
-            columns.counts.ravel().tolist(),
-            columns.n_eff.ravel().tolist(),
-            columns.low.ravel().tolist(),
-            columns.high.ravel().tolist(),
-            (columns.interval_reasons == OK).ravel().tolist(),
+    ok = columns.interval_reasons == OK
+    # A dimension without items has the same (frozen) stats in every agent: one struct is shared, the
+    # other cells are built. Only +0.0 is shared: -0.0 == 0.0 but is published as -0.0.
+    empty = (columns.counts == 0) & (columns.n_eff == 0.0) & ~np.signbit(columns.n_eff) & ~ok
+    stats = [DimensionStats(n=0, n_eff=0.0, interval=None)] * empty.size
+    built = ~empty.ravel()
+    for cell, count, n_eff, low, high, has in zip(
+        np.flatnonzero(built).tolist(),
+        columns.counts.ravel()[built].tolist(),
+        columns.n_eff.ravel()[built].tolist(),
+        columns.low.ravel()[built].tolist(),
+        columns.high.ravel()[built].tolist(),
+        ok.ravel()[built].tolist(),
+        strict=True,
+    ):
+        stats[cell] = DimensionStats(n=count, n_eff=n_eff, interval=(low, high) if has else None)
+    level = spec.interval_level
+    return [
+        Uncertainty(
+            level=level,
+            n_eff=n_eff_total,
+            total_interval=None if math.isnan(low_total) else (int(low_total), int(high_total)),
+            dimensions=dimensions,
+        )
+        for n_eff_total, low_total, high_total, dimensions in zip(
+            columns.total_n_eff.tolist(),
+            columns.total_low.tolist(),
+            columns.total_high.tolist(),
+            row_dicts(names, stats),
             strict=True,
         )
     ]
-    keys = [f"uncertainty.dimensions.{name}.interval" for name in names]
-    interval_reasons = _reason_pairs(keys, columns.interval_reasons)
-    out = []
-    rows = zip(
-        columns.total_n_eff.tolist(),
-        columns.total_low.tolist(),
-        columns.total_high.tolist(),
-        has_total.tolist(),
-        strict=True,
-    )
-    for i, (n_eff_total, low_total, high_total, scored) in enumerate(rows):
-        reasons = interval_reasons[i]
-        total_interval = None
-        if math.isnan(low_total):
-            why = "snapshot_only" if scored else "no_scored_dimensions"
-            reasons = [*reasons, ("uncertainty.total_interval", why)]
-        else:
-            total_interval = (int(low_total), int(high_total))
-        uncertainty = Uncertainty(
-            level=spec.interval_level,
-            n_eff=n_eff_total,
-            total_interval=total_interval,
-            dimensions=dict(zip(names, stats[i * n_dims : (i + 1) * n_dims], strict=True)),
-        )
-        out.append((uncertainty, reasons))
-    return out
+
+
+def row_dicts(keys: Sequence[str], cells: list[T]) -> list[dict[str, T]]:
+    """``cells`` (rows of ``len(keys)`` values, one after another) as one dict per row.
+
+    One flat list rather than a list per row: fewer objects for the cycle collector to track."""
+    width = len(keys)  # every slice is a full row: no strict check per row
+    return [dict(zip(keys, cells[i : i + width], strict=False)) for i in range(0, len(cells), width)]

@@ -13,7 +13,6 @@ API process serves from that table without holding any evidence (docs/operations
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import datetime as dt
 import functools
 import logging
@@ -60,8 +59,12 @@ def load_medals(models: dict[str, Weights], weights_dir: Path = DEFAULT_WEIGHTS_
     return {name: rules for name, rules in found.items() if rules is not None}
 
 
-@dataclass(frozen=True)
-class RatedAgent:
+class RatedAgent(msgspec.Struct, frozen=True, gc=False):
+    """A rating with the time it was computed at and the log size it holds for.
+
+    A struct the cycle collector does not track (it holds only untracked structs, a time and numbers):
+    a refresh replaces one per agent and model."""
+
     rating: Rating
     at: dt.datetime
     log_size: int
@@ -118,12 +121,12 @@ class RatingView:
         """The agent's current rating. Its ``log_size`` is the whole projected log: an agent is recomputed
         whenever an entry brings it evidence or a snapshot, so the rating holds for every prefix since."""
         rated = self._ratings[self.model(model).model_version].get(agent)
-        return None if rated is None else dataclasses.replace(rated, log_size=self.size)
+        return None if rated is None else msgspec.structs.replace(rated, log_size=self.size)
 
     def all(self, model: str | None = None) -> list[RatedAgent]:
         return sorted(
             (
-                dataclasses.replace(r, log_size=self.size)
+                msgspec.structs.replace(r, log_size=self.size)
                 for r in self._ratings[self.model(model).model_version].values()
             ),
             key=lambda r: r.rating.agent,
@@ -231,9 +234,11 @@ class RatingService(RatingView):
             size, generation = self.size, self._generation
             inputs = self._inputs(names)
             scored = await asyncio.to_thread(self._refresh_states, inputs, at)
-        for model, ratings in scored.items():
-            scored[model] = [r for r in ratings if self._recomputed.get(r[0].agent, 0) <= generation]
-        self._apply(scored, at, size, [n for n in names if self._recomputed.get(n, 0) <= generation])
+        if self._generation != generation:  # a refresh recomputed some agents meanwhile: theirs stay
+            for model, ratings in scored.items():
+                scored[model] = [r for r in ratings if self._recomputed.get(r[0].agent, 0) <= generation]
+            names = [n for n in names if self._recomputed.get(n, 0) <= generation]
+        self._apply(scored, at, size, names)
         await self.publish(scored, size)
 
     def _refresh_states(self, inputs: list[tuple[str, int, int]], at: dt.datetime) -> Scored:
@@ -289,14 +294,17 @@ class RatingService(RatingView):
         with the next (the table must never claim a log size its rows do not reflect)."""
         if self.table is None:
             return
+        encode = _Encoder()
         for model, ratings in scored.items():
+            kept = self._ratings[model]
             for rating, medals in ratings:
-                self._unpublished[(model, rating.agent)] = RatingRow(
+                agent = rating.agent
+                self._unpublished[(model, agent)] = RatingRow(
                     model,
-                    rating.agent,
-                    msgspec.json.encode(rating),
-                    None if medals is None else msgspec.json.encode(medals),
-                    self._ratings[model][rating.agent].at,
+                    agent,
+                    encode(rating),
+                    None if medals is None else encode(medals),
+                    kept[agent].at,
                     size,
                 )
         rows = dict(self._unpublished)
@@ -335,6 +343,19 @@ class RatingService(RatingView):
                 for name in set(names).difference(r.agent for r, _ in ratings):
                     kept.pop(name, None)
                     self._unpublished.pop((model, name), None)
+
+
+class _Encoder:
+    """JSON bytes as ``msgspec.json.encode`` gives them, encoded into one reused buffer: many objects in
+    a row are encoded without growing a fresh buffer for each (the published rows)."""
+
+    def __init__(self) -> None:
+        self._encoder = msgspec.json.Encoder()
+        self._buffer = bytearray()
+
+    def __call__(self, obj: Rating | Medals) -> bytes:
+        self._encoder.encode_into(obj, self._buffer)
+        return bytes(self._buffer)
 
 
 def _each_agent(weights: Weights, agents: Sequence[str], rate: Callable[[Sequence[str]], list[T]]) -> list[T]:

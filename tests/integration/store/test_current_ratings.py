@@ -4,11 +4,11 @@ RatingMirror serves identically, woken by NOTIFY; an older computation never rep
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import datetime as dt
 from collections.abc import Sequence
 
 import asyncpg
+import msgspec
 import pytest
 
 from tests.unit.services.test_ratings_recompute import ALICE, AT, BOB, service
@@ -44,7 +44,7 @@ async def test_an_older_computation_never_replaces_a_newer_one(pool: asyncpg.Poo
     newer = computing.stored(ALICE)
     assert newer is not None
     older = computing.recompute([ALICE], at=AT - dt.timedelta(days=1))  # computed for an earlier time
-    computing._ratings["trustscore-v2"][ALICE] = dataclasses.replace(newer, at=AT - dt.timedelta(days=1))
+    computing._ratings["trustscore-v2"][ALICE] = msgspec.structs.replace(newer, at=AT - dt.timedelta(days=1))
     await computing.publish({"trustscore-v2": older["trustscore-v2"]}, computing.size)
     mirror = RatingMirror(RatingTable(pool), computing.models)
     await mirror.sync()
