@@ -55,7 +55,7 @@ from trustscore.services.log import LogService
 from trustscore.services.webhooks import after_step
 from trustscore.settings import Settings
 from trustscore.store import db
-from trustscore.store.log import LogStore
+from trustscore.store.log import LogStore, hash_tile_problems
 
 Conn = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
 Node = tuple[int, int, bytes]  # (level, index, hash) of a complete aligned subtree, as in tree_nodes
@@ -117,7 +117,7 @@ async def copy_synthetic(conn: Conn, rows: Rows, more_nodes: list[Node]) -> None
     """Write ``rows`` and ``more_nodes`` (nodes completed across the start of ``rows``) as appending and
     integrating them would have, inside the caller's transaction: COPY into ``entries`` (and into the
     global-uniqueness side tables ``entry_statements`` and ``entry_nonces`` where the schema has them),
-    COPY into ``tree_nodes``, and move ``log_sequence`` and the log projection's progress to ``rows.end``.
+    COPY into ``tree_nodes`` (and the rows of the hash tiles they complete into ``hash_tiles``), and move ``log_sequence`` and the log projection's progress to ``rows.end``.
 
     The projection moves only because synthetic entries project to nothing (checked on a sample by
     :func:`check_projects_nothing`) and only from ``rows.start``: a projection behind the log is refused.
@@ -152,6 +152,9 @@ async def copy_synthetic(conn: Conn, rows: Rows, more_nodes: list[Node]) -> None
     await conn.copy_records_to_table(
         "tree_nodes", columns=["level", "idx", "hash"], records=rows.nodes() + more_nodes
     )
+    if await conn.fetchval("SELECT to_regclass('hash_tiles') IS NOT NULL"):
+        # The full hash tiles these nodes complete, pre-folded from tree_nodes as the integrator does.
+        await LogStore.write_full_tiles(conn, rows.start, rows.end)
     projected = await conn.execute(
         "UPDATE projection_state SET next_index = $2 WHERE name = 'log' AND next_index = $1",
         rows.start,
@@ -384,7 +387,8 @@ def _backend_cpu(pid: int, since: float | None = 0.0) -> float | None:
 
 
 async def check_tree(conn: Conn, size: int) -> None:
-    """Every stored tree node equals a from-scratch rebuild from the stored leaves (small logs only)."""
+    """Every stored tree node equals a from-scratch rebuild from the stored leaves, and every stored full
+    hash tile its nodes (small logs only)."""
     leaves = [
         bytes(r[0]) for r in await conn.fetch("SELECT leaf FROM entries WHERE idx < $1 ORDER BY idx", size)
     ]
@@ -394,8 +398,12 @@ async def check_tree(conn: Conn, size: int) -> None:
         raise RuntimeError(
             f"stored tree nodes differ from a rebuild: {len(got)} stored, {len(want)} expected"
         )
+    if problems := await hash_tile_problems(conn):
+        raise RuntimeError(f"stored hash tiles differ from the stored nodes: {problems}")
     print(
-        f"  tree checked: all {len(got):,} stored nodes equal a rebuild from the {size:,} leaves", flush=True
+        f"  tree checked: all {len(got):,} stored nodes equal a rebuild from the {size:,} leaves, and "
+        "every full hash tile's stored row repeats them",
+        flush=True,
     )
 
 

@@ -460,7 +460,9 @@ class LogStore:
         return {(r["level"], r["idx"]): bytes(r["subtree"]) for r in rows}
 
     @staticmethod
-    async def _write_full_tiles(conn: asyncpg.pool.PoolConnectionProxy, old_size: int, new_size: int) -> None:
+    async def write_full_tiles(
+        conn: asyncpg.Connection | asyncpg.pool.PoolConnectionProxy, old_size: int, new_size: int
+    ) -> None:
         """Store the subtree of every hash tile the tree's growth from ``old_size`` to ``new_size`` made
         full, from its stored nodes (call after writing the new ones, in their transaction)."""
         done = tiles.full_tiles_between(old_size, new_size)
@@ -509,7 +511,7 @@ class LogStore:
                 await conn.copy_records_to_table(
                     "tree_nodes", columns=["level", "idx", "hash"], records=new_nodes
                 )
-                await self._write_full_tiles(conn, size, target)
+                await self.write_full_tiles(conn, size, target)
             note = sign(target, root)
             await conn.execute(
                 "INSERT INTO checkpoints (size, root, signed_note) VALUES ($1, $2, $3)", target, root, note
@@ -592,6 +594,38 @@ async def side_table_problems(conn: asyncpg.Connection, limit: int = 20) -> list
         if counts[side] != counts["entries"]:
             out.append(f"entry_{side} has {counts[side]} rows for {counts['entries']} entries")
     return out
+
+
+async def hash_tile_problems(
+    conn: asyncpg.Connection | asyncpg.pool.PoolConnectionProxy, limit: int = 20
+) -> list[str]:
+    """Disagreements between the stored full hash tiles (migration 0018) and the tree nodes they repeat:
+    a row that differs from the concatenation of its tile's stored nodes, a full tile without a row, or a
+    row of a tile that is not full. One aggregation over tree_nodes (which fsck checks against the
+    entries), so a row is as good as the entries. Empty where the table does not exist (older schema)."""
+    if await conn.fetchval("SELECT to_regclass('hash_tiles') IS NULL"):
+        return []
+    rows = await conn.fetch(
+        "WITH want AS (SELECT level / 8 AS band, idx >> (8 - level % 8) AS tile, "
+        " string_agg(hash, ''::bytea ORDER BY level, idx) AS subtree FROM tree_nodes "
+        " GROUP BY 1, 2 HAVING count(*) = 510) "
+        "SELECT coalesce(w.band, h.level) AS band, coalesce(w.tile, h.idx) AS tile, "
+        " w.subtree IS NULL AS extra, h.subtree IS NULL AS missing "
+        "FROM want w FULL JOIN hash_tiles h ON h.level = w.band AND h.idx = w.tile "
+        "WHERE w.subtree IS DISTINCT FROM h.subtree ORDER BY 1, 2 LIMIT $1",
+        limit,
+    )
+    return [
+        f"hash tile {r['band']}/{r['tile']}: "
+        + (
+            "the full tile has no stored row"
+            if r["missing"]
+            else "a stored row, but the tile is not full in the stored tree"
+            if r["extra"]
+            else "its stored row differs from its stored tree nodes"
+        )
+        for r in rows
+    ]
 
 
 async def stored_nodes(
