@@ -27,7 +27,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -38,7 +38,7 @@ import asyncpg
 import httpx
 
 from _common import drop_database, in_data_dir, kept_database, percentile, print_header
-from ingest import SERVER_ENV, Phase, bodies_for, cpu_seconds, post_all, presign, run_phases
+from ingest import SERVER_ENV, Phase, bodies_for, cpu_seconds, post_all, presign, run_phases, tree_cpu_seconds
 from ingest import _pairs as pairs
 from proofs import timed, verify_sample
 from trustscore import canonical
@@ -410,17 +410,43 @@ async def check_tree(conn: Conn, size: int) -> None:
 # --- measuring -------------------------------------------------------------------------------------------
 
 
+#: CPU seconds so far of the server process and of PostgreSQL (None: not visible, an external server).
+CpuClock = Callable[[], tuple[float, float | None]]
+
+
 @dataclass
 class Proofs:
     size: int
     first: list[float]  # ms, sorted
     warm: list[float]
     health: list[float]
+    first_cpu: tuple[float, float | None] = (0.0, None)  # CPU µs per proof: server, PostgreSQL
+    warm_cpu: tuple[float, float | None] = (0.0, None)
 
 
-def measure_proofs(url: str, requests: int, n_verify: int, rng: random.Random) -> Proofs:
+def _timed_cpu(
+    client: httpx.Client, paths: list[str], clock: CpuClock, spent: list[float | None]
+) -> list[float]:
+    """:func:`timed`, adding the server's and PostgreSQL's CPU seconds over it to ``spent``."""
+    before = clock()
+    out = timed(client, paths)
+    after = clock()
+    spent[0] = (spent[0] or 0.0) + after[0] - before[0]
+    pg = None if after[1] is None or before[1] is None else after[1] - before[1]
+    spent[1] = None if pg is None else (spent[1] or 0.0) + pg
+    return out
+
+
+def _per_request(spent: list[float | None], n: int) -> tuple[float, float | None]:
+    server, pg = spent
+    return (server or 0.0) / n * 1e6, None if pg is None else pg / n * 1e6
+
+
+def measure_proofs(url: str, requests: int, n_verify: int, rng: random.Random, clock: CpuClock) -> Proofs:
     """Proof latency as bench/proofs.py times it: 200 warm-up requests, then proofs of random indexes
-    and /healthz in alternating blocks of 100, then the same proofs again; a sample verified."""
+    and /healthz in alternating blocks of 100, then the same proofs again; a sample verified. The CPU
+    time the server and PostgreSQL spend on the proof blocks is counted too (wall-clock latency on a
+    loaded machine varies; CPU per request much less)."""
     with httpx.Client(base_url=url, timeout=60) as client:
         vkey = client.get("/v1/log/key").text.strip()
         cp = checkpoint.open_checkpoint(
@@ -435,14 +461,23 @@ def measure_proofs(url: str, requests: int, n_verify: int, rng: random.Random) -
         timed(client, warmup + ["/healthz"] * 200)
         first: list[float] = []
         health: list[float] = []
+        first_cpu: list[float | None] = [0.0, 0.0]
         for b in range(0, requests, 100):
             health += timed(client, ["/healthz"] * len(paths[b : b + 100]))
-            first += timed(client, paths[b : b + 100])
+            first += _timed_cpu(client, paths[b : b + 100], clock, first_cpu)
         warm: list[float] = []
+        warm_cpu: list[float | None] = [0.0, 0.0]
         for b in range(0, requests, 100):
-            warm += timed(client, paths[b : b + 100])
+            warm += _timed_cpu(client, paths[b : b + 100], clock, warm_cpu)
         verify_sample(client, cp, [rng.randrange(cp.size) for _ in range(n_verify)])
-    return Proofs(cp.size, sorted(first), sorted(warm), sorted(health))
+    return Proofs(
+        cp.size,
+        sorted(first),
+        sorted(warm),
+        sorted(health),
+        _per_request(first_cpu, requests),
+        _per_request(warm_cpu, requests),
+    )
 
 
 async def settled(dsn: str, limit: float = 600) -> int:
@@ -518,8 +553,20 @@ def measure_size(
     with server:
         size = asyncio.run(settled(dsn))
         print(f"  server ready in {time.perf_counter() - t0:.1f} s, log of {size:,} entries", flush=True)
-        proofs = measure_proofs(server.url, args.requests, args.verify, rng)
+        assert server.proc is not None
+        server_pid = server.proc.pid
+
+        def clock() -> tuple[float, float | None]:
+            return cpu_seconds(server_pid), None if pg_pid is None else tree_cpu_seconds(pg_pid)
+
+        proofs = measure_proofs(server.url, args.requests, args.verify, rng, clock)
         print(f"  proofs at {proofs.size:,}: p50 {percentile(proofs.first, 50):.2f} ms", flush=True)
+        pg_us = [f"{c[1]:.0f}" if c[1] is not None else "n/a" for c in (proofs.first_cpu, proofs.warm_cpu)]
+        print(
+            f"  proof CPU per request, first pass / warm: server {proofs.first_cpu[0]:.0f} / "
+            f"{proofs.warm_cpu[0]:.0f} µs, PostgreSQL {pg_us[0]} / {pg_us[1]} µs",
+            flush=True,
+        )
         wrk = tempfile.mkdtemp(prefix="growth-wrk-") if shutil.which("wrk") else None
         try:
             phases = asyncio.run(

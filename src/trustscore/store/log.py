@@ -449,12 +449,17 @@ class LogStore:
         if not keys:
             return {}
         try:
-            rows = await self.pool.fetch(
-                "SELECT t.level, t.idx, h.subtree FROM unnest($1::smallint[], $2::bigint[]) AS t(level, idx) "
-                "JOIN hash_tiles h ON h.level = t.level AND h.idx = t.idx",
-                [lv for lv, _ in keys],
-                [i for _, i in keys],
-            )
+            if len(keys) == 1:  # most cold proofs: a primary-key lookup costs ~0.1 ms less than the join
+                rows = await self.pool.fetch(
+                    "SELECT level, idx, subtree FROM hash_tiles WHERE level = $1 AND idx = $2", *keys[0]
+                )
+            else:
+                rows = await self.pool.fetch(
+                    "SELECT t.level, t.idx, h.subtree FROM unnest($1::smallint[], $2::bigint[]) "
+                    "AS t(level, idx) JOIN hash_tiles h ON h.level = t.level AND h.idx = t.idx",
+                    [lv for lv, _ in keys],
+                    [i for _, i in keys],
+                )
         except asyncpg.UndefinedTableError:
             return {}
         return {(r["level"], r["idx"]): bytes(r["subtree"]) for r in rows}

@@ -101,6 +101,12 @@ async def test_proofs_and_tiles_are_identical_with_and_without_the_rows(
             got = await new.proof_nodes(ids, size, new_store)
             assert got == await old.proof_nodes(ids, size, old.reads)
             assert merkle.assemble(ranges, got) == merkle.inclusion_proof(index, size, leaves[:size])
+        for old_size in {1, size // 3, *(rng.randint(1, size) for _ in range(4))}:  # 2 full tiles at once
+            ranges = merkle.consistency_proof_ranges(old_size, size)
+            ids = merkle.required_nodes(ranges)
+            got = await new.proof_nodes(ids, size, new_store)
+            assert got == await old.proof_nodes(ids, size, old.reads)
+            assert merkle.assemble(ranges, got) == merkle.consistency_proof(old_size, size, leaves[:size])
     assert new_store.rows > 0  # the stored rows did answer
     nodes = merkle.complete_nodes(leaves)
     for tile in tiles.all_tiles(SIZE) + tiles.all_tiles(sizes[len(sizes) // 2]):
@@ -206,3 +212,14 @@ async def test_fsck_finds_a_row_that_disagrees_with_the_tree(
     assert not report.clean
     found = [p for p in report.problems if p.startswith("hash tile")]
     assert len(found) == 1 and found[0].startswith(problem), report.problems
+
+
+async def test_one_query_reads_the_rows_of_several_tiles(grown: tuple[asyncpg.Pool, list[int]]) -> None:
+    pool, _ = grown
+    store = LogStore(pool)
+    rows = await stored_rows(pool)
+    assert await store.full_tile_subtrees([(0, 3)]) == {(0, 3): rows[0, 3]}
+    assert await store.full_tile_subtrees([(0, 4), (0, 1), (0, 5), (1, 0)]) == {
+        k: rows[k] for k in [(0, 4), (0, 1)]
+    }
+    assert await store.full_tile_subtrees([(0, 5)]) == {}  # partial: no row
