@@ -20,8 +20,10 @@ CREATE TRIGGER hash_tiles_no_truncate BEFORE TRUNCATE ON hash_tiles FOR EACH STA
     EXECUTE FUNCTION trustscore_refuse_change();
 
 -- The full tiles of the tree stored so far (tree_nodes holds every complete node; a tile is full when all
--- 510 of its nodes are there). Integration is not running: migrations take their own lock at start-up,
--- but an integrator of an older version could; the table lock keeps tree_nodes still meanwhile.
+-- 510 of its nodes are there). An integrator of an older version may still be running: the table lock
+-- keeps tree_nodes still while this reads it. After this commits, such an integrator writes nodes but no
+-- rows (proofs fall back to the nodes; fsck reports the missing rows): upgrade every process that
+-- integrates (--role worker or all) together with this migration.
 LOCK TABLE tree_nodes IN SHARE MODE;
 INSERT INTO hash_tiles (level, idx, subtree)
 SELECT level / 8, idx >> (8 - level % 8), string_agg(hash, ''::bytea ORDER BY level, idx)
