@@ -27,7 +27,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -38,7 +38,7 @@ import asyncpg
 import httpx
 
 from _common import drop_database, in_data_dir, kept_database, percentile, print_header
-from ingest import SERVER_ENV, Phase, bodies_for, cpu_seconds, post_all, presign, run_phases
+from ingest import SERVER_ENV, Phase, bodies_for, cpu_seconds, post_all, presign, run_phases, tree_cpu_seconds
 from ingest import _pairs as pairs
 from proofs import timed, verify_sample
 from trustscore import canonical
@@ -55,7 +55,7 @@ from trustscore.services.log import LogService
 from trustscore.services.webhooks import after_step
 from trustscore.settings import Settings
 from trustscore.store import db
-from trustscore.store.log import LogStore
+from trustscore.store.log import LogStore, hash_tile_problems
 
 Conn = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
 Node = tuple[int, int, bytes]  # (level, index, hash) of a complete aligned subtree, as in tree_nodes
@@ -117,7 +117,7 @@ async def copy_synthetic(conn: Conn, rows: Rows, more_nodes: list[Node]) -> None
     """Write ``rows`` and ``more_nodes`` (nodes completed across the start of ``rows``) as appending and
     integrating them would have, inside the caller's transaction: COPY into ``entries`` (and into the
     global-uniqueness side tables ``entry_statements`` and ``entry_nonces`` where the schema has them),
-    COPY into ``tree_nodes``, and move ``log_sequence`` and the log projection's progress to ``rows.end``.
+    COPY into ``tree_nodes`` (and the rows of the hash tiles they complete into ``hash_tiles``), and move ``log_sequence`` and the log projection's progress to ``rows.end``.
 
     The projection moves only because synthetic entries project to nothing (checked on a sample by
     :func:`check_projects_nothing`) and only from ``rows.start``: a projection behind the log is refused.
@@ -152,6 +152,9 @@ async def copy_synthetic(conn: Conn, rows: Rows, more_nodes: list[Node]) -> None
     await conn.copy_records_to_table(
         "tree_nodes", columns=["level", "idx", "hash"], records=rows.nodes() + more_nodes
     )
+    if await conn.fetchval("SELECT to_regclass('hash_tiles') IS NOT NULL"):
+        # The full hash tiles these nodes complete, pre-folded from tree_nodes as the integrator does.
+        await LogStore.write_full_tiles(conn, rows.start, rows.end)
     projected = await conn.execute(
         "UPDATE projection_state SET next_index = $2 WHERE name = 'log' AND next_index = $1",
         rows.start,
@@ -384,7 +387,8 @@ def _backend_cpu(pid: int, since: float | None = 0.0) -> float | None:
 
 
 async def check_tree(conn: Conn, size: int) -> None:
-    """Every stored tree node equals a from-scratch rebuild from the stored leaves (small logs only)."""
+    """Every stored tree node equals a from-scratch rebuild from the stored leaves, and every stored full
+    hash tile its nodes (small logs only)."""
     leaves = [
         bytes(r[0]) for r in await conn.fetch("SELECT leaf FROM entries WHERE idx < $1 ORDER BY idx", size)
     ]
@@ -394,12 +398,20 @@ async def check_tree(conn: Conn, size: int) -> None:
         raise RuntimeError(
             f"stored tree nodes differ from a rebuild: {len(got)} stored, {len(want)} expected"
         )
+    if problems := await hash_tile_problems(conn):
+        raise RuntimeError(f"stored hash tiles differ from the stored nodes: {problems}")
     print(
-        f"  tree checked: all {len(got):,} stored nodes equal a rebuild from the {size:,} leaves", flush=True
+        f"  tree checked: all {len(got):,} stored nodes equal a rebuild from the {size:,} leaves, and "
+        "every full hash tile's stored row repeats them",
+        flush=True,
     )
 
 
 # --- measuring -------------------------------------------------------------------------------------------
+
+
+#: CPU seconds so far of the server process and of PostgreSQL (None: not visible, an external server).
+CpuClock = Callable[[], tuple[float, float | None]]
 
 
 @dataclass
@@ -408,11 +420,33 @@ class Proofs:
     first: list[float]  # ms, sorted
     warm: list[float]
     health: list[float]
+    first_cpu: tuple[float, float | None] = (0.0, None)  # CPU µs per proof: server, PostgreSQL
+    warm_cpu: tuple[float, float | None] = (0.0, None)
 
 
-def measure_proofs(url: str, requests: int, n_verify: int, rng: random.Random) -> Proofs:
+def _timed_cpu(
+    client: httpx.Client, paths: list[str], clock: CpuClock, spent: list[float | None]
+) -> list[float]:
+    """:func:`timed`, adding the server's and PostgreSQL's CPU seconds over it to ``spent``."""
+    before = clock()
+    out = timed(client, paths)
+    after = clock()
+    spent[0] = (spent[0] or 0.0) + after[0] - before[0]
+    pg = None if after[1] is None or before[1] is None else after[1] - before[1]
+    spent[1] = None if pg is None else (spent[1] or 0.0) + pg
+    return out
+
+
+def _per_request(spent: list[float | None], n: int) -> tuple[float, float | None]:
+    server, pg = spent
+    return (server or 0.0) / n * 1e6, None if pg is None else pg / n * 1e6
+
+
+def measure_proofs(url: str, requests: int, n_verify: int, rng: random.Random, clock: CpuClock) -> Proofs:
     """Proof latency as bench/proofs.py times it: 200 warm-up requests, then proofs of random indexes
-    and /healthz in alternating blocks of 100, then the same proofs again; a sample verified."""
+    and /healthz in alternating blocks of 100, then the same proofs again; a sample verified. The CPU
+    time the server and PostgreSQL spend on the proof blocks is counted too (wall-clock latency on a
+    loaded machine varies; CPU per request much less)."""
     with httpx.Client(base_url=url, timeout=60) as client:
         vkey = client.get("/v1/log/key").text.strip()
         cp = checkpoint.open_checkpoint(
@@ -427,14 +461,23 @@ def measure_proofs(url: str, requests: int, n_verify: int, rng: random.Random) -
         timed(client, warmup + ["/healthz"] * 200)
         first: list[float] = []
         health: list[float] = []
+        first_cpu: list[float | None] = [0.0, 0.0]
         for b in range(0, requests, 100):
             health += timed(client, ["/healthz"] * len(paths[b : b + 100]))
-            first += timed(client, paths[b : b + 100])
+            first += _timed_cpu(client, paths[b : b + 100], clock, first_cpu)
         warm: list[float] = []
+        warm_cpu: list[float | None] = [0.0, 0.0]
         for b in range(0, requests, 100):
-            warm += timed(client, paths[b : b + 100])
+            warm += _timed_cpu(client, paths[b : b + 100], clock, warm_cpu)
         verify_sample(client, cp, [rng.randrange(cp.size) for _ in range(n_verify)])
-    return Proofs(cp.size, sorted(first), sorted(warm), sorted(health))
+    return Proofs(
+        cp.size,
+        sorted(first),
+        sorted(warm),
+        sorted(health),
+        _per_request(first_cpu, requests),
+        _per_request(warm_cpu, requests),
+    )
 
 
 async def settled(dsn: str, limit: float = 600) -> int:
@@ -510,8 +553,20 @@ def measure_size(
     with server:
         size = asyncio.run(settled(dsn))
         print(f"  server ready in {time.perf_counter() - t0:.1f} s, log of {size:,} entries", flush=True)
-        proofs = measure_proofs(server.url, args.requests, args.verify, rng)
+        assert server.proc is not None
+        server_pid = server.proc.pid
+
+        def clock() -> tuple[float, float | None]:
+            return cpu_seconds(server_pid), None if pg_pid is None else tree_cpu_seconds(pg_pid)
+
+        proofs = measure_proofs(server.url, args.requests, args.verify, rng, clock)
         print(f"  proofs at {proofs.size:,}: p50 {percentile(proofs.first, 50):.2f} ms", flush=True)
+        pg_us = [f"{c[1]:.0f}" if c[1] is not None else "n/a" for c in (proofs.first_cpu, proofs.warm_cpu)]
+        print(
+            f"  proof CPU per request, first pass / warm: server {proofs.first_cpu[0]:.0f} / "
+            f"{proofs.warm_cpu[0]:.0f} µs, PostgreSQL {pg_us[0]} / {pg_us[1]} µs",
+            flush=True,
+        )
         wrk = tempfile.mkdtemp(prefix="growth-wrk-") if shutil.which("wrk") else None
         try:
             phases = asyncio.run(

@@ -80,7 +80,8 @@ RUNS: dict[str, tuple[str, list[str]]] = {
         [
             rf"filled {NUMBER} entries in {NUMBER} s \({NUMBER} entries/s\)",
             r"1000 synthetic entries projected to no rows",
-            r"tree checked: all [\d,]+ stored nodes equal a rebuild from the 50,000 leaves",
+            r"tree checked: all [\d,]+ stored nodes equal a rebuild from the 50,000 leaves, and every full "
+            r"hash tile.s stored row repeats them",
             rf"^\s+50,000\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER} \(\s*{NUMBER} µs\)",
             rf"50,000: ingest batch 1 {NUMBER}x, ingest batch 1000 {NUMBER}x, proof p50 {NUMBER}x",
             r"verified 10 proofs at each size .*: all valid",

@@ -280,6 +280,42 @@ def node_in_subtree(node: merkle.NodeId, tile_index: int, subtree: Subtree) -> b
     return row[at : at + merkle.HASH_SIZE] if 0 <= at < len(row) else None
 
 
+FULL_SUBTREE_BYTES = (2 * WIDTH - 2) * merkle.HASH_SIZE  # a full tile's subtree: 510 hashes, 16,320 bytes
+
+
+def encode_subtree(subtree: Subtree) -> bytes:
+    """A FULL tile's subtree as one byte string (heights 0..7 concatenated), as the store keeps it."""
+    data = b"".join(subtree)
+    if len(subtree) != HEIGHT or len(data) != FULL_SUBTREE_BYTES:
+        raise ProofError(f"not the subtree of a full tile: {len(subtree)} heights, {len(data)} bytes")
+    return data
+
+
+def decode_subtree(data: bytes) -> Subtree:
+    """The inverse of :func:`encode_subtree`: the stored subtree of a full tile, split by height."""
+    if len(data) != FULL_SUBTREE_BYTES:
+        raise ProofError(f"a full tile's subtree is {FULL_SUBTREE_BYTES} bytes, not {len(data)}")
+    out = []
+    at = 0
+    for height in range(HEIGHT):
+        end = at + (WIDTH >> height) * merkle.HASH_SIZE
+        out.append(data[at:end])
+        at = end
+    return tuple(out)
+
+
+def full_tiles_between(old_size: int, new_size: int) -> list[tuple[int, int]]:
+    """``(level, index)`` of every hash tile that is full in a tree of ``new_size`` but not of ``old_size``
+    (each is completed by the growth: its last node at level ``8 * level`` is new)."""
+    out: list[tuple[int, int]] = []
+    level = 0
+    while new_size >> (HEIGHT * (level + 1)):
+        shift = HEIGHT * (level + 1)
+        out += [(level, n) for n in range(old_size >> shift, new_size >> shift)]
+        level += 1
+    return out
+
+
 Fetch = Callable[[Iterable[Tile]], Mapping[Tile, bytes]]
 """Fetch the bytes of each tile (a caller's I/O: HTTP, a directory, a store)."""
 

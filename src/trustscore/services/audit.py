@@ -3,7 +3,8 @@
 Everything is read in one repeatable-read, read-only snapshot, ``batch`` entries at a time, so memory stays
 bounded by the batch (plus the registered keys) however long the log is. Besides what the pure check
 does, an operator's fsck checks every stored checkpoint's signature, that the stored checkpoints match
-their signed notes, that entry indexes are contiguous and every stored leaf hash and tree node.
+their signed notes, that entry indexes are contiguous and every stored leaf hash and tree node, and that
+every stored full hash tile repeats its tree nodes.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ async def _fsck(conn: asyncpg.Connection, given: note.Verifier | None, batch: in
                 completed, await store.stored_nodes(conn, [(lv, i) for lv, i, _ in completed])
             )
     problems += await store.side_table_problems(conn)
+    problems += await store.hash_tile_problems(conn)
     report = check.finish()
     report.problems[:0] = problems
     return report

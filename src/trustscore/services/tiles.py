@@ -83,6 +83,10 @@ class TileService:
         if held is not None and len(held[0]) >= tile.width * merkle.HASH_SIZE:
             return held[0][: tile.width * merkle.HASH_SIZE]
         for store in self.stores:
+            subtree = (await self._stored_subtrees([tile], store)).get(tile)
+            if subtree is not None:
+                self._keep_subtree(tile, subtree)
+                return subtree[0]
             if data := await self._hash_tiles([tile], store):
                 return data[tile]
         raise NotYetAvailable(f"{tile.path()} is beyond the latest checkpoint")
@@ -115,7 +119,8 @@ class TileService:
     ) -> dict[merkle.NodeId, bytes]:
         """The hashes of stored nodes ``ids``, each complete in the tree of ``size``, from the hash tiles
         kept folded in memory; the tiles missing are read from ``store`` (whose latest checkpoint covers
-        ``size``) in one query. A node whose tile ``store`` does not hold whole is left out."""
+        ``size``): full ones pre-folded, one row each, in one query; partial ones (and full ones without
+        a row) from their nodes in another. A node whose tile ``store`` does not hold whole is left out."""
         out: dict[merkle.NodeId, bytes] = {}
         missing: dict[Tile, list[merkle.NodeId]] = {}
         for node in ids:
@@ -128,13 +133,25 @@ class TileService:
             else:
                 missing.setdefault(tiles.node_tile(node, size), []).append(node)
         if missing:
-            for tile, data in (await self._hash_tiles(list(missing), store)).items():
-                subtree = tiles.tile_subtree(data)
+            subtrees = await self._stored_subtrees(
+                [t for t in missing if self._cached_bytes(t, False) is None], store
+            )
+            rest = [t for t in missing if t not in subtrees]
+            subtrees.update(
+                (t, tiles.tile_subtree(data)) for t, data in (await self._hash_tiles(rest, store)).items()
+            )
+            for tile, subtree in subtrees.items():
                 self._keep_subtree(tile, subtree)
                 for node in missing[tile]:
                     if (h := tiles.node_in_subtree(node, tile.index, subtree)) is not None:
                         out[node] = h
         return out
+
+    async def _stored_subtrees(self, wanted: list[Tile], store: LogStore) -> dict[Tile, Subtree]:
+        """The subtrees of the full tiles among ``wanted`` that ``store`` keeps pre-folded (one query)."""
+        full = {(t.level or 0, t.index): t for t in wanted if t.full}
+        rows = await store.full_tile_subtrees(list(full))
+        return {full[key]: tiles.decode_subtree(data) for key, data in rows.items()}
 
     async def _hash_tiles(self, wanted: list[Tile], store: LogStore) -> dict[Tile, bytes]:
         """The bytes of the hash tiles ``wanted`` that ``store`` holds whole (cached ones first; the rest

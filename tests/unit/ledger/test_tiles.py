@@ -284,3 +284,53 @@ def test_tile_subtree_refuses_bytes_that_are_not_hashes() -> None:
     for bad in (b"", b"x" * 33, b"x" * (32 * 257)):
         with pytest.raises(ProofError):
             tiles.tile_subtree(bad)
+
+
+# --- full tiles stored pre-folded (migration 0018) ------------------------------------------------------
+
+
+@given(st.integers(0, 2**22), st.integers(0, 2**22))
+def test_full_tiles_between_are_the_full_tiles_the_growth_adds(a: int, b: int) -> None:
+    old, new = min(a, b), max(a, b)
+
+    def full(size: int) -> set[tuple[int, int]]:  # from the widths alone, level by level
+        out = set()
+        level = 0
+        while size >> (tiles.HEIGHT * (level + 1)):
+            out |= {(level, n) for n in range(size >> (tiles.HEIGHT * (level + 1)))}
+            level += 1
+        return out
+
+    got = tiles.full_tiles_between(old, new)
+    assert len(got) == len(set(got))
+    assert set(got) == full(new) - full(old)
+    assert all(tiles.width_at(lv, n, new) == tiles.WIDTH > tiles.width_at(lv, n, old) for lv, n in got)
+
+
+def test_full_tiles_between_small_sizes() -> None:
+    assert tiles.full_tiles_between(0, 255) == []
+    assert tiles.full_tiles_between(255, 256) == [(0, 0)]
+    assert tiles.full_tiles_between(256, 512) == [(0, 1)]
+    assert tiles.full_tiles_between(65535, 65536) == [(0, 255), (1, 0)]
+    assert tiles.full_tiles_between(1000, 1000) == []
+
+
+@given(st.binary(min_size=tiles.WIDTH * 32, max_size=tiles.WIDTH * 32))
+@settings(max_examples=20)
+def test_a_full_subtree_encodes_and_decodes_to_itself(data: bytes) -> None:
+    subtree = tiles.tile_subtree(data)
+    encoded = tiles.encode_subtree(subtree)
+    assert len(encoded) == tiles.FULL_SUBTREE_BYTES == 510 * 32
+    assert tiles.decode_subtree(encoded) == subtree
+    for node in tiles.tile_nodes(Tile(0, 3)):  # any node of the tile, from the decoded subtree
+        assert (
+            tiles.node_in_subtree(node, 3, tiles.decode_subtree(encoded))
+            == data[32 * (node[1] - 3 * 256) : 32 * (node[1] - 3 * 256) + 32]
+        )
+
+
+def test_only_a_full_subtree_is_stored() -> None:
+    with pytest.raises(ProofError, match="full tile"):
+        tiles.encode_subtree(tiles.tile_subtree(b"\x01" * 32 * 255))
+    with pytest.raises(ProofError, match="16320 bytes"):
+        tiles.decode_subtree(b"\x01" * 32 * 509)
