@@ -199,8 +199,9 @@ def _reason_table(key: str) -> tuple[dict[str, str], ...]:
 
 
 def _distinct_rows(codes: NDArray[np.int8]) -> tuple[NDArray[np.int8], NDArray[np.intp]]:
-    """The distinct rows of ``codes`` (values >= 0) and, per row, the index of its own among them."""
-    if codes.shape[1] * 3 <= 63 and codes.max(initial=0) < 8:  # a row fits one int64 (3 bits a code)
+    """The distinct rows of ``codes`` and, per row, the index of its own among them."""
+    fits = codes.shape[1] * 3 <= 63 and codes.min(initial=0) >= 0 and codes.max(initial=0) < 8
+    if fits:  # a row fits one int64 (3 bits a code, each 0..7: a negative code would borrow from the next)
         key = codes.astype(np.int64) @ (np.int64(1) << (3 * np.arange(codes.shape[1], dtype=np.int64)))
         _, first, which = np.unique(key, return_index=True, return_inverse=True)
         return codes[first], which.reshape(-1)
@@ -253,5 +254,8 @@ def row_dicts(keys: Sequence[str], cells: list[T]) -> list[dict[str, T]]:
     """``cells`` (rows of ``len(keys)`` values, one after another) as one dict per row.
 
     One flat list rather than a list per row: fewer objects for the cycle collector to track."""
-    width = len(keys)  # every slice is a full row: no strict check per row
+    width = len(keys)
+    if width == 0 or len(cells) % width:
+        raise ValueError(f"{len(cells)} cells are not whole rows of {width} keys")
+    # every slice is a full row: no strict check per row
     return [dict(zip(keys, cells[i : i + width], strict=False)) for i in range(0, len(cells), width)]
