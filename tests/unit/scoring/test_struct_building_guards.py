@@ -1,5 +1,5 @@
-"""Review of the 'structs' merge: the preconditions of the column-wise builders that only their
-docstrings state (each test fails on 0a4c11a), and guards for what sharing cells across agents relies on."""
+"""The preconditions of the column-wise struct builders (scoring/ratings.py) that their docstrings
+state, and guards for what sharing empty cells across agents relies on (frozen, untracked structs)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Review of the 'structs' merge: published rows encoded into one reused buffer stay each row's own bytes
-when two publishes interleave (the time refresh and a refresh from new evidence), on the real table."""
+"""Published rows encoded into one reused buffer stay each row's own bytes when two publishes interleave
+(the time refresh and a refresh from new evidence), on the real table."""
 
 from __future__ import annotations
 
