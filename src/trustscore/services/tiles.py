@@ -84,8 +84,7 @@ class TileService:
             return held[0][: tile.width * merkle.HASH_SIZE]
         for store in self.stores:
             subtree = (await self._stored_subtrees([tile], store)).get(tile)
-            if subtree is not None:
-                self._keep_subtree(tile, subtree)
+            if subtree is not None:  # not kept for proofs: a mirror's crawl must not evict their tiles
                 return subtree[0]
             if data := await self._hash_tiles([tile], store):
                 return data[tile]

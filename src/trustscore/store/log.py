@@ -628,7 +628,14 @@ async def hash_tile_problems(
     row of a tile that is not full. One aggregation over tree_nodes (which fsck checks against the
     entries), so a row is as good as the entries. Empty where the table does not exist (older schema)."""
     if await conn.fetchval("SELECT to_regclass('hash_tiles') IS NULL"):
-        return []
+        # An older schema has no rows to check; a database that applied migration 0018 must have them.
+        migrated = await conn.fetchval(
+            "SELECT to_regclass('schema_migrations') IS NOT NULL "
+            "AND EXISTS (SELECT 1 FROM schema_migrations WHERE version = 18)"
+        )
+        return (
+            ["migration 0018 is recorded as applied, but the table hash_tiles is missing"] if migrated else []
+        )
     rows = await conn.fetch(
         "WITH want AS (SELECT level / 8 AS band, idx >> (8 - level % 8) AS tile, "
         " string_agg(hash, ''::bytea ORDER BY level, idx) AS subtree FROM tree_nodes "

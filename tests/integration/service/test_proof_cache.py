@@ -103,3 +103,16 @@ async def test_proofs_stay_exact_when_the_cache_holds_almost_nothing(service: Lo
     for index in range(0, ENTRIES, 37):
         assert await service.inclusion_proof(index, ENTRIES) == merkle.inclusion_proof(index, ENTRIES, leaves)
     assert await service.consistency_proof(1, ENTRIES) == merkle.consistency_proof(1, ENTRIES, leaves)
+
+
+async def test_a_tile_crawl_does_not_evict_the_tiles_folded_for_proofs(service: LogService) -> None:
+    """/tile of a full tile reads its stored row for the answer only: a mirror listing every tile must
+    not push out of the proofs' cache the tiles that make repeated proofs cheap."""
+    await service.integrate_pending()
+    leaves = [e.leaf_hash for e in await service.store.entries(0, ENTRIES)]
+    assert await service.inclusion_proof(5, ENTRIES) == merkle.inclusion_proof(5, ENTRIES, leaves)
+    held = dict(service.tiles._subtrees)
+    nodes = merkle.complete_nodes(leaves)
+    got = await service.tiles.tile(tiles.Tile(0, 1, tiles.WIDTH).path())  # full, not held for proofs
+    assert got[1] == b"".join(nodes[n] for n in tiles.tile_nodes(tiles.Tile(0, 1, tiles.WIDTH)))
+    assert service.tiles._subtrees == held

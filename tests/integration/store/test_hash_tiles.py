@@ -223,3 +223,16 @@ async def test_one_query_reads_the_rows_of_several_tiles(grown: tuple[asyncpg.Po
         k: rows[k] for k in [(0, 4), (0, 1)]
     }
     assert await store.full_tile_subtrees([(0, 5)]) == {}  # partial: no row
+
+
+async def test_fsck_finds_the_table_missing_where_its_migration_is_recorded(
+    grown: tuple[asyncpg.Pool, list[int]], dsn: str
+) -> None:
+    """A partial restore without hash_tiles is not taken for an older schema: the integrator would fail."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute("DROP TABLE hash_tiles")
+    finally:
+        await conn.close()
+    report = await fsck_database(dsn, VERIFIER)
+    assert "migration 0018 is recorded as applied, but the table hash_tiles is missing" in report.problems
