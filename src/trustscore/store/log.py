@@ -220,22 +220,17 @@ class LogStore:
         async with self.pool.acquire() as conn, conn.transaction():
             start: int = await conn.fetchval("SELECT next_index FROM log_sequence FOR UPDATE")
             next_index = start
-            if len(groups) > 1 and all(follow is None for _, follow in groups):
-                # The common case, many small appends that queued up: write them all with one set of
-                # statements. If anything fails (one group's replayed nonce, say), the savepoint undoes
-                # it and the groups are appended one by one below, each failing or not on its own.
+            if len(groups) > 1:
+                # The common case, appends that queued up and all succeed: written under one savepoint.
+                # If anything fails (one group's replayed nonce, say), the savepoint undoes it and the
+                # groups are appended one by one below, each failing or not on its own.
                 try:
                     async with conn.transaction():
-                        out, next_index = await self._append_group(
-                            conn, room, [e for entries, _ in groups for e in entries], start
-                        )
+                        done, next_index = await self._append_all(conn, room, groups, start)
                 except Exception:
                     next_index = start
                 else:
-                    at = 0
-                    for entries, _ in groups:
-                        results.append(out[at : at + len(entries)])
-                        at += len(entries)
+                    results.extend(done)
                     groups = []
             for entries, follow in groups:
                 if len(groups) == 1:
@@ -256,6 +251,31 @@ class LogStore:
         if next_index != start:
             await self.partitions.ahead(self.pool, next_index - 1)
         return results
+
+    @classmethod
+    async def _append_all(
+        cls,
+        conn: asyncpg.pool.PoolConnectionProxy,
+        room: Room,
+        groups: Sequence[tuple[Sequence[CheckedEntry], Follow | None]],
+        next_index: int,
+    ) -> tuple[list[list[Appended]], int]:
+        """Append every group, raising if any fails: without follow entries, all with one set of
+        statements (as one batch); with some, one group after another (as under their own savepoints)."""
+        if any(follow is not None for _, follow in groups):
+            done = []
+            for entries, follow in groups:
+                out, next_index = await cls._append_followed(conn, room, entries, follow, next_index)
+                done.append(out)
+            return done, next_index
+        out, next_index = await cls._append_group(
+            conn, room, [e for entries, _ in groups for e in entries], next_index
+        )
+        at, done = 0, []
+        for entries, _ in groups:
+            done.append(out[at : at + len(entries)])
+            at += len(entries)
+        return done, next_index
 
     @classmethod
     async def _append_followed(

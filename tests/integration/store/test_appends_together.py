@@ -11,7 +11,7 @@ import pytest
 
 from tests.helpers import new_card
 from tests.integration.store.test_group_commit import card, checked
-from trustscore.errors import Conflict
+from trustscore.errors import Conflict, NonceReplay
 from trustscore.ledger import keys
 from trustscore.ledger.submission import CheckedEntry
 from trustscore.store import log as store_log
@@ -128,3 +128,47 @@ async def test_one_statement_or_a_copy_write_the_same_rows(
             copied = await outcome(store, entries, None)
         assert one == copied
         await store.append(batch)
+
+
+async def test_queued_groups_with_follow_entries_answer_as_if_alone(store: LogStore) -> None:
+    """Reports that queue up behind a commit: written under one savepoint when all succeed, one by one
+    (each under its own) when one fails; either way what appending them one by one would give."""
+    agent, server = keys.SigningKey.generate(), keys.SigningKey.generate()
+    logged = card(agent, "logged", "l" * 32)
+    await store.append([logged])
+
+    def evidence(first: list[Appended]) -> list[CheckedEntry]:
+        if first[0].duplicate:
+            raise Conflict(f"this report is already in the log as entry {first[0].index}")
+        return [card(server, f"evidence of {first[0].index}", f"{first[0].index:032d}")]
+
+    a, b, c = (card(agent, n, n * 32) for n in "abc")
+    start = await store.sequenced_size()
+    results = await store.append_groups([([a], evidence), ([b], None), ([c], evidence)])
+    assert [[(x.index, x.duplicate) for x in r] for r in results if not isinstance(r, Exception)] == [
+        [(start, False), (start + 1, False)],
+        [(start + 2, False)],
+        [(start + 3, False), (start + 4, False)],
+    ]
+    replay = card(agent, "replay", "l" * 32)
+    d, e = (card(agent, n, n * 32) for n in "de")
+    start += 5
+    results = await store.append_groups(
+        [([d], evidence), ([replay], evidence), ([a], evidence), ([e], evidence)]
+    )
+    assert isinstance(results[1], NonceReplay) and "already used" in str(results[1])
+    assert isinstance(results[2], Conflict) and f"entry {start - 5}" in str(results[2])
+    assert [
+        [(x.index, x.duplicate) for x in r] for r in (results[0], results[3]) if not isinstance(r, Exception)
+    ] == [
+        [(start, False), (start + 1, False)],
+        [(start + 2, False), (start + 3, False)],
+    ]
+    assert await store.sequenced_size() == start + 4
+    leaves = [x.leaf for x in await store.entries(start, start + 4)]
+    assert leaves == [
+        d.leaf,
+        evidence([Appended(start, b"", False)])[0].leaf,
+        e.leaf,
+        evidence([Appended(start + 2, b"", False)])[0].leaf,
+    ]
