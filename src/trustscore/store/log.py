@@ -84,9 +84,8 @@ async def _insert_unless_known(
 ) -> bool:
     """Write ``new`` in one statement if none of their statements and nonces is in the log or twice in
     ``new``; whether it wrote (if not, nothing was written and the transaction is intact)."""
-    if len({e.statement_hash for _, e in new}) < len(new) or len({(e.signer, e.nonce) for _, e in new}) < len(
-        new
-    ):
+    n = len(new)
+    if len({e.statement_hash for _, e in new}) < n or len({(e.signer, e.nonce) for _, e in new}) < n:
         return False
     wrote: bool = await conn.fetchval(_INSERT_UNLESS_KNOWN, *zip(*entry_records(new), strict=True))
     return wrote
@@ -316,9 +315,9 @@ class LogStore:
         """Append ``entries`` and what ``follow`` makes of their results in one write, planned as if
         nothing were in the log; None, having written nothing, when that plan does not hold.
 
-        The results are those of :meth:`_append_followed` with ``together=False`` whenever this writes: each part is
-        planned as that one plans it when no statement and no nonce is in the log, and a statement or a
-        nonce met twice (in the log, or in both parts) makes the write fail. ``follow`` may then be
+        Whenever this writes, the results are those of :meth:`_append_followed` with ``together=False``:
+        each part is planned as that one plans it when no statement and no nonce is in the log, and a
+        statement or a nonce met twice (in the log, or in both parts) makes the write fail. ``follow`` may then be
         called again, with the true results, so it must not have effects of its own.
         """
         try:
