@@ -57,6 +57,40 @@ _WRITE_TILES = (
 # estimates lag behind a growing table it may pick a sequential scan, and "= ANY" then compares every
 # row with every array element (seconds per batch of 1000 at 50k entries); a join stays linear.
 
+# A few new entries are written by one statement when none of their statements and nonces is in the log
+# (one round trip, no savepoint: _insert_unless_known); more, or any already there, by a savepoint, an
+# insert into the side tables and a COPY of the entries (whose unique violation says which is there).
+_ONE_STATEMENT_ROWS = 256
+
+# Writes the entries $1..$8 (ENTRY_COLUMNS) and their side-table rows unless one of their statements or
+# (signer, nonce) is in the log already; whether it wrote. Appends hold the sequence row lock, so nothing
+# else writes these tables between the probe and the inserts.
+_INSERT_UNLESS_KNOWN = (
+    "WITH new AS MATERIALIZED (SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::bytea[], $4::bytea[], "
+    "$5::text[], $6::text[], $7::text[], $8::text[]) AS t(idx, leaf, leaf_hash, statement_hash, signer, "
+    "nonce, kind, subject)), "
+    "known AS (SELECT EXISTS (SELECT 1 FROM new JOIN entry_statements s USING (statement_hash)) "
+    "OR EXISTS (SELECT 1 FROM new JOIN entry_nonces n USING (signer, nonce)) AS yes), "
+    "e AS (INSERT INTO entries (idx, leaf, leaf_hash, statement_hash, signer, nonce, kind, subject) "
+    "SELECT * FROM new WHERE NOT (SELECT yes FROM known) RETURNING idx, statement_hash, signer, nonce), "
+    "s AS (INSERT INTO entry_statements (statement_hash, idx) SELECT statement_hash, idx FROM e), "
+    "n AS (INSERT INTO entry_nonces (signer, nonce, idx) SELECT signer, nonce, idx FROM e) "
+    "SELECT NOT yes FROM known"
+)
+
+
+async def _insert_unless_known(
+    conn: asyncpg.pool.PoolConnectionProxy, new: list[tuple[int, CheckedEntry]]
+) -> bool:
+    """Write ``new`` in one statement if none of their statements and nonces is in the log or twice in
+    ``new``; whether it wrote (if not, nothing was written and the transaction is intact)."""
+    n = len(new)
+    if len({e.statement_hash for _, e in new}) < n or len({(e.signer, e.nonce) for _, e in new}) < n:
+        return False
+    wrote: bool = await conn.fetchval(_INSERT_UNLESS_KNOWN, *zip(*entry_records(new), strict=True))
+    return wrote
+
+
 #: Makes the entries that must follow a group in the same transaction, from the group's results.
 Follow = Callable[[list[Appended]], Sequence[CheckedEntry]]
 
@@ -185,22 +219,17 @@ class LogStore:
         async with self.pool.acquire() as conn, conn.transaction():
             start: int = await conn.fetchval("SELECT next_index FROM log_sequence FOR UPDATE")
             next_index = start
-            if len(groups) > 1 and all(follow is None for _, follow in groups):
-                # The common case, many small appends that queued up: write them all with one set of
-                # statements. If anything fails (one group's replayed nonce, say), the savepoint undoes
-                # it and the groups are appended one by one below, each failing or not on its own.
+            if len(groups) > 1:
+                # The common case, appends that queued up and all succeed: written under one savepoint.
+                # If anything fails (one group's replayed nonce, say), the savepoint undoes it and the
+                # groups are appended one by one below, each failing or not on its own.
                 try:
                     async with conn.transaction():
-                        out, next_index = await self._append_group(
-                            conn, room, [e for entries, _ in groups for e in entries], start
-                        )
+                        done, next_index = await self._append_all(conn, room, groups, start)
                 except Exception:
                     next_index = start
                 else:
-                    at = 0
-                    for entries, _ in groups:
-                        results.append(out[at : at + len(entries)])
-                        at += len(entries)
+                    results.extend(done)
                     groups = []
             for entries, follow in groups:
                 if len(groups) == 1:
@@ -223,6 +252,31 @@ class LogStore:
         return results
 
     @classmethod
+    async def _append_all(
+        cls,
+        conn: asyncpg.pool.PoolConnectionProxy,
+        room: Room,
+        groups: Sequence[tuple[Sequence[CheckedEntry], Follow | None]],
+        next_index: int,
+    ) -> tuple[list[list[Appended]], int]:
+        """Append every group, raising if any fails: without follow entries, all with one set of
+        statements (as one batch); with some, one group after another (as under their own savepoints)."""
+        if any(follow is not None for _, follow in groups):
+            done = []
+            for entries, follow in groups:
+                out, next_index = await cls._append_followed(conn, room, entries, follow, next_index)
+                done.append(out)
+            return done, next_index
+        out, next_index = await cls._append_group(
+            conn, room, [e for entries, _ in groups for e in entries], next_index
+        )
+        at, done = 0, []
+        for entries, _ in groups:
+            done.append(out[at : at + len(entries)])
+            at += len(entries)
+        return done, next_index
+
+    @classmethod
     async def _append_followed(
         cls,
         conn: asyncpg.pool.PoolConnectionProxy,
@@ -230,13 +284,58 @@ class LogStore:
         entries: Sequence[CheckedEntry],
         follow: Follow | None,
         next_index: int,
+        *,
+        together: bool = True,
     ) -> tuple[list[Appended], int]:
-        """Append ``entries``, then what ``follow`` makes of their results, in the same transaction."""
+        """Append ``entries``, then what ``follow`` makes of their results, in the same transaction.
+
+        Both are written together when neither meets anything in the log or each other (the common
+        case: a report and its graded evidence); otherwise (or ``together=False``) one after the other,
+        as if never tried together.
+        """
+        if follow is not None and together:
+            written = await cls._append_together(conn, room, entries, follow, next_index)
+            if written is not None:
+                return written
         out, next_index = await cls._append_group(conn, room, entries, next_index)
         if follow is not None:
             more, next_index = await cls._append_group(conn, room, follow(out), next_index)
             out = out + more
         return out, next_index
+
+    @classmethod
+    async def _append_together(
+        cls,
+        conn: asyncpg.pool.PoolConnectionProxy,
+        room: Room,
+        entries: Sequence[CheckedEntry],
+        follow: Follow,
+        next_index: int,
+    ) -> tuple[list[Appended], int] | None:
+        """Append ``entries`` and what ``follow`` makes of their results in one write, planned as if
+        nothing were in the log; None, having written nothing, when that plan does not hold.
+
+        Whenever this writes, the results are those of :meth:`_append_followed` with ``together=False``:
+        each part is planned as that one plans it when no statement and no nonce is in the log, and a
+        statement or a nonce met twice (in the log, or in both parts) makes the write fail. ``follow`` may then be
+        called again, with the true results, so it must not have effects of its own.
+        """
+        try:
+            out, new, _ = cls._plan(entries, {}, next_index)
+            if not new:
+                return None
+            more, new_more, _ = cls._plan(follow(out), {}, next_index + len(new))
+        except Exception:  # a nonce twice in the batch, or follow refusing: let the one-by-one path say
+            return None
+        try:
+            await cls._copy_entries(conn, room, new + new_more)
+        except asyncpg.UniqueViolationError as exc:
+            if exc.constraint_name not in (_STATEMENT_CONSTRAINT, _NONCE_CONSTRAINT):
+                raise
+            return None
+        await cls._register_keys(conn, new)
+        await cls._register_keys(conn, new_more)
+        return out + more, next_index + len(new) + len(new_more)
 
     @staticmethod
     def _plan(
@@ -269,6 +368,8 @@ class LogStore:
         """Write ``new`` and their statements and nonces: a unique violation of the side tables says a
         statement or a nonce is in the log already."""
         await room.before_write(conn, new[-1][0])
+        if len(new) <= _ONE_STATEMENT_ROWS and await _insert_unless_known(conn, new):
+            return
         async with conn.transaction():  # a savepoint: a unique violation undoes only this
             await conn.execute(
                 "WITH s AS (INSERT INTO entry_statements (statement_hash, idx) "

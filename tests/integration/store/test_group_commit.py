@@ -3,8 +3,6 @@ them fails. Either way the result must be what appending the groups one by one w
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import msgspec
 import pytest
 
@@ -16,16 +14,7 @@ from trustscore.kinds.cards import AGENT_CARD, AgentCard, card_subject
 from trustscore.kinds.parties import make_party_card
 from trustscore.ledger import dsse, keys, statements
 from trustscore.ledger.submission import CheckedEntry, check, prepare
-from trustscore.store import db
 from trustscore.store.log import Appended, LogStore
-
-
-@pytest.fixture
-async def store(dsn: str) -> AsyncIterator[LogStore]:
-    await db.migrate(dsn)
-    pool = await db.create_pool(dsn, min_size=1, max_size=2)
-    yield LogStore(pool)
-    await pool.close()
 
 
 def checked(env: dsse.Envelope) -> CheckedEntry:
