@@ -130,3 +130,29 @@ async def test_a_nonce_taken_without_the_sequence_lock_is_still_a_replay(store: 
             await appending
     finally:
         await other.close()
+
+
+async def test_a_nonce_taken_without_the_sequence_lock_fails_only_its_queued_group(
+    store: LogStore, dsn: str
+) -> None:
+    """As above with two queued groups: the raced one is a replay, the other is appended."""
+    entry, fine = card(AGENTS[0], "raced", "r" * 32), card(AGENTS[1], "fine", "f" * 32)
+    other = await owner(dsn)
+    try:
+        tr = other.transaction()
+        await tr.start()
+        await other.execute(
+            "INSERT INTO entry_nonces (signer, nonce, idx) VALUES ($1, $2, 1000000)",
+            entry.signer,
+            entry.nonce,
+        )
+        start = await store.sequenced_size()
+        appending = asyncio.create_task(store.append_groups([([fine], None), ([entry], None)]))
+        await asyncio.sleep(0.5)
+        await tr.commit()
+        first, second = await appending
+    finally:
+        await other.close()
+    assert isinstance(second, NonceReplay), second
+    assert not isinstance(first, Exception) and [(a.index, a.duplicate) for a in first] == [(start, False)]
+    assert await store.sequenced_size() == start + 1
