@@ -156,3 +156,36 @@ async def test_a_nonce_taken_without_the_sequence_lock_fails_only_its_queued_gro
     assert isinstance(second, NonceReplay), second
     assert not isinstance(first, Exception) and [(a.index, a.duplicate) for a in first] == [(start, False)]
     assert await store.sequenced_size() == start + 1
+
+
+async def test_a_statement_timeout_mid_write_fails_its_group_alone(dsn: str) -> None:
+    """A queued group whose one-statement insert is cancelled (statement_timeout, waiting on a nonce
+    another session holds uncommitted) fails alone; the group queued with it is written, the log stays
+    contiguous and the side tables in step."""
+    await db.migrate(dsn)
+    pool = await db.create_pool(dsn + ("&" if "?" in dsn else "?") + "statement_timeout=400", min_size=1)
+    store = LogStore(pool)
+    blocked, fine = card(AGENTS[0], "blocked", "b" * 32), card(AGENTS[1], "fine", "f" * 32)
+    other = await owner(dsn)
+    try:
+        tr = other.transaction()
+        await tr.start()
+        await other.execute(
+            "INSERT INTO entry_nonces (signer, nonce, idx) VALUES ($1, $2, 1000000)",
+            blocked.signer,
+            blocked.nonce,
+        )
+        start = await store.sequenced_size()
+        first, second = await store.append_groups([([fine], evidence), ([blocked], evidence)])
+        await tr.rollback()
+        assert isinstance(second, asyncpg.QueryCanceledError), second
+        assert not isinstance(first, Exception)
+        assert [(a.index, a.duplicate) for a in first] == [(start, False), (start + 1, False)]
+        assert await invariants(other) == start + 2
+        # Once the other session is gone, the same group is appended as if nothing had happened.
+        [again] = await store.append_groups([([blocked], evidence)])
+        assert not isinstance(again, Exception) and [a.index for a in again] == [start + 2, start + 3]
+        assert await invariants(other) == start + 4
+    finally:
+        await other.close()
+        await pool.close()
