@@ -87,8 +87,17 @@ async def _insert_unless_known(
     n = len(new)
     if len({e.statement_hash for _, e in new}) < n or len({(e.signer, e.nonce) for _, e in new}) < n:
         return False
-    wrote: bool = await conn.fetchval(_INSERT_UNLESS_KNOWN, *zip(*entry_records(new), strict=True))
+    try:
+        wrote: bool = await conn.fetchval(_INSERT_UNLESS_KNOWN, *zip(*entry_records(new), strict=True))
+    except asyncpg.UniqueViolationError as exc:
+        # The probe saw none of them, so a session without the sequence lock wrote one meanwhile; the
+        # transaction is aborted (no savepoint here): the caller must start the append again.
+        raise WrittenMeanwhile(str(exc)) from exc
     return wrote
+
+
+class WrittenMeanwhile(Exception):
+    """A statement or nonce appeared between the one-statement insert's probe and its insert."""
 
 
 #: Makes the entries that must follow a group in the same transaction, from the group's results.
@@ -214,6 +223,14 @@ class LogStore:
         is rolled back alone and its exception is returned in its place. The result is what appending
         the groups one by one would give.
         """
+        try:
+            return await self._append_groups_once(groups)
+        except WrittenMeanwhile:  # the aborted transaction is gone; under the lock again, it says why
+            return await self._append_groups_once(groups)
+
+    async def _append_groups_once(
+        self, groups: Sequence[tuple[Sequence[CheckedEntry], Follow | None]]
+    ) -> list[list[Appended] | Exception]:
         results: list[list[Appended] | Exception] = []
         room = self.partitions.room()
         async with self.pool.acquire() as conn, conn.transaction():
@@ -240,6 +257,8 @@ class LogStore:
                             out, next_index = await self._append_followed(
                                 conn, room, entries, follow, next_index
                             )
+                    except WrittenMeanwhile:
+                        raise  # the whole append starts again (append_groups)
                     except Exception as exc:
                         results.append(exc)
                         continue
