@@ -100,7 +100,9 @@ class WrittenMeanwhile(Exception):
     """A statement or nonce appeared between the one-statement insert's probe and its insert."""
 
 
-#: Makes the entries that must follow a group in the same transaction, from the group's results.
+#: Makes the entries that must follow a group in the same transaction, from the group's results. It must
+#: have no effects of its own: it may be called several times (the together-write, its fallback, a queued
+#: batch redone group by group, a restarted append); only the call on the path that writes counts.
 Follow = Callable[[list[Appended]], Sequence[CheckedEntry]]
 
 

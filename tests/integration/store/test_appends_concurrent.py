@@ -1,4 +1,4 @@
-"""Review of the one-statement append and the together-write (merge 7a2db75): several "processes" (own
+"""The one-statement append and the together-write under concurrency: several "processes" (own
 pools and stores) append queued groups, with and without follow entries, drawn from a small pool of
 statements so that resubmissions, replayed nonces and reports whose evidence is refused collide across
 processes, inside one queue and inside one batch, on partitions of SPAN indexes. Whatever interleaving
@@ -12,6 +12,7 @@ import random
 
 import asyncpg
 import pytest
+from asyncpg.transaction import Transaction
 
 from tests.integration.store.test_group_commit import card
 from tests.integration.store.test_partitions import SPAN, VERIFIER, migrate_with_span, owner, sign
@@ -51,6 +52,17 @@ async def invariants(conn: asyncpg.Connection) -> int:
     assert await conn.fetchval("SELECT count(DISTINCT (signer, nonce)) FROM entries") == n
     assert await conn.fetchval("SELECT count(DISTINCT statement_hash) FROM entries") == n
     return n
+
+
+async def hold_nonce(other: asyncpg.Connection, entry: CheckedEntry) -> Transaction:
+    """A transaction of ``other``, left open, that has taken ``entry``'s (signer, nonce) without the
+    sequence lock (what no writer does today: the race the one-statement write must survive)."""
+    tr = other.transaction()
+    await tr.start()
+    await other.execute(
+        "INSERT INTO entry_nonces (signer, nonce, idx) VALUES ($1, $2, 1000000)", entry.signer, entry.nonce
+    )
+    return tr
 
 
 async def test_concurrent_queued_groups_keep_the_log_a_log(dsn: str) -> None:
@@ -116,13 +128,7 @@ async def test_a_nonce_taken_without_the_sequence_lock_is_still_a_replay(store: 
     entry = card(AGENTS[0], "raced", "r" * 32)
     other = await owner(dsn)
     try:
-        tr = other.transaction()
-        await tr.start()
-        await other.execute(
-            "INSERT INTO entry_nonces (signer, nonce, idx) VALUES ($1, $2, 1000000)",
-            entry.signer,
-            entry.nonce,
-        )
+        tr = await hold_nonce(other, entry)
         appending = asyncio.create_task(store.append([entry]))
         await asyncio.sleep(0.5)  # the append's insert now waits on the uncommitted nonce
         await tr.commit()
@@ -139,13 +145,7 @@ async def test_a_nonce_taken_without_the_sequence_lock_fails_only_its_queued_gro
     entry, fine = card(AGENTS[0], "raced", "r" * 32), card(AGENTS[1], "fine", "f" * 32)
     other = await owner(dsn)
     try:
-        tr = other.transaction()
-        await tr.start()
-        await other.execute(
-            "INSERT INTO entry_nonces (signer, nonce, idx) VALUES ($1, $2, 1000000)",
-            entry.signer,
-            entry.nonce,
-        )
+        tr = await hold_nonce(other, entry)
         start = await store.sequenced_size()
         appending = asyncio.create_task(store.append_groups([([fine], None), ([entry], None)]))
         await asyncio.sleep(0.5)
@@ -168,13 +168,7 @@ async def test_a_statement_timeout_mid_write_fails_its_group_alone(dsn: str) -> 
     blocked, fine = card(AGENTS[0], "blocked", "b" * 32), card(AGENTS[1], "fine", "f" * 32)
     other = await owner(dsn)
     try:
-        tr = other.transaction()
-        await tr.start()
-        await other.execute(
-            "INSERT INTO entry_nonces (signer, nonce, idx) VALUES ($1, $2, 1000000)",
-            blocked.signer,
-            blocked.nonce,
-        )
+        tr = await hold_nonce(other, blocked)
         start = await store.sequenced_size()
         first, second = await store.append_groups([([fine], evidence), ([blocked], evidence)])
         await tr.rollback()
