@@ -295,6 +295,9 @@ def test_mcp_tools_over_http_and_stdio(server: ServerProcess) -> None:
     reply = http.get(f"/v1/agents/{agent}/rating/attestation")
     assert reply.status_code == 200, reply.text
     bundle = reply.json()
+    # The tools below read the rating once its report is in it (ratings trail ingest by up to
+    # TRUSTSCORE_RATING_LAG and cover it once a projector run finds nothing new: docs/service.md).
+    wait(lambda: http.get(f"/v1/agents/{agent}/rating").json()["n"] > 0)
 
     async def over_http() -> None:
         async with Client(server.url + "/mcp") as client:
