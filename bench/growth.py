@@ -37,7 +37,7 @@ from pathlib import Path
 import asyncpg
 import httpx
 
-from _common import drop_database, in_data_dir, kept_database, percentile, print_header
+from _common import LightClient, drop_database, in_data_dir, kept_database, percentile, print_header
 from ingest import SERVER_ENV, Phase, bodies_for, cpu_seconds, post_all, presign, run_phases, tree_cpu_seconds
 from ingest import _pairs as pairs
 from proofs import timed, verify_sample
@@ -425,7 +425,7 @@ class Proofs:
 
 
 def _timed_cpu(
-    client: httpx.Client, paths: list[str], clock: CpuClock, spent: list[float | None]
+    client: LightClient, paths: list[str], clock: CpuClock, spent: list[float | None]
 ) -> list[float]:
     """:func:`timed`, adding the server's and PostgreSQL's CPU seconds over it to ``spent``."""
     before = clock()
@@ -447,7 +447,7 @@ def measure_proofs(url: str, requests: int, n_verify: int, rng: random.Random, c
     and /healthz in alternating blocks of 100, then the same proofs again; a sample verified. The CPU
     time the server and PostgreSQL spend on the proof blocks is counted too (wall-clock latency on a
     loaded machine varies; CPU per request much less)."""
-    with httpx.Client(base_url=url, timeout=60) as client:
+    with httpx.Client(base_url=url, timeout=60) as client, LightClient(url) as light:
         vkey = client.get("/v1/log/key").text.strip()
         cp = checkpoint.open_checkpoint(
             client.get("/v1/log/checkpoint").text, note.parse_verifier_key(vkey), None
@@ -458,17 +458,17 @@ def measure_proofs(url: str, requests: int, n_verify: int, rng: random.Random, c
         warmup = [
             f"/v1/log/proof/inclusion?index={rng.randrange(cp.size)}&size={cp.size}" for _ in range(200)
         ]
-        timed(client, warmup + ["/healthz"] * 200)
+        timed(light, warmup + ["/healthz"] * 200)
         first: list[float] = []
         health: list[float] = []
         first_cpu: list[float | None] = [0.0, 0.0]
         for b in range(0, requests, 100):
-            health += timed(client, ["/healthz"] * len(paths[b : b + 100]))
-            first += _timed_cpu(client, paths[b : b + 100], clock, first_cpu)
+            health += timed(light, ["/healthz"] * len(paths[b : b + 100]))
+            first += _timed_cpu(light, paths[b : b + 100], clock, first_cpu)
         warm: list[float] = []
         warm_cpu: list[float | None] = [0.0, 0.0]
         for b in range(0, requests, 100):
-            warm += _timed_cpu(client, paths[b : b + 100], clock, warm_cpu)
+            warm += _timed_cpu(light, paths[b : b + 100], clock, warm_cpu)
         verify_sample(client, cp, [rng.randrange(cp.size) for _ in range(n_verify)])
     return Proofs(
         cp.size,

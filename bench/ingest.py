@@ -27,6 +27,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import asyncpg
 import httpx
 import msgspec
 import nacl.signing
@@ -186,6 +187,42 @@ class Cpu:
 
 
 @dataclass
+class Wal:
+    """PostgreSQL's WAL counters (``pg_stat_wal``, server-wide) and its checkpoints so far."""
+
+    records: int
+    fpi: int  # full-page images: a page's first change after a checkpoint writes the whole 8 KiB page
+    bytes: int
+    checkpoints: int
+
+    @staticmethod
+    async def now(dsn: str) -> Wal:
+        conn = await asyncpg.connect(dsn)
+        try:
+            checkpoints = (  # PostgreSQL 17 moved the counts to their own view
+                "SELECT num_timed + num_requested FROM pg_stat_checkpointer"
+                if conn.get_server_version().major >= 17
+                else "SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter"
+            )
+            row = await conn.fetchrow(
+                "SELECT wal_records, wal_fpi, wal_bytes::bigint AS wal_bytes,"
+                f" ({checkpoints}) AS checkpoints FROM pg_stat_wal"
+            )
+        finally:
+            await conn.close()
+        assert row is not None
+        return Wal(row["wal_records"], row["wal_fpi"], row["wal_bytes"], row["checkpoints"])
+
+    def __sub__(self, other: Wal) -> Wal:
+        return Wal(
+            self.records - other.records,
+            self.fpi - other.fpi,
+            self.bytes - other.bytes,
+            self.checkpoints - other.checkpoints,
+        )
+
+
+@dataclass
 class Phase:
     batch: int
     entries: int
@@ -193,6 +230,7 @@ class Phase:
     seconds: float
     lag: float
     cpu: Cpu  # from the first request until the checkpoint covered the phase
+    wal: Wal  # the same interval, server-wide (a shared server's other databases count too)
 
     @property
     def rate(self) -> float:
@@ -337,11 +375,13 @@ async def run_phases(
     """Each phase of ``plan`` in turn, on a log already holding ``before`` entries; batch 1 with wrk when
     ``wrk_dir`` is given (its scratch directory)."""
     assert server.proc is not None
+    assert server.database_url is not None
     phases = []
     done = 0
     for batch, count in plan.items():
         bodies = bodies_for(envelopes[done : done + count], batch)
         n = in_flight.get(batch, 1)
+        wal0 = await Wal.now(server.database_url)
         cpu0 = Cpu.now(server.proc.pid, pg_pid)
         if batch == 1 and wrk_dir is not None:
             seconds = await asyncio.to_thread(post_wrk, server.url, bodies, n, wrk_dir)
@@ -349,8 +389,15 @@ async def run_phases(
             seconds = await post_all(server.url, bodies, n)
         done += count
         lag = await wait_integrated(server.url, before + done)
-        phases.append(Phase(batch, count, n, seconds, lag, Cpu.now(server.proc.pid, pg_pid) - cpu0))
-        print(f"  batch {batch}: {count} entries in {seconds:.2f} s", flush=True)
+        cpu = Cpu.now(server.proc.pid, pg_pid) - cpu0
+        wal = await Wal.now(server.database_url) - wal0
+        phases.append(Phase(batch, count, n, seconds, lag, cpu, wal))
+        print(
+            f"  batch {batch}: {count} entries in {seconds:.2f} s; WAL per entry {wal.bytes / count:,.0f} bytes,"
+            f" {wal.records / count:.1f} records, {wal.fpi / count:.2f} full-page images;"
+            f" {wal.checkpoints} checkpoints",
+            flush=True,
+        )
     return phases
 
 

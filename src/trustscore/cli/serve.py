@@ -180,6 +180,7 @@ def _serve(s: Settings, dsn: str, sock: socket.socket) -> int:
     import uvicorn
 
     from trustscore.api.app import create_app
+    from trustscore.cli.http_protocol import OneWriteHttpToolsProtocol
 
     key = logkey.load_or_create(s.log_key_file)
     where = "external PostgreSQL" if s.database_url else f"embedded PostgreSQL in {s.pg_dir}"
@@ -187,7 +188,13 @@ def _serve(s: Settings, dsn: str, sock: socket.socket) -> int:
     print(f"trustscore listening on http://{s.host}:{s.port} ({where}, role {s.role})", flush=True)
     print(f"log verifier key: {note.make_verifier_key(s.log_origin, key.public_key)}", flush=True)
     config = uvicorn.Config(
-        create_app(s, dsn), host=s.host, port=s.port, log_config=None, access_log=False, lifespan="on"
+        create_app(s, dsn),
+        host=s.host,
+        port=s.port,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        http=OneWriteHttpToolsProtocol,
     )
     server = uvicorn.Server(config)
     tune_gc()
