@@ -392,8 +392,10 @@ async def run_phases(
         cpu = Cpu.now(server.proc.pid, pg_pid) - cpu0
         wal = await Wal.now(server.database_url) - wal0
         phases.append(Phase(batch, count, n, seconds, lag, cpu, wal))
+        pg = "" if cpu.postgres is None else f", PostgreSQL {cpu.postgres / count * 1e6:,.0f} µs"
         print(
-            f"  batch {batch}: {count} entries in {seconds:.2f} s; WAL per entry {wal.bytes / count:,.0f} bytes,"
+            f"  batch {batch}: {count} entries in {seconds:.2f} s; CPU per entry: server"
+            f" {cpu.server / count * 1e6:,.0f} µs{pg}; WAL per entry {wal.bytes / count:,.0f} bytes,"
             f" {wal.records / count:.1f} records, {wal.fpi / count:.2f} full-page images;"
             f" {wal.checkpoints} checkpoints",
             flush=True,

@@ -125,7 +125,6 @@ class ScopeRunner:
         self.exam_dirs = exam_dirs
         self.config = config
         self.clock = clock
-        self._cards_from = 0  # cards below this index were considered for a declarations run
         self._period: int | None = None  # the last period the weekly runs were scheduled for
 
     def period(self) -> int:
@@ -135,8 +134,10 @@ class ScopeRunner:
 
     async def sweep_cards(self) -> int:
         """A run soon after every newest card whose declarations or declared model version differ from
-        the agent's previous card (its first card with declarations included)."""
-        agents, self._cards_from = await self.store.cards_since(self._cards_from)
+        the agent's previous card (its first card with declarations included). Goes on from where the
+        last sweep of any process stopped (kept in the database), 10,000 cards at a time; a crash before
+        the mark repeats a page, and scheduling is keyed by card, so nothing runs twice."""
+        agents, upto = await self.store.cards_since(await self.store.cards_swept())
         if not agents:
             return 0
         scheduled = 0
@@ -148,6 +149,7 @@ class ScopeRunner:
             old = _card(previous[0][1]) if previous else None
             if old is None or declarations_digest(old) != declarations_digest(card):
                 scheduled += await self._schedule(agent, f"card:{index}", "declarations")
+        await self.store.mark_cards_swept(upto)
         return scheduled
 
     async def schedule_weekly(self) -> int:

@@ -253,3 +253,42 @@ async def test_weekly_runs_on_an_injected_clock_never_twice_per_agent_and_week(
         assert await again.store.schedule_run(key.id, week, "schedule", 10) is False
     finally:
         await pool.close()
+
+
+class CountingStore(ScopeStore):
+    """A ScopeStore that records which agents each sweep looked up."""
+
+    looked_up: list[list[str] | None]
+
+    async def newest_cards(self, agents: list[str] | None) -> dict[str, list[tuple[int, bytes]]]:
+        self.looked_up.append(agents)
+        return await super().newest_cards(agents)
+
+
+async def test_a_restarted_runner_goes_on_from_where_the_sweep_of_cards_stopped(
+    loopback_client: Client, agent_url: str, dsn: str, tmp_path: Path
+) -> None:
+    """A restart or a lease takeover does not sweep every card of the log again: the mark is in the
+    database. The next new card is still swept, once."""
+    client = loopback_client
+    key = await register(client, agent_url)
+    await server_runs(client, key.id, 1)  # the app's runner swept the card and ran its declarations run
+    pool = await db.create_pool(dsn, min_size=1, max_size=2)
+    try:
+        s = settings_for(tmp_path)
+        log_service = LogService(
+            LogStore(pool), keys.read_key_file(s.log_key_file), s.log_origin, max_batch=100
+        )
+        config = ScopeRunConfig(policy=OutboundPolicy(allow_loopback=True))
+        reverify_key = keys.read_key_file(tmp_path / "data" / "reverify.key")
+        store = CountingStore(pool)
+        store.looked_up = []
+        restarted = ScopeRunner(log_service, store, reverify_key, ExamDirs(), config)
+        assert await restarted.sweep_cards() == 0
+        assert store.looked_up == []  # before the mark was kept, a new process looked up every agent
+        marked = await store.cards_swept()
+        other = await register(client, agent_url)  # a card past the mark is still swept, and run
+        await server_runs(client, other.id, 1)
+        assert await store.cards_swept() > marked
+    finally:
+        await pool.close()

@@ -57,7 +57,7 @@ async def test_regression_an_append_committed_while_the_migration_starts_keeps_i
             migrating = asyncio.create_task(db.migrate(dsn))
             await _waiting_on_a_lock(watcher)  # the migration waits for this transaction
             await tx.commit()
-        assert await migrating == ["0017_partitions.sql", "0018_hash_tiles.sql"]
+        assert (await migrating)[:2] == ["0017_partitions.sql", "0018_hash_tiles.sql"]
         assert await watcher.fetchval("SELECT next_index FROM log_sequence") == SPAN  # at a boundary
         assert await side_table_problems(watcher) == []
     finally:

@@ -174,7 +174,7 @@ async def migrated(dsn: str) -> AsyncIterator[Migrated]:
         before = await dump(conn)
         fks_before = await foreign_keys(conn)
         assert len(before["evidence"]) >= 30  # every delivered event is evidence
-        assert await db.migrate(dsn) == ["0017_partitions.sql", "0018_hash_tiles.sql"]
+        assert (await db.migrate(dsn))[:2] == ["0017_partitions.sql", "0018_hash_tiles.sql"]
     finally:
         await conn.close()
     pool = await db.create_pool(dsn, min_size=1, max_size=4)
