@@ -137,7 +137,7 @@ class ScopeRunner:
         the agent's previous card (its first card with declarations included). Goes on from where the
         last sweep of any process stopped (kept in the database), 10,000 cards at a time; a crash before
         the mark repeats a page, and scheduling is keyed by card, so nothing runs twice."""
-        agents, upto = await self.store.cards_since(await self.store.cards_swept())
+        agents, upto = await self.store.cards_since(await self.store.mark("scope_cards"))
         if not agents:
             return 0
         scheduled = 0
@@ -149,18 +149,27 @@ class ScopeRunner:
             old = _card(previous[0][1]) if previous else None
             if old is None or declarations_digest(old) != declarations_digest(card):
                 scheduled += await self._schedule(agent, f"card:{index}", "declarations")
-        await self.store.mark_cards_swept(upto)
+        await self.store.advance("scope_cards", upto)
         return scheduled
 
     async def schedule_weekly(self) -> int:
-        """Once per period: a run for every agent that declares capabilities and an endpoint."""
+        """Once per period: a run for every agent that declares capabilities and an endpoint. Once per
+        period across restarts and lease takeovers too: the start of the last period scheduled in full is
+        kept in the database (after a crash part-way the period is scheduled again; runs are keyed by
+        period). A period starting no later than the last one scheduled (``interval`` made longer) is
+        skipped."""
         period = self.period()
         if period == self._period:
+            return 0
+        start = int((FIRST_MONDAY + dt.timedelta(seconds=period * self.config.interval)).timestamp())
+        if start <= await self.store.mark("scope_period"):
+            self._period = period
             return 0
         scheduled = 0
         for agent, cards in sorted((await self.store.newest_cards(None)).items()):
             if skip_reason(_card(cards[0][1])) is None:
                 scheduled += await self._schedule(agent, f"week:{period}", "schedule")
+        await self.store.advance("scope_period", start)
         self._period = period
         return scheduled
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import asyncpg
 
 from trustscore.kinds.cards import CARD_PREDICATE_TYPES
@@ -15,6 +17,9 @@ KINDS = (
     SITTING_CLOSE.predicate_type,
     SCOPE_RUN.predicate_type,
 )
+
+
+Mark = Literal["scope_cards", "scope_period"]  # the runner's rows of projection_state (migration 0019)
 
 
 class ScopeStore:
@@ -72,18 +77,16 @@ class ScopeStore:
             out.setdefault(r["subject"], []).append((r["idx"], bytes(r["leaf"])))
         return out
 
-    async def cards_swept(self) -> int:
-        """The index the sweep of new cards goes on from (every card below it has been considered)."""
-        n: int = await self.pool.fetchval(
-            "SELECT next_index FROM projection_state WHERE name = 'scope_cards'"
-        )
+    async def mark(self, name: Mark) -> int:
+        """Where the runner stopped: ``scope_cards``, the index the sweep of new cards goes on from;
+        ``scope_period``, the start (Unix seconds) of the latest period whose runs were all scheduled."""
+        n: int = await self.pool.fetchval("SELECT next_index FROM projection_state WHERE name = $1", name)
         return n
 
-    async def mark_cards_swept(self, index: int) -> None:
-        """Every card below ``index`` has been considered (the mark never moves back)."""
+    async def advance(self, name: Mark, value: int) -> None:
+        """Move mark ``name`` on to ``value`` (never back)."""
         await self.pool.execute(
-            "UPDATE projection_state SET next_index = GREATEST(next_index, $1) WHERE name = 'scope_cards'",
-            index,
+            "UPDATE projection_state SET next_index = GREATEST(next_index, $2) WHERE name = $1", name, value
         )
 
     async def cards_since(self, index: int, limit: int = 10_000) -> tuple[list[str], int]:

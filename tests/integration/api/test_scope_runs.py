@@ -268,8 +268,9 @@ class CountingStore(ScopeStore):
 async def test_a_restarted_runner_goes_on_from_where_the_sweep_of_cards_stopped(
     loopback_client: Client, agent_url: str, dsn: str, tmp_path: Path
 ) -> None:
-    """A restart or a lease takeover does not sweep every card of the log again: the mark is in the
-    database. The next new card is still swept, once."""
+    """A restart or a lease takeover neither sweeps every card of the log again nor reads every agent's
+    newest cards to schedule a period already scheduled: the marks are in the database. The next new
+    card is still swept."""
     client = loopback_client
     key = await register(client, agent_url)
     await server_runs(client, key.id, 1)  # the app's runner swept the card and ran its declarations run
@@ -286,9 +287,11 @@ async def test_a_restarted_runner_goes_on_from_where_the_sweep_of_cards_stopped(
         restarted = ScopeRunner(log_service, store, reverify_key, ExamDirs(), config)
         assert await restarted.sweep_cards() == 0
         assert store.looked_up == []  # before the mark was kept, a new process looked up every agent
-        marked = await store.cards_swept()
+        assert await restarted.schedule_weekly() == 0  # the app's runner has scheduled this period
+        assert store.looked_up == []  # ... and a new process no longer reads every agent's cards again
+        marked = await store.mark("scope_cards")
         other = await register(client, agent_url)  # a card past the mark is still swept, and run
         await server_runs(client, other.id, 1)
-        assert await store.cards_swept() > marked
+        assert await store.mark("scope_cards") > marked
     finally:
         await pool.close()

@@ -1,6 +1,8 @@
--- Where the scope runner's sweep of new agent cards stopped (services/scope_runs.py, sweep_cards): every
--- card below it has been considered for a declarations run. Kept here rather than in the runner's
--- memory, so that a restart or a takeover of the "scope runs" lease resumes instead of sweeping every
--- card in the log again (at 10^7 entries that sweep, one 10,000-card page per poll, competed with
--- ingest for a minute after each start). Starting at 0 repeats nothing: scheduling is keyed by card.
-INSERT INTO projection_state (name, next_index) VALUES ('scope_cards', 0);
+-- Where the scope runner stopped (services/scope_runs.py), kept in the database rather than in the runner's
+-- memory, so that a restart or a takeover of the "scope runs" lease resumes instead of starting over:
+-- * scope_cards: every agent card below this index has been considered for a declarations run (before,
+--   each start swept every card of the log again, 10,000 per poll);
+-- * scope_period: the start (Unix seconds) of the latest period whose scheduled runs were all added
+--   (before, each start read the newest cards of every agent again to schedule the current period).
+-- Starting at 0 repeats nothing: runs are keyed by card and by period.
+INSERT INTO projection_state (name, next_index) VALUES ('scope_cards', 0), ('scope_period', 0);
