@@ -59,7 +59,17 @@ class HeldWriteTransport:
 class OneWriteHttpToolsProtocol(HttpToolsProtocol):
     """:class:`HttpToolsProtocol` writing through a :class:`HeldWriteTransport`."""
 
+    held: HeldWriteTransport
+
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # Not a subclass of asyncio.Transport, whose methods would shadow the delegation.
-        held = HeldWriteTransport(cast(asyncio.Transport, transport), self.loop)
-        super().connection_made(cast(asyncio.Transport, held))
+        self.held = HeldWriteTransport(cast(asyncio.Transport, transport), self.loop)
+        super().connection_made(cast(asyncio.Transport, self.held))
+
+    def eof_received(self) -> None:
+        """The client half-closed. uvloop closes the transport itself once this returns (not through the
+        held-write transport, and it may run this between a write and its flush), so send what is held
+        first: a response's last write must not be dropped (found by review: a HEAD answer or a stream's
+        last chunk to a client that sent its request and then shut down its side)."""
+        self.held.flush()
+        super().eof_received()
