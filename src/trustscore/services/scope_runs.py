@@ -17,6 +17,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 import msgspec
 
@@ -54,6 +55,9 @@ log = logging.getLogger(__name__)
 
 
 FIRST_MONDAY = dt.datetime(1970, 1, 5, tzinfo=dt.UTC)
+Outcome = Literal["added", "known", "refused"]  # of an attempt to schedule a run
+RETRIES_PER_SWEEP = 1_000  # refused declarations runs tried again per sweep, oldest first
+MAX_REFUSED = 10_000  # refused runs held for retry before the sweep stops reading new cards
 
 
 def _now() -> dt.datetime:
@@ -126,6 +130,9 @@ class ScopeRunner:
         self.config = config
         self.clock = clock
         self._period: int | None = None  # the last period the weekly runs were scheduled for
+        self._cards_from: int | None = None  # where this process's sweep of cards goes on (None: the mark)
+        self._marked: int | None = None  # the mark this process last wrote
+        self._refused: dict[int, str] = {}  # card index -> agent: its declarations run was refused for now
 
     def period(self) -> int:
         """The number of scope intervals since Monday 1970-01-05 UTC at the clock's time (the weekly run
@@ -134,50 +141,72 @@ class ScopeRunner:
 
     async def sweep_cards(self) -> int:
         """A run soon after every newest card whose declarations or declared model version differ from
-        the agent's previous card (its first card with declarations included). Goes on from where the
-        last sweep of any process stopped (kept in the database), 10,000 cards at a time; a crash before
-        the mark repeats a page, and scheduling is keyed by card, so nothing runs twice."""
-        agents, upto = await self.store.cards_since(await self.store.mark("scope_cards"))
-        if not agents:
-            return 0
+        the agent's previous card (its first card with declarations included), 10,000 cards at a time.
+
+        Goes on from where this process's last sweep stopped; a new process (a restart, a lease takeover)
+        from the mark in the database. A card whose run is refused for now (its agent has a run pending,
+        or too many runs wait) is retried at each sweep, and the mark stays at the oldest such card, so a
+        new process sweeps from there once. A crash before the mark moves repeats a page; runs are keyed
+        by card, so nothing runs twice."""
         scheduled = 0
-        for agent, cards in sorted((await self.store.newest_cards(agents)).items()):
+        for index, agent in sorted(self._refused.items())[:RETRIES_PER_SWEEP]:
+            outcome = await self._schedule(agent, f"card:{index}", "declarations")
+            if outcome != "refused":
+                del self._refused[index]
+                scheduled += outcome == "added"
+        start = await self.store.mark("scope_cards") if self._cards_from is None else self._cards_from
+        if len(self._refused) >= MAX_REFUSED:  # saturated: no new page until the backlog drains
+            return scheduled
+        agents, upto = await self.store.cards_since(start)
+        for agent, cards in sorted((await self.store.newest_cards(agents)).items() if agents else ()):
             (index, leaf), previous = cards[0], cards[1:]
             card = _card(leaf)
             if card is None or skip_reason(card) is not None:
                 continue
             old = _card(previous[0][1]) if previous else None
             if old is None or declarations_digest(old) != declarations_digest(card):
-                scheduled += await self._schedule(agent, f"card:{index}", "declarations")
-        await self.store.advance("scope_cards", upto)
+                outcome = await self._schedule(agent, f"card:{index}", "declarations")
+                scheduled += outcome == "added"
+                if outcome == "refused":
+                    self._refused[index] = agent
+        self._cards_from = upto
+        mark = min([upto, *self._refused])
+        if mark != self._marked:  # no write per poll while nothing arrives
+            await self.store.advance("scope_cards", mark)
+            self._marked = mark
         return scheduled
 
     async def schedule_weekly(self) -> int:
         """Once per period: a run for every agent that declares capabilities and an endpoint. Once per
-        period across restarts and lease takeovers too: the start of the last period scheduled in full is
-        kept in the database (after a crash part-way the period is scheduled again; runs are keyed by
-        period). A period starting no later than the last one scheduled (``interval`` made longer) is
-        skipped."""
+        period across restarts and lease takeovers too: the start of the last period whose runs were all
+        added (or known) is kept in the database; a period with a run refused (its agent had one pending,
+        or too many waited) is not marked, so a new process schedules it again, keyed by period as
+        always. Only that exact period is skipped: a mark set by a clock ahead of this one, or under
+        another interval, does not silence this process."""
         period = self.period()
         if period == self._period:
             return 0
         start = int((FIRST_MONDAY + dt.timedelta(seconds=period * self.config.interval)).timestamp())
-        if start <= await self.store.mark("scope_period"):
+        if start == await self.store.mark("scope_period"):
             self._period = period
             return 0
         scheduled = 0
+        refused = False
         for agent, cards in sorted((await self.store.newest_cards(None)).items()):
             if skip_reason(_card(cards[0][1])) is None:
-                scheduled += await self._schedule(agent, f"week:{period}", "schedule")
-        await self.store.advance("scope_period", start)
+                outcome = await self._schedule(agent, f"week:{period}", "schedule")
+                scheduled += outcome == "added"
+                refused = refused or outcome == "refused"
+        if not refused:
+            await self.store.set_mark("scope_period", start)
         self._period = period
         return scheduled
 
-    async def _schedule(self, agent: str, run_key: str, trigger: Trigger) -> bool:
-        added = await self.store.schedule_run(agent, run_key, trigger, self.config.max_pending)
-        if added:
+    async def _schedule(self, agent: str, run_key: str, trigger: Trigger) -> Outcome:
+        if await self.store.schedule_run(agent, run_key, trigger, self.config.max_pending):
             log.info("scope run %s of %s scheduled (%s)", run_key, agent, trigger)
-        return added
+            return "added"
+        return "known" if await self.store.run_known(agent, run_key) else "refused"
 
     async def work_once(self) -> bool:
         """Carry out one pending run; False when there is none."""

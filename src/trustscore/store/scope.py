@@ -89,6 +89,10 @@ class ScopeStore:
             "UPDATE projection_state SET next_index = GREATEST(next_index, $2) WHERE name = $1", name, value
         )
 
+    async def set_mark(self, name: Mark, value: int) -> None:
+        """Set mark ``name`` to ``value``, back or forth."""
+        await self.pool.execute("UPDATE projection_state SET next_index = $2 WHERE name = $1", name, value)
+
     async def cards_since(self, index: int, limit: int = 10_000) -> tuple[list[str], int]:
         """Agents with a card logged at or after ``index`` (at most ``limit`` cards) and the index to
         read from next."""
@@ -112,6 +116,13 @@ class ScopeStore:
             max_pending,
         )
         return status.endswith(" 1")
+
+    async def run_known(self, agent: str, run_key: str) -> bool:
+        """Whether the run (agent, run key) has a row (pending, done or skipped)."""
+        known: bool = await self.pool.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM scope_runs WHERE agent = $1 AND run_key = $2)", agent, run_key
+        )
+        return known
 
     async def claim_run(self) -> tuple[str, str, str, int] | None:
         """The oldest pending run (agent, run key, trigger, attempts so far), its attempt counted; rows

@@ -1,0 +1,98 @@
+"""The scope runner's marks in projection_state (migration 0019; cases found by review). No app runs here: only the
+runners below touch scope_runs, so every step is deterministic."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import msgspec
+
+from trustscore.cli.agent import card_envelope
+from trustscore.exams.loader import ExamDirs
+from trustscore.kinds.cards import CapabilityDeclaration
+from trustscore.ledger import keys
+from trustscore.ledger.submission import check, prepare
+from trustscore.services.scope_runs import ScopeRunConfig, ScopeRunner
+from trustscore.store.log import LogStore
+from trustscore.store.scope import ScopeStore
+
+DECLARATIONS = json.loads(Path("examples/agents/scope_declarations.json").read_text())
+
+
+async def log_card(pool: asyncpg.Pool, key: keys.SigningKey, model_version: str) -> int:
+    env = card_envelope(
+        key,
+        "scoped",
+        endpoint="https://agent.example/api",
+        model_version=model_version,
+        declarations=[msgspec.convert(d, CapabilityDeclaration) for d in DECLARATIONS["declarations"]],
+        non_capabilities=DECLARATIONS["non_capabilities"],
+    )
+    known = {key.id: bytes(key.public_key)}
+    [appended] = await LogStore(pool).append([check(prepare(msgspec.to_builtins(env)), known.get)])
+    return appended.index
+
+
+def runner(pool: asyncpg.Pool, at: dt.datetime | None = None) -> ScopeRunner:
+    """A new process's runner (a restart, or a lease takeover)."""
+    clock: Any = (lambda: at) if at is not None else dt.datetime.now
+    kw = {} if at is None else {"clock": clock}
+    return ScopeRunner(None, ScopeStore(pool), keys.SigningKey.generate(), ExamDirs(), ScopeRunConfig(), **kw)  # type: ignore[arg-type]
+
+
+async def test_one_process_with_its_clock_ahead_silences_weekly_runs_for_every_process(
+    pool: asyncpg.Pool,
+) -> None:
+    """One runner whose clock is ahead (a VM before NTP sync, a script or test with an injected clock
+    pointed at the database) must not make every correct process skip every period up to that date: only
+    the exact period marked is skipped."""
+    key = keys.SigningKey.generate()
+    await log_card(pool, key, "m1")
+    now = dt.datetime.now(dt.UTC)
+    ahead = runner(pool, now + dt.timedelta(days=400))
+    assert await ahead.schedule_weekly() == 1
+    await ScopeStore(pool).finish_run(
+        key.id, f"week:{ahead.period()}", entry_index=None, reason="done elsewhere"
+    )
+    correct = runner(pool, now + dt.timedelta(days=7))  # next week on the right clock: not yet scheduled
+    assert await correct.schedule_weekly() == 1, "this week's run is never scheduled (for ~56 weeks)"
+
+
+async def test_a_declaration_change_refused_while_a_run_was_pending_is_never_swept_again(
+    pool: asyncpg.Pool,
+) -> None:
+    """At most one pending run per agent: a new card swept while the agent's previous run is pending (or
+    being carried out with the previous card) is refused for now. The mark stays at it, so a restart or
+    takeover schedules it once the first run is done."""
+    key = keys.SigningKey.generate()
+    first = await log_card(pool, key, "m1")
+    one = runner(pool)
+    assert await one.sweep_cards() == 1  # card:<first>, pending (claimed, being run with card 1)
+    second = await log_card(pool, key, "m2")  # a new declared model version
+    assert await one.sweep_cards() == 0  # refused: one pending run per agent
+    store = ScopeStore(pool)
+    await store.finish_run(key.id, f"card:{first}", entry_index=None, reason="ran with the first card")
+    restarted = runner(pool)
+    assert await restarted.sweep_cards() == 1, f"card:{second} is never scheduled"
+
+
+async def test_a_refused_declaration_change_is_retried_by_the_same_process(pool: asyncpg.Pool) -> None:
+    key = keys.SigningKey.generate()
+    first = await log_card(pool, key, "m1")
+    one = runner(pool)
+    assert await one.sweep_cards() == 1
+    second = await log_card(pool, key, "m2")
+    third = await log_card(pool, keys.SigningKey.generate(), "m1")  # another agent, after it
+    assert await one.sweep_cards() == 1  # the other agent's card; the second card is refused for now
+    store = ScopeStore(pool)
+    assert await store.mark("scope_cards") == second  # held at the refused card, not past it
+    assert await one.sweep_cards() == 0  # still pending: refused again, nothing re-read
+    await store.finish_run(key.id, f"card:{first}", entry_index=None, reason="ran with the first card")
+    assert await one.sweep_cards() == 1  # retried
+    assert await store.run_known(key.id, f"card:{second}")
+    assert await store.mark("scope_cards") == third + 1
+    assert await runner(pool).sweep_cards() == 0  # a new process finds nothing left to do
