@@ -154,9 +154,9 @@ class ScopeRunner:
             if outcome != "refused":
                 del self._refused[index]
                 scheduled += outcome == "added"
-        start = await self.store.mark("scope_cards") if self._cards_from is None else self._cards_from
         if len(self._refused) >= MAX_REFUSED:  # saturated: no new page until the backlog drains
             return scheduled
+        start = await self.store.mark("scope_cards") if self._cards_from is None else self._cards_from
         agents, upto = await self.store.cards_since(start)
         for agent, cards in sorted((await self.store.newest_cards(agents)).items() if agents else ()):
             (index, leaf), previous = cards[0], cards[1:]
@@ -178,11 +178,11 @@ class ScopeRunner:
 
     async def schedule_weekly(self) -> int:
         """Once per period: a run for every agent that declares capabilities and an endpoint. Once per
-        period across restarts and lease takeovers too: the start of the last period whose runs were all
-        added (or known) is kept in the database; a period with a run refused (its agent had one pending,
-        or too many waited) is not marked, so a new process schedules it again, keyed by period as
-        always. Only that exact period is skipped: a mark set by a clock ahead of this one, or under
-        another interval, does not silence this process."""
+        period across restarts and lease takeovers too: the start of the last period scheduled is kept in
+        the database (after a crash part-way the period is scheduled again; runs are keyed by period).
+        Only that exact period is skipped: a mark set by a clock ahead of this one, or under another
+        interval, does not silence this process. A run refused (its agent had one pending, which reads
+        the newest card anyway, or 10,000 waited) waits for the next period, as it did before the mark."""
         period = self.period()
         if period == self._period:
             return 0
@@ -191,14 +191,10 @@ class ScopeRunner:
             self._period = period
             return 0
         scheduled = 0
-        refused = False
         for agent, cards in sorted((await self.store.newest_cards(None)).items()):
             if skip_reason(_card(cards[0][1])) is None:
-                outcome = await self._schedule(agent, f"week:{period}", "schedule")
-                scheduled += outcome == "added"
-                refused = refused or outcome == "refused"
-        if not refused:
-            await self.store.set_mark("scope_period", start)
+                scheduled += await self._schedule(agent, f"week:{period}", "schedule") == "added"
+        await self.store.set_mark("scope_period", start)
         self._period = period
         return scheduled
 
