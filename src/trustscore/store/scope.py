@@ -79,7 +79,7 @@ class ScopeStore:
 
     async def mark(self, name: Mark) -> int:
         """Where the runner stopped: ``scope_cards``, the index the sweep of new cards goes on from;
-        ``scope_period``, the start (Unix seconds) of the latest period whose runs were all scheduled."""
+        ``scope_period``, the start (Unix seconds) of the period last scheduled."""
         n: int = await self.pool.fetchval("SELECT next_index FROM projection_state WHERE name = $1", name)
         return n
 

