@@ -139,10 +139,13 @@ class Reverifier:
             return False
         try:
             await self._carry_out(run)
-        except TrustscoreError as exc:
-            log.warning(
-                "re-verification of %s report %d failed: %s", run.agent, run.report_index, exc.message
+        except (
+            Exception
+        ) as exc:  # any failure is an attempt: a run that keeps raising must not stop the queue
+            reason = (
+                exc.message if isinstance(exc, TrustscoreError) else f"internal error ({type(exc).__name__})"
             )
+            log.warning("re-verification of %s report %d failed: %s", run.agent, run.report_index, reason)
             if run.attempts >= self.config.max_attempts:
                 await self.store.finish(run, entry_index=None, same_as_index=None)
         return True

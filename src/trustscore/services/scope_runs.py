@@ -212,10 +212,15 @@ class ScopeRunner:
         agent, run_key, trigger, attempts = claimed
         try:
             await self._carry_out(agent, run_key, trigger)  # type: ignore[arg-type]
-        except TrustscoreError as exc:
-            log.warning("scope run %s of %s failed: %s", run_key, agent, exc.message)
+        except (
+            Exception
+        ) as exc:  # any failure is an attempt: a run that keeps raising must not stop the queue
+            reason = (
+                exc.message if isinstance(exc, TrustscoreError) else f"internal error ({type(exc).__name__})"
+            )
+            log.warning("scope run %s of %s failed: %s", run_key, agent, reason)
             if attempts >= self.config.max_attempts:
-                await self.store.finish_run(agent, run_key, entry_index=None, reason=exc.message[:MAX_ERROR])
+                await self.store.finish_run(agent, run_key, entry_index=None, reason=reason[:MAX_ERROR])
         return True
 
     async def _carry_out(self, agent: str, run_key: str, trigger: Trigger) -> None:
