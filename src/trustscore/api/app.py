@@ -127,14 +127,23 @@ async def build_services(
     per_address: KeyRateLimiter,
     stop: asyncio.Event,
     read_pool: asyncpg.Pool | None = None,
+    leases: Leases | None = None,
 ) -> tuple[Services, list[Periodic]]:
     """Every service, built once in dependency order, and the background tasks that keep them current
     (until ``stop``). Public reads use ``read_pool`` (a streaming replica) when given; writes, background
     work and reads that must see their own writes use ``pool``. The log key must be the one the
     database's log was made with (ConfigError otherwise). The background tasks depend on the role
     (docs/operations.md): ``api`` runs only its ratings mirror (on ``pool``: a replica cannot LISTEN);
-    ``worker`` and ``all`` run every singleton job, each under its lease."""
+    ``worker`` and ``all`` run every singleton job, each under its lease (``leases``).
+
+    Only ``all`` (the one process of a single-machine deployment) catches up at start-up (integration,
+    projection, ratings), so that it is ready with projections current; and only while it holds each
+    lease, since that is the singleton work itself. A ``worker`` does none of it: its tasks start at once
+    and do it when they take the leases. Before, a worker restarted beside a live holder projected and
+    published ratings outside the lease, and holding the leases through start-up instead would stop every
+    job until the slowest start-up step ended."""
     jobs = settings.role != "api"
+    start_current = settings.role == "all"
     store = LogStore(pool)
     log_key = logkey.load_or_create(settings.log_key_file)
     bound = await logkey.bind(store, settings.log_origin, log_key)
@@ -152,7 +161,7 @@ async def build_services(
         address_limiter=per_address,
         reads=reads,
     )
-    if jobs:
+    if start_current and (leases is None or await leases.hold("integrator")):
         await log_service.integrate_once(settings.integrate_batch)
     else:
         await log_service.follow_checkpoints()
@@ -180,9 +189,10 @@ async def build_services(
             after_step=after_step(ratings.models),  # webhook events, in the projection's transaction
             rating_lag=settings.rating_lag,
         )
-        await projector.load()
-        await projector.catch_up()
-        await ratings.refresh()  # serve nothing older than what is projected at start-up
+        if start_current and (leases is None or await leases.hold("ratings")):
+            await projector.load()
+            await projector.catch_up()
+            await ratings.refresh()  # serve nothing older than what is projected at start-up
     if isinstance(view, RatingMirror):
         await view.sync()
     exam_dirs = ExamDirs.from_env()
@@ -262,12 +272,13 @@ async def build_services(
     # checkpoint covering them, and the re-verification schedule and replica fallback go by it.
     follow = Periodic("checkpoint follower", log_service.follow_checkpoints, s.integrate_interval)
 
-    async def snapshot() -> None:
+    async def snapshot(due: float) -> None:
         # A worker that has just taken the lease over must not sign its start-up ratings: it first
-        # loads what the previous holder projected (the period's nonce allows one snapshot only).
+        # loads what the previous holder projected (the period's nonce allows one snapshot only). The
+        # snapshot fills the period ``due`` falls in (periodic.py), however long the refresh takes.
         assert ratings is not None
         await ratings.refresh()
-        await snapshots.take(log_service, ratings, service_key, s.snapshot_interval)
+        await snapshots.take(log_service, ratings, service_key, s.snapshot_interval, due)
 
     if ratings is None:
         assert isinstance(view, RatingMirror)
@@ -282,7 +293,7 @@ async def build_services(
         ),
         # The projector, rating refresh and snapshots share one process's in-memory ratings: one lease.
         Periodic(
-            "projector", projector.catch_up, s.project_interval, lease="ratings", on_lease=projector.load
+            "projector", projector.catch_up, s.project_interval, lease="ratings", on_lease=projector.resume
         ),
         # Evidence decays: every rating is recomputed at a fresh time (the first after one interval).
         Periodic(
@@ -349,7 +360,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
                     read_only=True,
                 )
             services, background = await build_services(
-                settings, pool, wiring.metrics, per_address, stop, read_pool
+                settings, pool, wiring.metrics, per_address, stop, read_pool, leases
             )
             wiring.services = services
             app.state[STATE_KEY] = services
@@ -381,9 +392,9 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         },
     )
     async def ready() -> Response[str]:
-        """Readiness: migrated, keys bound, projections caught up at start, database reachable (and the
-        read replica, when set, with how far it lags); the second line says which code sandbox is in
-        force (``kernel``, ``weak`` or ``refused``)."""
+        """Readiness: migrated, keys bound, projections caught up at start (role ``all``; a worker catches
+        up when it takes the leases), database reachable (and the read replica, when set, with how far it
+        lags); the second line says which code sandbox is in force (``kernel``, ``weak`` or ``refused``)."""
         services = wiring.services
         if not wiring.ready or services is None:
             return Response("starting\n", status_code=503)

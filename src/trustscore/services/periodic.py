@@ -14,7 +14,13 @@ seconds and take over when its holder dies. Jobs may share a lease (the projecto
 snapshots share "ratings": they read one process's in-memory ratings). A job whose work is counted per
 period (snapshots) is ``aligned``: it wakes at wall-clock multiples of its interval, so that whichever
 process holds the lease, each period's step runs in that period (the step itself makes a second run in
-the same period a no-op; docs/operations.md, "Roles and leases").
+the same period a no-op; docs/operations.md, "Roles and leases"). An aligned step is given ``due``, a
+time in the period it fills. So that no period is left without its step while some process could have
+run it, an aligned job runs at once when it starts (the process may start, or take the lease, in a
+period whose step never ran); a failed step keeps its ``due`` and is retried after 2 s, doubling, and at
+the next period's start at the latest, still for its own period (which may be filled late, until the
+end of the period after it: older ones are given up); and after a step that filled an earlier period
+than the current one (it failed before, or outlasted its period), the current period's step runs at once.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 from prometheus_client import Counter
 
@@ -38,6 +44,9 @@ MAX_BACKOFF = 60.0
 MIN_BACKOFF = 0.1
 
 Wait = Callable[[asyncio.Event, float], Awaitable[None]]
+Step = Callable[[], Awaitable[object]]
+#: An aligned task's step: given ``due``, a time (seconds since the epoch) in the period it fills.
+DueStep = Callable[[float], Awaitable[object]]
 
 #: Seconds a process without a job's lease waits before trying to take it again (default).
 LEASE_POLL = 1.0
@@ -56,7 +65,7 @@ class Periodic:
     at start) before the first run."""
 
     name: str
-    step: Callable[[], Awaitable[object]]
+    step: Step | DueStep  # a DueStep when ``aligned``
     interval: float
     first_delay: float = 0.0
     jitter: float = 0.0
@@ -73,6 +82,10 @@ def period_of(interval: float, at: float) -> int:
 def until_next_period(interval: float, at: float) -> float:
     """Seconds from ``at`` to the start of the next period (a little after, so ``period_of`` moves on)."""
     return (period_of(interval, at) + 1) * interval - at + 1e-3
+
+
+#: Half the first wait after an aligned step failed (the wait doubles after each failure in a row).
+ALIGNED_RETRY = 1.0
 
 
 async def wait_or_stop(stop: asyncio.Event, seconds: float) -> None:
@@ -105,10 +118,11 @@ async def run(
 ) -> None:
     """Run ``task`` until ``stop`` is set (checked before every step and after every wait); a task with
     a lease runs its step only while ``leases`` holds it (always, when ``leases`` is None)."""
-    delay = until_next_period(task.interval, now()) if task.aligned else task.first_delay
-    delay += task.jitter * draw()
+    # An aligned task runs at once: the current period may still lack its step.
+    delay = 0.0 if task.aligned else task.first_delay + task.jitter * draw()
     in_a_row = 0
     holding = False
+    due: float | None = None  # aligned: a time in the oldest period this process still owes a step
     while not stop.is_set():
         if delay > 0:
             await wait(stop, delay)
@@ -120,21 +134,38 @@ async def run(
             if task.lease is not None and leases is not None:
                 if not await leases.hold(task.lease):
                     holding = False
+                    due = None  # the holder owes the periods now
                     delay = min(lease_poll, task.interval)
                     continue
                 if not holding and task.on_lease is not None:
                     await task.on_lease()  # if it fails, it runs again before the next step
                 holding = True
-            await task.step()
+            if task.aligned:
+                at = now()
+                if due is None or period_of(task.interval, at) > period_of(task.interval, due) + 1:
+                    due = at  # nothing owed, or owed too long ago to be filled now
+                await cast(DueStep, task.step)(due)
+            else:
+                await cast(Step, task.step)()
         except Exception as exc:
             in_a_row += 1
-            delay = backoff(task.interval, in_a_row)
+            if task.aligned:  # its period is retried soon, and at the next period's start at the latest
+                delay = min(backoff(ALIGNED_RETRY, in_a_row), until_next_period(task.interval, now()))
+            else:
+                delay = backoff(task.interval, in_a_row)
             if failures is not None:
                 failures.labels(task=task.name).inc()
             log.warning("%s failed (%s); retrying in %.1f s", task.name, _line(exc), delay)
         else:
             in_a_row = 0
-            delay = until_next_period(task.interval, now()) if task.aligned else task.interval
+            if task.aligned:
+                assert due is not None
+                filled, at = period_of(task.interval, due), now()
+                due = None
+                # At once if the step filled an earlier period than the current one; else at the next.
+                delay = 0.0 if period_of(task.interval, at) > filled else until_next_period(task.interval, at)
+            else:
+                delay = task.interval
 
 
 def start(

@@ -46,9 +46,19 @@ class Projector:
         self.rating_lag = rating_lag
         self.clock = clock
         self._refreshed_at = -float("inf")  # when the projector last refreshed ratings (``clock``)
+        self._current = True  # ``state`` is what the database held at ``state.next_index`` (empty at 0)
+
+    async def resume(self) -> None:
+        """On taking the lease: :meth:`load` unless nothing was projected since ``state`` was (the usual
+        case when the lease was taken at start-up, right after a load; the projected size only grows, and
+        only the lease holder moves it)."""
+        if self._current and await self.store.projected_size() == self.state.next_index:
+            return
+        await self.load()
 
     async def load(self) -> None:
         """Rebuild the in-memory state from what is already projected (after start or a failed step)."""
+        self._current = False
         state = ProjectionState(self.log_public_key, ladder_rule=self.ladder_rule)
         state.next_index = await self.store.projected_size()
         for index, leaf in await self.log_store.leaves_of_kind(
@@ -67,6 +77,7 @@ class Projector:
             state.feed_evidence(row.item)
         self.state = state
         await self.backfill_ladder()
+        self._current = True
 
     async def backfill_ladder(self) -> None:
         """Derive once the ladder rows of entries projected before the ladder existed (migration 0013),
@@ -88,6 +99,7 @@ class Projector:
                 lambda rows: project(rows, self.state, verify=False), self.batch, self.after_step
             )
         except BaseException:
+            self._current = False  # until the load below completes
             await self.load()  # the transaction rolled back: so must the in-memory state
             raise
 

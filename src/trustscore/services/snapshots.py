@@ -68,12 +68,18 @@ def snapshot_payloads(
 
 
 async def take(
-    log_service: LogService, ratings: RatingView, key: SigningKey, interval: float | None = None
+    log_service: LogService,
+    ratings: RatingView,
+    key: SigningKey,
+    interval: float | None = None,
+    due: float | None = None,
 ) -> list[Appended]:
     """Log a snapshot of every rated agent under every served model, all in one transaction. With
-    ``interval``, it is the snapshot of the current period: none if that period has one already."""
+    ``interval``, it is the snapshot of the period ``due`` falls in (default now: the scheduled step
+    passes the time it started, so a step that ends in the next period still fills its own): none if that
+    period has one already. ``taken_at`` is always the time of signing."""
     now = dt.datetime.now(dt.UTC)
-    nonce = None if interval is None else period_nonce(interval, now.timestamp())
+    nonce = None if interval is None else period_nonce(interval, now.timestamp() if due is None else due)
     prepared = [
         prepare(msgspec.to_builtins(dsse.sign(payload, [key])))
         for payload in snapshot_payloads(ratings, key, statements.format_time(now), nonce=nonce)

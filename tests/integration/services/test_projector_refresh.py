@@ -4,8 +4,6 @@ name the log size they reflect, and once ingest pauses they reflect everything p
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import asyncpg
 import msgspec
 import pytest
@@ -16,19 +14,10 @@ from trustscore.ledger.submission import check, prepare
 from trustscore.services.metrics import Metrics
 from trustscore.services.projector import Projector
 from trustscore.services.ratings import RatingService, load_models
-from trustscore.store import db
 from trustscore.store.log import LogStore
 from trustscore.store.projection_tables import ProjectionStore
 
 LOG_KEY = keys.SigningKey.from_seed(b"\x17" * 32)
-
-
-@pytest.fixture
-async def pool(dsn: str) -> AsyncIterator[asyncpg.Pool]:
-    await db.migrate(dsn)
-    p = await db.create_pool(dsn, min_size=1, max_size=4)
-    yield p
-    p.terminate()
 
 
 class Clock:
@@ -147,3 +136,46 @@ async def test_a_steady_trickle_refreshes_within_rating_lag_plus_one_run(pool: a
         worst = max(worst, clock.now - oldest_unrated)
         clock.now += 0.1  # project_interval
     assert worst <= 1.0 + 1e-9
+
+
+async def test_resume_reloads_only_when_the_projection_moved_or_a_step_failed(pool: asyncpg.Pool) -> None:
+    """On taking the lease a projector reloads every evidence item (at scale, the longest thing it does),
+    unless its state is still what the database holds: right after a start-up load under the lease, the
+    reload would be a second one for nothing. Another holder's steps, or a failed step of its own, make
+    it reload."""
+    store, projections, hook = LogStore(pool), ProjectionStore(pool), FailingFrom()
+    mine = Projector(
+        store, projections, LOG_KEY.public_key, RatingService(projections, load_models(), Metrics()),
+        batch=2, rating_lag=0.0, clock=Clock(), after_step=hook,
+    )  # fmt: skip
+    other = Projector(
+        store, projections, LOG_KEY.public_key, RatingService(projections, load_models(), Metrics()),
+        rating_lag=0.0, clock=Clock(),
+    )  # fmt: skip
+    loads: list[int] = []
+    load = mine.load
+
+    async def counted() -> None:
+        loads.append(mine.state.next_index)
+        await load()
+
+    mine.load = counted  # type: ignore[method-assign]
+    await mine.resume()  # a fresh projector of an empty projection: nothing to load
+    await append_cards(store, 3)
+    await mine.catch_up()
+    await mine.resume()
+    assert loads == []
+    await append_cards(store, 2)
+    await other.load()
+    await other.catch_up()  # another process held the lease meanwhile
+    await mine.resume()
+    assert loads == [3] and mine.state.next_index == 5
+    hook.index = 5
+    await append_cards(store, 1)
+    with pytest.raises(RuntimeError):
+        await mine.catch_up()
+    assert loads == [3, 6]  # the failed step had moved the state past the rolled-back entry: reloaded
+    assert mine.state.next_index == 5
+    hook.index = None
+    await mine.resume()
+    assert loads == [3, 6]  # and that load left a state that needs none

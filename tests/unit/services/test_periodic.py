@@ -159,15 +159,68 @@ async def test_a_leased_step_runs_only_while_the_lease_is_held_and_on_lease_runs
     assert takes == [1, 4]
 
 
-async def test_an_aligned_task_wakes_at_the_start_of_each_period() -> None:
+async def test_an_aligned_task_runs_at_once_then_at_the_start_of_each_period() -> None:
+    """At start an aligned task runs at once (its period may still lack its step: the previous holder
+    died, the process was down at the boundary), then at the start of each period."""
     stop = asyncio.Event()
     clock = FakeClock(stop, limit=3)
-    times = iter([1000.5, 1010.2, 1020.0])  # seconds since the epoch at each "now"
+    times = iter([1000.5, 1000.6, 1010.2, 1010.3, 1020.0, 1020.1])  # before and after each step
+    dues: list[float] = []
 
-    async def step() -> None:
-        pass
+    async def step(due: float) -> None:
+        dues.append(due)
 
-    task = Periodic("t", step, interval=10.0, aligned=True)
-    await periodic.run(task, stop, wait=clock.wait, now=lambda: next(times))
-    assert [round(w, 3) for w in clock.waits] == [9.501, 9.801, 10.001]  # to 1010, 1020, 1030
+    task = Periodic("t", step, interval=10.0, aligned=True, jitter=5.0)
+    await periodic.run(task, stop, wait=clock.wait, now=lambda: next(times), draw=lambda: 1.0)
+    assert dues == [1000.5, 1010.2, 1020.0]  # the first with no wait at all (and no jitter)
+    assert [round(w, 3) for w in clock.waits] == [9.401, 9.701, 9.901]  # to 1010, 1020, 1030
     assert periodic.period_of(10.0, 1019.999) == 101 and periodic.period_of(10.0, 1020.0) == 102
+
+
+async def test_an_aligned_step_that_ends_in_the_next_period_is_followed_at_once() -> None:
+    """A step due in period P that ends in P+1 (a slow takeover, a loaded machine) filled P; P+1's step
+    runs at once, not at the start of P+2 (which would leave P+1 without one)."""
+    stop = asyncio.Event()
+    clock = FakeClock(stop, limit=1)
+    times = iter([1009.0, 1011.0, 1011.5, 1011.6])
+    dues: list[float] = []
+
+    async def step(due: float) -> None:
+        dues.append(due)
+
+    await periodic.run(
+        Periodic("t", step, interval=10.0, aligned=True), stop, wait=clock.wait, now=lambda: next(times)
+    )
+    assert dues == [1009.0, 1011.5]  # the second with no wait in between
+    assert [round(w, 3) for w in clock.waits] == [8.401]  # then to 1020
+
+
+async def test_a_failed_aligned_step_is_retried_for_its_own_period() -> None:
+    """A failure must not cost its period, nor the next: an aligned task retries after 2 s (doubling),
+    at the next period's start at the latest, and the retry still fills the failed period; the current
+    one then runs at once. A period owed since before the previous one is given up."""
+    stop = asyncio.Event()
+    clock = FakeClock(stop, limit=6)
+    times = iter(
+        [
+            *(3600.0, 3600.1),  # period 1 fails
+            *(3602.1, 3602.2),  # and again
+            *(3606.2, 3606.3),  # filled: wait for period 2
+            *(7200.0, 10799.5),  # period 2 fails slowly, near its end: retried at 10800 at the latest
+            *(10800.0, 10800.1),  # period 2 filled late, in period 3; period 3 at once
+            *(10800.2, 10800.3),  # period 3 fails
+            *(18000.5, 18000.6),  # period 5: period 3 is too old to fill now
+        ]
+    )
+    outcomes = iter([False, False, True, False, True, False, True])
+    dues: list[float] = []
+
+    async def step(due: float) -> None:
+        dues.append(due)
+        if not next(outcomes):
+            raise ValueError("db down")
+
+    task = Periodic("snapshots", step, interval=3600.0, aligned=True)
+    await periodic.run(task, stop, wait=clock.wait, now=lambda: next(times))
+    assert [int(d // 3600) for d in dues] == [1, 1, 1, 2, 2, 3, 5]
+    assert [round(w, 3) for w in clock.waits] == [2.0, 4.0, 3593.701, 0.501, 2.0, 3599.401]
