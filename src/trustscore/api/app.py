@@ -193,6 +193,11 @@ async def build_services(
             await projector.load()
             await projector.catch_up()
             await ratings.refresh()  # serve nothing older than what is projected at start-up
+        elif start_current:
+            # Another process holds the lease (a rolling restart's old instance): serve what is projected
+            # so far, not an empty table, and write nothing until this process takes the lease.
+            log.warning("ratings lease held by another process: serving the ratings projected so far")
+            await ratings.refresh(publish=False)
     if isinstance(view, RatingMirror):
         await view.sync()
     exam_dirs = ExamDirs.from_env()

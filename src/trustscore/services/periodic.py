@@ -19,8 +19,9 @@ time in the period it fills. So that no period is left without its step while so
 run it, an aligned job runs at once when it starts (the process may start, or take the lease, in a
 period whose step never ran); a failed step keeps its ``due`` and is retried after 2 s, doubling, and at
 the next period's start at the latest, still for its own period (which may be filled late, until the
-end of the period after it: older ones are given up); and after a step that filled an earlier period
-than the current one (it failed before, or outlasted its period), the current period's step runs at once.
+end of the period after it: an owed period older than that is given up for the previous one); and after
+a step that filled an earlier period than the current one (it failed before, or outlasted its period),
+the current period's step runs at once.
 """
 
 from __future__ import annotations
@@ -142,8 +143,10 @@ async def run(
                 holding = True
             if task.aligned:
                 at = now()
-                if due is None or period_of(task.interval, at) > period_of(task.interval, due) + 1:
-                    due = at  # nothing owed, or owed too long ago to be filled now
+                if due is None:
+                    due = at
+                elif period_of(task.interval, at) > period_of(task.interval, due) + 1:
+                    due = at - task.interval  # owed too long ago: the previous period may still be filled
                 await cast(DueStep, task.step)(due)
             else:
                 await cast(Step, task.step)()

@@ -173,16 +173,17 @@ class RatingService(RatingView):
         self._seen: dict[str, tuple[int, int]] = {}
         self._recomputing_all = asyncio.Lock()
 
-    async def refresh(self) -> set[str]:
+    async def refresh(self, publish: bool = True) -> set[str]:
         """Load evidence projected since the last refresh and recompute the agents it touches (one
-        refresh at a time: the projector and the snapshot job both call it)."""
+        refresh at a time: the projector and the snapshot job both call it). Without ``publish`` the
+        ratings are only held here, not materialised (a process not holding the ``ratings`` lease)."""
         async with self._refreshing:
-            return await self._refresh()
+            return await self._refresh(publish)
 
-    async def _refresh(self) -> set[str]:
+    async def _refresh(self, publish: bool) -> set[str]:
         end = await self.store.projected_size()
         if end <= self.size:
-            if self._unpublished:
+            if self._unpublished and publish:
                 await self.publish({}, self.size)  # a failed write is retried, not left stale
             return set()
         # Read everything first, then apply it with no await in between: a full recompute starting
@@ -198,7 +199,11 @@ class RatingService(RatingView):
             self._agents.setdefault(snap.agent, _AgentData()).snapshots.append(snap)
             touched.add(snap.agent)
         self.size = end
-        await self.publish(self.recompute(touched), end)
+        scored = self.recompute(touched)
+        if publish:
+            await self.publish(scored, end)
+        else:
+            self._stage(scored, end)  # written by the first refresh that publishes
         return touched
 
     def recompute(self, agents: Iterable[str] | None = None, at: dt.datetime | None = None) -> Scored:
@@ -290,8 +295,20 @@ class RatingService(RatingView):
 
     async def publish(self, scored: Scored, size: int) -> None:
         """Materialise ``scored`` (computed from the log prefix [0, ``size``)) and that every rating now
-        holds for [0, ``self.size``), if this service has a table. Rows whose write failed are written
-        with the next (the table must never claim a log size its rows do not reflect)."""
+        holds for [0, ``self.size``), if this service has a table. Rows whose write failed, or that were
+        only staged, are written with the next (the table must never claim a log size its rows do not
+        reflect)."""
+        if self.table is None:
+            return
+        self._stage(scored, size)
+        rows = dict(self._unpublished)
+        await self.table.write(list(rows.values()), self.size)
+        for key, row in rows.items():
+            if self._unpublished.get(key) is row:  # not replaced by a newer one meanwhile
+                del self._unpublished[key]
+
+    def _stage(self, scored: Scored, size: int) -> None:
+        """Keep the rows of ``scored`` for the next :meth:`publish` (newer rows replace older ones)."""
         if self.table is None:
             return
         encode = _Encoder()
@@ -307,11 +324,6 @@ class RatingService(RatingView):
                     kept[agent].at,
                     size,
                 )
-        rows = dict(self._unpublished)
-        await self.table.write(list(rows.values()), self.size)
-        for key, row in rows.items():
-            if self._unpublished.get(key) is row:  # not replaced by a newer one meanwhile
-                del self._unpublished[key]
 
     def _inputs(self, names: list[str]) -> list[tuple[str, int, int]]:
         """Each agent with how many evidence items and snapshots it has now (the prefix to score)."""

@@ -139,15 +139,19 @@ class Reverifier:
             return False
         try:
             await self._carry_out(run)
-        except (
-            Exception
-        ) as exc:  # any failure is an attempt: a run that keeps raising must not stop the queue
-            reason = (
-                exc.message if isinstance(exc, TrustscoreError) else f"internal error ({type(exc).__name__})"
+        except TrustscoreError as exc:
+            log.warning(
+                "re-verification of %s report %d failed: %s", run.agent, run.report_index, exc.message
             )
-            log.warning("re-verification of %s report %d failed: %s", run.agent, run.report_index, reason)
             if run.attempts >= self.config.max_attempts:
                 await self.store.finish(run, entry_index=None, same_as_index=None)
+        except Exception:
+            # Not a refusal the run itself met: a bug, or the database or network away. The step ends
+            # (the loop logs it, counts it and backs off); the run goes behind every run with fewer
+            # attempts, so it cannot hold the queue, and is closed after its last attempt.
+            if run.attempts >= self.config.max_attempts:
+                await self.store.finish(run, entry_index=None, same_as_index=None)
+            raise
         return True
 
     async def _carry_out(self, run: Run) -> None:

@@ -212,15 +212,18 @@ class ScopeRunner:
         agent, run_key, trigger, attempts = claimed
         try:
             await self._carry_out(agent, run_key, trigger)  # type: ignore[arg-type]
-        except (
-            Exception
-        ) as exc:  # any failure is an attempt: a run that keeps raising must not stop the queue
-            reason = (
-                exc.message if isinstance(exc, TrustscoreError) else f"internal error ({type(exc).__name__})"
-            )
-            log.warning("scope run %s of %s failed: %s", run_key, agent, reason)
+        except TrustscoreError as exc:
+            log.warning("scope run %s of %s failed: %s", run_key, agent, exc.message)
             if attempts >= self.config.max_attempts:
-                await self.store.finish_run(agent, run_key, entry_index=None, reason=reason[:MAX_ERROR])
+                await self.store.finish_run(agent, run_key, entry_index=None, reason=exc.message[:MAX_ERROR])
+        except Exception as exc:
+            # Not a refusal the run itself met: a bug, or the database or network away. The step ends
+            # (the loop logs it, counts it and backs off); the run goes behind every run with fewer
+            # attempts, so it cannot hold the queue, and is closed after its last attempt.
+            if attempts >= self.config.max_attempts:
+                reason = f"internal error ({type(exc).__name__})"  # public: the message stays in the log
+                await self.store.finish_run(agent, run_key, entry_index=None, reason=reason)
+            raise
         return True
 
     async def _carry_out(self, agent: str, run_key: str, trigger: Trigger) -> None:

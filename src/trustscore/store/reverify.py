@@ -46,11 +46,12 @@ class ReverifyStore:
         return {r["agent"] for r in rows}
 
     async def claim(self) -> Run | None:
-        """The oldest pending run, its attempt counted; rows another worker holds are skipped."""
+        """The pending run with the fewest attempts, then the oldest, its attempt counted; rows another
+        worker holds are skipped (migration 0020)."""
         async with self.pool.acquire() as conn, conn.transaction():
             r = await conn.fetchrow(
                 "SELECT agent, report_index, seed, trigger, checkpoint_size, endpoint, attempts FROM reverify_runs "
-                "WHERE state = 'pending' ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED"
+                "WHERE state = 'pending' ORDER BY attempts, created_at LIMIT 1 FOR UPDATE SKIP LOCKED"
             )
             if r is None:
                 return None

@@ -125,12 +125,12 @@ class ScopeStore:
         return known
 
     async def claim_run(self) -> tuple[str, str, str, int] | None:
-        """The oldest pending run (agent, run key, trigger, attempts so far), its attempt counted; rows
-        another worker holds are skipped."""
+        """The pending run with the fewest attempts, then the oldest (agent, run key, trigger, attempts so
+        far), its attempt counted; rows another worker holds are skipped (migration 0020)."""
         async with self.pool.acquire() as conn, conn.transaction():
             r = await conn.fetchrow(
                 "SELECT agent, run_key, trigger, attempts FROM scope_runs WHERE state = 'pending' "
-                "ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED"
+                "ORDER BY attempts, created_at LIMIT 1 FOR UPDATE SKIP LOCKED"
             )
             if r is None:
                 return None

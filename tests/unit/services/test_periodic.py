@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterator
 
 import pytest
 
@@ -195,6 +196,22 @@ async def test_an_aligned_step_that_ends_in_the_next_period_is_followed_at_once(
     assert [round(w, 3) for w in clock.waits] == [8.401]  # then to 1020
 
 
+async def hourly_snapshots(clock: FakeClock, times: Iterator[float], outcomes: list[bool]) -> list[int]:
+    """Run an hourly aligned task on ``clock`` and ``times`` whose steps succeed as ``outcomes`` say;
+    return the period each step was due for."""
+    results = iter(outcomes)
+    dues: list[float] = []
+
+    async def step(due: float) -> None:
+        dues.append(due)
+        if not next(results):
+            raise ValueError("db down")
+
+    task = Periodic("snapshots", step, interval=3600.0, aligned=True)
+    await periodic.run(task, clock.stop, wait=clock.wait, now=lambda: next(times))
+    return [int(d // 3600) for d in dues]
+
+
 async def test_a_failed_aligned_step_is_retried_for_its_own_period() -> None:
     """A failure must not cost its period, nor the next: an aligned task retries after 2 s (doubling),
     at the next period's start at the latest, and the retry still fills the failed period; the current
@@ -209,18 +226,27 @@ async def test_a_failed_aligned_step_is_retried_for_its_own_period() -> None:
             *(7200.0, 10799.5),  # period 2 fails slowly, near its end: retried at 10800 at the latest
             *(10800.0, 10800.1),  # period 2 filled late, in period 3; period 3 at once
             *(10800.2, 10800.3),  # period 3 fails
-            *(18000.5, 18000.6),  # period 5: period 3 is too old to fill now
+            *(18000.5, 18000.6),  # period 5: period 3 is too old to fill now, period 4 is not
+            *(18000.7, 18000.8),  # and period 5 at once
         ]
     )
-    outcomes = iter([False, False, True, False, True, False, True])
-    dues: list[float] = []
+    periods = await hourly_snapshots(clock, times, [False, False, True, False, True, False, True, True])
+    assert periods == [1, 1, 1, 2, 2, 3, 4, 5]
+    assert [round(w, 3) for w in clock.waits] == [2.0, 4.0, 3593.701, 0.501, 2.0, 3599.201]
 
-    async def step(due: float) -> None:
-        dues.append(due)
-        if not next(outcomes):
-            raise ValueError("db down")
 
-    task = Periodic("snapshots", step, interval=3600.0, aligned=True)
-    await periodic.run(task, stop, wait=clock.wait, now=lambda: next(times))
-    assert [int(d // 3600) for d in dues] == [1, 1, 1, 2, 2, 3, 5]
-    assert [round(w, 3) for w in clock.waits] == [2.0, 4.0, 3593.701, 0.501, 2.0, 3599.401]
+async def test_the_period_after_a_failed_one_is_filled_when_the_failure_ends_in_the_period_after_it() -> None:
+    """(Found by review.) Period 1 fails through the end of period 2, so period 2's step never ran; the
+    failure ends at period 3's start: period 1 is given up, period 2 is filled late, then period 3."""
+    stop = asyncio.Event()
+    clock = FakeClock(stop, limit=3)
+    times = iter(
+        [
+            *(3600.0, 3600.1),  # period 1 fails
+            *(7200.0, 10799.9),  # retried for period 1 in period 2: fails until period 2's end
+            *(10800.0, 10800.1),  # period 3: period 2 filled
+            *(10800.2, 10800.3),  # and period 3 at once
+        ]
+    )
+    periods = await hourly_snapshots(clock, times, [False, False, True, True])
+    assert periods == [1, 1, 2, 3]
