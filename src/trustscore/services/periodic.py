@@ -101,7 +101,14 @@ def backoff(interval: float, failures: int) -> float:
     return min(base * 2.0 ** min(failures, 32), max(MAX_BACKOFF, interval))
 
 
-def _line(exc: BaseException) -> str:
+def retry_delay(base: float, attempts: int) -> float:
+    """Seconds before a failed queued run (scope runs, re-verification) is due again after its
+    ``attempts``-th attempt (>= 1): ``base``, then four times longer per attempt, at most six hours."""
+    return min(base * 4.0 ** (attempts - 1), 6 * 3600.0)
+
+
+def describe(exc: BaseException) -> str:
+    """One line naming ``exc``: its class and the first line of its message (for a log line)."""
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
 
@@ -158,7 +165,7 @@ async def run(
                 delay = backoff(task.interval, in_a_row)
             if failures is not None:
                 failures.labels(task=task.name).inc()
-            log.warning("%s failed (%s); retrying in %.1f s", task.name, _line(exc), delay)
+            log.warning("%s failed (%s); retrying in %.1f s", task.name, describe(exc), delay)
         else:
             in_a_row = 0
             if task.aligned:
@@ -193,7 +200,9 @@ __all__ = [
     "Leases",
     "Periodic",
     "backoff",
+    "describe",
     "period_of",
+    "retry_delay",
     "run",
     "start",
     "until_next_period",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from trustscore.errors import NonceReplay, TrustscoreError, VerificationError
+from trustscore.errors import NonceReplay, VerificationError
 from trustscore.exams.loader import ExamDirs, list_exams
 from trustscore.exams.reporting import exam_for
 from trustscore.kinds.exam_report import EXAM_REPORT, ExamReport
@@ -29,7 +29,7 @@ from trustscore.outbound.guard import OutboundPolicy
 from trustscore.outbound.reverify_runner import build_statement, run_once
 from trustscore.reverify import fresh, status
 from trustscore.services.log import LogService
-from trustscore.services.periodic import Periodic
+from trustscore.services.periodic import Periodic, describe, retry_delay
 from trustscore.store.reverify import ReverifyStore, Run
 
 log = logging.getLogger(__name__)
@@ -44,6 +44,7 @@ class ReverifyConfig:
     interval: float = 86_400.0  # scheduled runs on every agent's latest report; 0: only after reports
     poll: float = 0.5
     max_attempts: int = 5
+    retry_s: float = 60.0  # a failed run is due again after this, four times longer per attempt
     policy: OutboundPolicy = field(default_factory=OutboundPolicy)
 
 
@@ -139,19 +140,15 @@ class Reverifier:
             return False
         try:
             await self._carry_out(run)
-        except TrustscoreError as exc:
-            log.warning(
-                "re-verification of %s report %d failed: %s", run.agent, run.report_index, exc.message
-            )
+        except Exception as exc:  # a refusal, a bug, the database or the network away: an attempt
+            what = f"re-verification of {run.agent} report {run.report_index} failed ({describe(exc)})"
             if run.attempts >= self.config.max_attempts:
                 await self.store.finish(run, entry_index=None, same_as_index=None)
-        except Exception:
-            # Not a refusal the run itself met: a bug, or the database or network away. The step ends
-            # (the loop logs it, counts it and backs off); the run goes behind every run with fewer
-            # attempts, so it cannot hold the queue, and is closed after its last attempt.
-            if run.attempts >= self.config.max_attempts:
-                await self.store.finish(run, entry_index=None, same_as_index=None)
-            raise
+                log.warning("%s; closed after %d attempts", what, run.attempts)
+            else:
+                delay = retry_delay(self.config.retry_s, run.attempts)
+                await self.store.retry_later(run, delay)
+                log.warning("%s; due again in %.0f s", what, delay)
         return True
 
     async def _carry_out(self, run: Run) -> None:

@@ -48,7 +48,7 @@ from trustscore.outbound.guard import OutboundFailed, OutboundPolicy, OutboundRe
 from trustscore.outbound.reverify_runner import GuardedHttpAgent, _Asker
 from trustscore.scope.runs import skip_reason
 from trustscore.services.log import LogService
-from trustscore.services.periodic import Periodic
+from trustscore.services.periodic import Periodic, describe, retry_delay
 from trustscore.store.scope import ScopeStore
 
 log = logging.getLogger(__name__)
@@ -71,6 +71,7 @@ class ScopeRunConfig:
     poll: float = 1.0  # seconds between sweeps of new cards and pending runs
     max_pending: int = 10_000  # the queue's bound (a run over it waits for the next period)
     max_attempts: int = 3
+    retry_s: float = 60.0  # a failed run is due again after this, four times longer per attempt
     policy: OutboundPolicy = field(default_factory=OutboundPolicy)
 
 
@@ -212,18 +213,32 @@ class ScopeRunner:
         agent, run_key, trigger, attempts = claimed
         try:
             await self._carry_out(agent, run_key, trigger)  # type: ignore[arg-type]
-        except TrustscoreError as exc:
-            log.warning("scope run %s of %s failed: %s", run_key, agent, exc.message)
+        except Exception as exc:  # a refusal, a bug, the database or the network away: an attempt
             if attempts >= self.config.max_attempts:
-                await self.store.finish_run(agent, run_key, entry_index=None, reason=exc.message[:MAX_ERROR])
-        except Exception as exc:
-            # Not a refusal the run itself met: a bug, or the database or network away. The step ends
-            # (the loop logs it, counts it and backs off); the run goes behind every run with fewer
-            # attempts, so it cannot hold the queue, and is closed after its last attempt.
-            if attempts >= self.config.max_attempts:
-                reason = f"internal error ({type(exc).__name__})"  # public: the message stays in the log
-                await self.store.finish_run(agent, run_key, entry_index=None, reason=reason)
-            raise
+                # public: an unexpected exception's message stays in the server's log
+                reason = (
+                    exc.message
+                    if isinstance(exc, TrustscoreError)
+                    else f"internal error ({type(exc).__name__})"
+                )
+                await self.store.finish_run(agent, run_key, entry_index=None, reason=reason[:MAX_ERROR])
+                log.warning(
+                    "scope run %s of %s failed (%s); closed after %d attempts",
+                    run_key,
+                    agent,
+                    describe(exc),
+                    attempts,
+                )
+            else:
+                delay = retry_delay(self.config.retry_s, attempts)
+                await self.store.retry_later(agent, run_key, delay)
+                log.warning(
+                    "scope run %s of %s failed (%s); due again in %.0f s",
+                    run_key,
+                    agent,
+                    describe(exc),
+                    delay,
+                )
         return True
 
     async def _carry_out(self, agent: str, run_key: str, trigger: Trigger) -> None:

@@ -46,12 +46,13 @@ class ReverifyStore:
         return {r["agent"] for r in rows}
 
     async def claim(self) -> Run | None:
-        """The pending run with the fewest attempts, then the oldest, its attempt counted; rows another
-        worker holds are skipped (migration 0020)."""
+        """The pending run due first, its attempt counted; runs not yet due again after a failure, and
+        rows another worker holds, are skipped (migration 0020)."""
         async with self.pool.acquire() as conn, conn.transaction():
             r = await conn.fetchrow(
                 "SELECT agent, report_index, seed, trigger, checkpoint_size, endpoint, attempts FROM reverify_runs "
-                "WHERE state = 'pending' ORDER BY attempts, created_at LIMIT 1 FOR UPDATE SKIP LOCKED"
+                "WHERE state = 'pending' AND not_before <= now() ORDER BY not_before, created_at "
+                "LIMIT 1 FOR UPDATE SKIP LOCKED"
             )
             if r is None:
                 return None
@@ -70,6 +71,17 @@ class ReverifyStore:
             r["checkpoint_size"],
             r["endpoint"],
             r["attempts"] + 1,
+        )
+
+    async def retry_later(self, run: Run, seconds: float) -> None:
+        """Make a failed run due again ``seconds`` from now."""
+        await self.pool.execute(
+            "UPDATE reverify_runs SET not_before = now() + make_interval(secs => $4), updated_at = now() "
+            "WHERE agent = $1 AND report_index = $2 AND seed = $3",
+            run.agent,
+            run.report_index,
+            run.seed,
+            seconds,
         )
 
     async def finish(self, run: Run, *, entry_index: int | None, same_as_index: int | None) -> None:

@@ -125,12 +125,13 @@ class ScopeStore:
         return known
 
     async def claim_run(self) -> tuple[str, str, str, int] | None:
-        """The pending run with the fewest attempts, then the oldest (agent, run key, trigger, attempts so
-        far), its attempt counted; rows another worker holds are skipped (migration 0020)."""
+        """The pending run due first (agent, run key, trigger, attempts so far), its attempt counted;
+        runs not yet due again after a failure, and rows another worker holds, are skipped (migration
+        0020)."""
         async with self.pool.acquire() as conn, conn.transaction():
             r = await conn.fetchrow(
                 "SELECT agent, run_key, trigger, attempts FROM scope_runs WHERE state = 'pending' "
-                "ORDER BY attempts, created_at LIMIT 1 FOR UPDATE SKIP LOCKED"
+                "AND not_before <= now() ORDER BY not_before, created_at LIMIT 1 FOR UPDATE SKIP LOCKED"
             )
             if r is None:
                 return None
@@ -140,6 +141,16 @@ class ScopeStore:
                 r["run_key"],
             )
         return r["agent"], r["run_key"], r["trigger"], r["attempts"] + 1
+
+    async def retry_later(self, agent: str, run_key: str, seconds: float) -> None:
+        """Make a failed run due again ``seconds`` from now."""
+        await self.pool.execute(
+            "UPDATE scope_runs SET not_before = now() + make_interval(secs => $3), updated_at = now() "
+            "WHERE agent = $1 AND run_key = $2",
+            agent,
+            run_key,
+            seconds,
+        )
 
     async def finish_run(
         self, agent: str, run_key: str, *, entry_index: int | None, reason: str | None
