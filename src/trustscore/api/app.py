@@ -218,6 +218,7 @@ async def build_services(
             interval=settings.reverify_interval,
             policy=outbound_policy(settings, settings.reverify_deadline),
         ),
+        failures=metrics.background_failures,
     )
     scope = ScopeService(ScopeStore(pool))
     scope_runner = ScopeRunner(
@@ -231,6 +232,7 @@ async def build_services(
             # one call at most 2 minutes, so one slow item cannot take the whole run's budget
             policy=outbound_policy(settings, min(120.0, settings.scope_deadline)),
         ),
+        failures=metrics.background_failures,
     )
     public = PublicService(
         log_service,

@@ -15,6 +15,7 @@ import logging
 from dataclasses import dataclass, field
 
 import msgspec
+from prometheus_client import Counter
 
 from trustscore.errors import NonceReplay, VerificationError
 from trustscore.exams.loader import ExamDirs, list_exams
@@ -33,6 +34,10 @@ from trustscore.services.periodic import Periodic, describe, retry_delay
 from trustscore.store.reverify import ReverifyStore, Run
 
 log = logging.getLogger(__name__)
+
+
+#: The background job's name (its failed steps and failed runs are counted under it).
+TASK = "re-verification"
 
 
 @dataclass(frozen=True)
@@ -56,12 +61,14 @@ class Reverifier:
         key: SigningKey,
         exam_dirs: ExamDirs,
         config: ReverifyConfig,
+        failures: Counter | None = None,  # failed runs, as the background jobs' failed steps
     ) -> None:
         self.log = log_service
         self.store = store
         self.key = key
         self.exam_dirs = exam_dirs
         self.config = config
+        self.failures = failures
         self._swept = 0  # reports below this index have been considered for a run
 
     async def _root(self, size: int) -> bytes:
@@ -138,9 +145,18 @@ class Reverifier:
         run = await self.store.claim()
         if run is None:
             return False
+        if (
+            run.attempts > self.config.max_attempts
+        ):  # claimed that often, never finished: it ended its process
+            await self.store.finish(run, entry_index=None, same_as_index=None)
+            log.warning("re-verification of %s report %d closed: claimed %d times, never finished",
+                        run.agent, run.report_index, run.attempts)  # fmt: skip
+            return True
         try:
             await self._carry_out(run)
         except Exception as exc:  # a refusal, a bug, the database or the network away: an attempt
+            if self.failures is not None:
+                self.failures.labels(task=TASK).inc()
             what = f"re-verification of {run.agent} report {run.report_index} failed ({describe(exc)})"
             if run.attempts >= self.config.max_attempts:
                 await self.store.finish(run, entry_index=None, same_as_index=None)
@@ -226,7 +242,7 @@ class Reverifier:
     def periodic(self, stop: asyncio.Event) -> list[Periodic]:
         """The background work: sweep and drain every ``poll`` seconds; a scheduled run on every agent's
         latest report every ``interval`` seconds (none when it is 0)."""
-        tasks = [Periodic("re-verification", lambda: self.sweep_and_work(stop), self.config.poll)]
+        tasks = [Periodic(TASK, lambda: self.sweep_and_work(stop), self.config.poll)]
         if self.config.interval > 0:
             tasks.append(
                 Periodic(

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import msgspec
+from prometheus_client import Counter
 
 from trustscore import canonical
 from trustscore.errors import NonceReplay, TrustscoreError
@@ -62,6 +63,10 @@ MAX_REFUSED = 10_000  # refused runs held for retry before the sweep stops readi
 
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
+
+
+#: The background job's name (its failed steps and failed runs are counted under it).
+TASK = "scope runs"
 
 
 @dataclass(frozen=True)
@@ -123,6 +128,7 @@ class ScopeRunner:
         exam_dirs: ExamDirs,
         config: ScopeRunConfig,
         clock: Callable[[], dt.datetime] = _now,
+        failures: Counter | None = None,  # failed runs, as the background jobs' failed steps
     ) -> None:
         self.log = log_service
         self.store = store
@@ -130,6 +136,7 @@ class ScopeRunner:
         self.exam_dirs = exam_dirs
         self.config = config
         self.clock = clock
+        self.failures = failures
         self._period: int | None = None  # the last period the weekly runs were scheduled for
         self._cards_from: int | None = None  # where this process's sweep of cards goes on (None: the mark)
         self._marked: int | None = None  # the mark this process last wrote
@@ -211,9 +218,19 @@ class ScopeRunner:
         if claimed is None:
             return False
         agent, run_key, trigger, attempts = claimed
+        if attempts > self.config.max_attempts:  # claimed that often, never finished: it ended its process
+            await self.store.finish_run(
+                agent, run_key, entry_index=None, reason="internal error (never finished)"
+            )
+            log.warning(
+                "scope run %s of %s closed: claimed %d times, never finished", run_key, agent, attempts
+            )
+            return True
         try:
             await self._carry_out(agent, run_key, trigger)  # type: ignore[arg-type]
         except Exception as exc:  # a refusal, a bug, the database or the network away: an attempt
+            if self.failures is not None:
+                self.failures.labels(task=TASK).inc()
             if attempts >= self.config.max_attempts:
                 # public: an unexpected exception's message stays in the server's log
                 reason = (
@@ -304,4 +321,4 @@ class ScopeRunner:
             pass
 
     def periodic(self, stop: asyncio.Event) -> Periodic:
-        return Periodic("scope runs", lambda: self.step(stop), self.config.poll)
+        return Periodic(TASK, lambda: self.step(stop), self.config.poll)

@@ -21,6 +21,7 @@ import pytest
 
 from trustscore.exams.loader import ExamDirs
 from trustscore.ledger import keys
+from trustscore.services.metrics import Metrics
 from trustscore.services.reverify import Reverifier, ReverifyConfig
 from trustscore.services.scope_runs import ScopeRunConfig, ScopeRunner
 from trustscore.store.reverify import ReverifyStore, Run
@@ -172,3 +173,28 @@ async def test_a_run_that_failed_once_is_not_starved_by_runs_arriving_after_it(
         assert await store.schedule_run(f"ts1_new{i}", "week:2", "schedule", 10_000)
         assert await runner.work_once()
     assert failed == ["ts1_flaky"] and carried[:2] == ["ts1_new0", "ts1_flaky"]
+
+
+async def test_a_run_that_never_finishes_is_closed_after_its_attempts_and_failures_are_counted(
+    pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(Found by review.) A run whose carry-out ends its process (OOM, a crash) is claimed again at each
+    start, first, and never reaches the failure path that closes runs: it is closed once claimed more
+    times than it may be attempted. Failed runs count in the background failures metric, under the job."""
+    store, config, metrics = ScopeStore(pool), ScopeRunConfig(), Metrics()
+    assert await store.schedule_run("ts1_crashing", "week:1", "schedule", 100)
+    for _ in range(config.max_attempts):  # each claim "ends the process": nothing after it runs
+        assert await store.claim_run() is not None
+    failures = metrics.background_failures
+    runner = ScopeRunner(None, store, keys.SigningKey.generate(), ExamDirs(), config, failures=failures)  # type: ignore[arg-type]
+    assert await runner.work_once()
+    [(state, reason)] = await pool.fetch("SELECT state, reason FROM scope_runs")
+    assert (state, reason) == ("skipped", "internal error (never finished)")
+
+    async def carry_out(agent: str, run_key: str, trigger: str) -> None:
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(runner, "_carry_out", carry_out)
+    assert await store.schedule_run("ts1_buggy", "week:1", "schedule", 100)
+    assert await runner.work_once()
+    assert 'trustscore_background_failures_total{task="scope runs"} 1.0' in metrics.render().decode()
