@@ -80,6 +80,13 @@ async def take(
     period has one already. ``taken_at`` is always the time of signing."""
     now = dt.datetime.now(dt.UTC)
     nonce = None if interval is None else period_nonce(interval, now.timestamp() if due is None else due)
+    # Every snapshot of a period has a first statement per model it rates: if one is logged, the period
+    # has its snapshot; looked up first, so that a restart or takeover signs nothing for nothing.
+    if nonce is not None and await log_service.store.any_nonce_used(
+        key.id, [f"{nonce}/{model}/0" for model in ratings.models]
+    ):
+        log.info("snapshot of period %s: already taken", nonce)
+        return []
     prepared = [
         prepare(msgspec.to_builtins(dsse.sign(payload, [key])))
         for payload in snapshot_payloads(ratings, key, statements.format_time(now), nonce=nonce)

@@ -180,6 +180,15 @@ class LogStore:
         )
         return used
 
+    async def any_nonce_used(self, signer: str, nonces: Sequence[str]) -> bool:
+        """Whether ``signer`` used any of ``nonces``."""
+        used: bool = await self.pool.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM entry_nonces WHERE signer = $1 AND nonce = ANY($2::text[]))",
+            signer,
+            list(nonces),
+        )
+        return used
+
     async def entry_by_nonce_and_nonce_used(
         self, signer: str, nonce: str, other_signer: str, other_nonce: str
     ) -> tuple[StoredEntry | None, bool]:

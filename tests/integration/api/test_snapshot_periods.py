@@ -5,7 +5,9 @@ still fills its own period; a second snapshot of a period is refused by the log,
 from __future__ import annotations
 
 import time
+from typing import Any
 
+import pytest
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
@@ -22,7 +24,7 @@ HOUR = 3600.0
 
 
 async def test_a_snapshot_names_the_period_its_step_started_in_and_each_period_has_one(
-    client: Client, settings: Settings
+    client: Client, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     key, card = new_card("snapshotted")
     await post(client, "/v1/log/entries", card)
@@ -32,8 +34,16 @@ async def test_a_snapshot_names_the_period_its_step_started_in_and_each_period_h
     due = (time.time() // HOUR - 3) * HOUR + HOUR - 5
     first = await on_app(client, snapshots.take, public.log, public.ratings, service, HOUR, due)
     assert first, "a snapshot of a rated agent"
+    signed: list[int] = []
+    payloads = snapshots.snapshot_payloads
+
+    def counted(*args: Any, **kwargs: Any) -> list[bytes]:
+        signed.append(1)
+        return payloads(*args, **kwargs)
+
+    monkeypatch.setattr(snapshots, "snapshot_payloads", counted)
     again = await on_app(client, snapshots.take, public.log, public.ratings, service, HOUR, due + 4)
-    assert again == []  # the same period: the log refuses a second one
+    assert again == [] and signed == []  # the same period: found taken before anything is signed
     following = await on_app(client, snapshots.take, public.log, public.ratings, service, HOUR, due + 6)
     assert following and min(a.index for a in following) > max(a.index for a in first)
     for appended, period in ((first, int(due // HOUR)), (following, int(due // HOUR) + 1)):
