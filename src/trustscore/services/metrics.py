@@ -54,7 +54,8 @@ class Metrics:
 
         self.background_failures = Counter(
             "trustscore_background_failures_total",
-            "Failed steps of background tasks (services/periodic.py), by task",
+            "Failed steps of background tasks (services/periodic.py) and failed scope and "
+            "re-verification runs, by task",
             ["task"],
             registry=r,
         )

@@ -145,9 +145,11 @@ class Reverifier:
         run = await self.store.claim()
         if run is None:
             return False
-        if (
-            run.attempts > self.config.max_attempts
-        ):  # claimed that often, never finished: it ended its process
+        if run.attempts > self.config.max_attempts:
+            # Claimed that often and never finished: its process ended during each attempt (the run
+            # crashed it, or it was killed from outside: a kill uses up an attempt too).
+            if self.failures is not None:
+                self.failures.labels(task=TASK).inc()
             await self.store.finish(run, entry_index=None, same_as_index=None)
             log.warning("re-verification of %s report %d closed: claimed %d times, never finished",
                         run.agent, run.report_index, run.attempts)  # fmt: skip

@@ -218,10 +218,12 @@ class ScopeRunner:
         if claimed is None:
             return False
         agent, run_key, trigger, attempts = claimed
-        if attempts > self.config.max_attempts:  # claimed that often, never finished: it ended its process
-            await self.store.finish_run(
-                agent, run_key, entry_index=None, reason="internal error (never finished)"
-            )
+        if attempts > self.config.max_attempts:
+            # Claimed that often and never finished: its process ended during each attempt (the run
+            # crashed it, or it was killed from outside: a kill uses up an attempt too).
+            if self.failures is not None:
+                self.failures.labels(task=TASK).inc()
+            await self.store.finish_run(agent, run_key, entry_index=None, reason="never finished")
             log.warning(
                 "scope run %s of %s closed: claimed %d times, never finished", run_key, agent, attempts
             )
