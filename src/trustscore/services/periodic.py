@@ -107,6 +107,23 @@ def retry_delay(base: float, attempts: int) -> float:
     return min(base * 4.0 ** (attempts - 1), 6 * 3600.0)
 
 
+async def settle_failed_run(
+    attempts: int,
+    max_attempts: int,
+    retry_s: float,
+    close: Callable[[], Awaitable[object]],
+    retry: Callable[[float], Awaitable[object]],
+) -> str:
+    """After a queued run's (scope runs, re-verification) ``attempts``-th attempt failed: ``close`` it if
+    that was its last, else ``retry`` it after :func:`retry_delay`; return what was done, for its log line."""
+    if attempts >= max_attempts:
+        await close()
+        return f"closed after {attempts} attempts"
+    delay = retry_delay(retry_s, attempts)
+    await retry(delay)
+    return f"due again in {delay:.0f} s"
+
+
 def describe(exc: BaseException) -> str:
     """One line naming ``exc``: its class and the first line of its message (for a log line)."""
     text = str(exc).strip().splitlines()
@@ -204,6 +221,7 @@ __all__ = [
     "period_of",
     "retry_delay",
     "run",
+    "settle_failed_run",
     "start",
     "until_next_period",
     "wait_or_stop",

@@ -99,7 +99,6 @@ class Projector:
                 lambda rows: project(rows, self.state, verify=False), self.batch, self.after_step
             )
         except BaseException:
-            self._current = False  # until the load below completes
             await self.load()  # the transaction rolled back: so must the in-memory state
             raise
 

@@ -30,7 +30,7 @@ from trustscore.outbound.guard import OutboundPolicy
 from trustscore.outbound.reverify_runner import build_statement, run_once
 from trustscore.reverify import fresh, status
 from trustscore.services.log import LogService
-from trustscore.services.periodic import Periodic, describe, retry_delay
+from trustscore.services.periodic import Periodic, describe, settle_failed_run
 from trustscore.store.reverify import ReverifyStore, Run
 
 log = logging.getLogger(__name__)
@@ -159,14 +159,15 @@ class Reverifier:
         except Exception as exc:  # a refusal, a bug, the database or the network away: an attempt
             if self.failures is not None:
                 self.failures.labels(task=TASK).inc()
-            what = f"re-verification of {run.agent} report {run.report_index} failed ({describe(exc)})"
-            if run.attempts >= self.config.max_attempts:
-                await self.store.finish(run, entry_index=None, same_as_index=None)
-                log.warning("%s; closed after %d attempts", what, run.attempts)
-            else:
-                delay = retry_delay(self.config.retry_s, run.attempts)
-                await self.store.retry_later(run, delay)
-                log.warning("%s; due again in %.0f s", what, delay)
+            done = await settle_failed_run(
+                run.attempts,
+                self.config.max_attempts,
+                self.config.retry_s,
+                lambda: self.store.finish(run, entry_index=None, same_as_index=None),
+                lambda delay: self.store.retry_later(run, delay),
+            )
+            log.warning("re-verification of %s report %d failed (%s); %s",
+                        run.agent, run.report_index, describe(exc), done)  # fmt: skip
         return True
 
     async def _carry_out(self, run: Run) -> None:

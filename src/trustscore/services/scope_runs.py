@@ -49,7 +49,7 @@ from trustscore.outbound.guard import OutboundFailed, OutboundPolicy, OutboundRe
 from trustscore.outbound.reverify_runner import GuardedHttpAgent, _Asker
 from trustscore.scope.runs import skip_reason
 from trustscore.services.log import LogService
-from trustscore.services.periodic import Periodic, describe, retry_delay
+from trustscore.services.periodic import Periodic, describe, settle_failed_run
 from trustscore.store.scope import ScopeStore
 
 log = logging.getLogger(__name__)
@@ -233,31 +233,18 @@ class ScopeRunner:
         except Exception as exc:  # a refusal, a bug, the database or the network away: an attempt
             if self.failures is not None:
                 self.failures.labels(task=TASK).inc()
-            if attempts >= self.config.max_attempts:
-                # public: an unexpected exception's message stays in the server's log
-                reason = (
-                    exc.message
-                    if isinstance(exc, TrustscoreError)
-                    else f"internal error ({type(exc).__name__})"
-                )
-                await self.store.finish_run(agent, run_key, entry_index=None, reason=reason[:MAX_ERROR])
-                log.warning(
-                    "scope run %s of %s failed (%s); closed after %d attempts",
-                    run_key,
-                    agent,
-                    describe(exc),
-                    attempts,
-                )
-            else:
-                delay = retry_delay(self.config.retry_s, attempts)
-                await self.store.retry_later(agent, run_key, delay)
-                log.warning(
-                    "scope run %s of %s failed (%s); due again in %.0f s",
-                    run_key,
-                    agent,
-                    describe(exc),
-                    delay,
-                )
+            # public: an unexpected exception's message stays in the server's log
+            reason = (
+                exc.message if isinstance(exc, TrustscoreError) else f"internal error ({type(exc).__name__})"
+            )
+            done = await settle_failed_run(
+                attempts,
+                self.config.max_attempts,
+                self.config.retry_s,
+                lambda: self.store.finish_run(agent, run_key, entry_index=None, reason=reason[:MAX_ERROR]),
+                lambda delay: self.store.retry_later(agent, run_key, delay),
+            )
+            log.warning("scope run %s of %s failed (%s); %s", run_key, agent, describe(exc), done)
         return True
 
     async def _carry_out(self, agent: str, run_key: str, trigger: Trigger) -> None:

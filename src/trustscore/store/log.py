@@ -175,10 +175,7 @@ class LogStore:
         return None if r is None else StoredEntry(r["idx"], bytes(r["leaf"]), bytes(r["leaf_hash"]))
 
     async def nonce_used(self, signer: str, nonce: str) -> bool:
-        used: bool = await self.pool.fetchval(
-            "SELECT EXISTS (SELECT 1 FROM entry_nonces WHERE signer = $1 AND nonce = $2)", signer, nonce
-        )
-        return used
+        return await self.any_nonce_used(signer, [nonce])
 
     async def any_nonce_used(self, signer: str, nonces: Sequence[str]) -> bool:
         """Whether ``signer`` used any of ``nonces``."""
