@@ -35,6 +35,7 @@ Count = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]
 Positive = Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)]
 Rate = Annotated[float, msgspec.Meta(ge=0, le=1e9)]
 Bytes = Annotated[int, msgspec.Meta(ge=1024, le=1024**3)]
+CacheBytes = Annotated[int, msgspec.Meta(ge=0, le=1024**4)]
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,12 @@ class Settings:
     rating_lag: Annotated[float, msgspec.Meta(ge=0, le=3600)] = 1.0
     rating_refresh_interval: Interval = 60.0  # TRUSTSCORE_RATING_REFRESH_INTERVAL: full recompute (decay)
     snapshot_interval: Interval = 3600.0  # TRUSTSCORE_SNAPSHOT_INTERVAL: seconds between rating snapshots
+    # TRUSTSCORE_TILE_CACHE_BYTES: memory for the hash tiles held for proofs, and as much again for tiles
+    # served at /tile (docs/tiles.md); 0 holds none
+    tile_cache_bytes: CacheBytes = 64 * 1024 * 1024
+    # TRUSTSCORE_TILE_WARM_INTERVAL: seconds between fills of the free proof cache with the newest full
+    # tiles, the first at start (docs/tiles.md, "Proofs from memory"); 0: off, tiles are read on first use
+    tile_warm_interval: Seconds = 300.0
     key_rate: Rate = 50.0  # TRUSTSCORE_KEY_RATE: entries per second per signer key (0: unlimited)
     key_burst: Positive = 2000  # TRUSTSCORE_KEY_BURST: entries a key may write at once
     address_rate_per_minute: Count = 6000  # TRUSTSCORE_ADDRESS_RATE_PER_MINUTE: entries/min/address (0: off)

@@ -85,6 +85,8 @@ RUNS: dict[str, tuple[str, list[str]]] = {
             rf"^\s+50,000\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER} \(\s*{NUMBER} µs\)",
             rf"50,000: ingest batch 1 {NUMBER}x, ingest batch 1000 {NUMBER}x, proof p50 {NUMBER}x",
             r"verified 10 proofs at each size .*: all valid",
+            r"proof cache warmed: \d+ full tiles loaded",
+            rf"proof p50 < 1 ms at [\d,]+: tiles read on first use {NUMBER} ms .*warmed start {NUMBER} ms",
         ],
     ),
     "ingest.py": (

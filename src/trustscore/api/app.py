@@ -160,6 +160,7 @@ async def build_services(
         limiter=KeyRateLimiter(settings.key_rate, settings.key_burst),
         address_limiter=per_address,
         reads=reads,
+        tile_cache_bytes=settings.tile_cache_bytes,
     )
     if start_current and (leases is None or await leases.hold("integrator")):
         await log_service.integrate_once(settings.integrate_batch)
@@ -278,6 +279,10 @@ async def build_services(
     # Every process learns the checkpoints whoever holds the integrator lease signs: its ratings name the
     # checkpoint covering them, and the re-verification schedule and replica fallback go by it.
     follow = Periodic("checkpoint follower", log_service.follow_checkpoints, s.integrate_interval)
+    # A process serving HTTP fills its free proof cache with the newest full tiles at start, then tops it
+    # up with tiles made full since (docs/tiles.md); a worker answers no proofs.
+    warm = s.role != "worker" and s.tile_warm_interval > 0
+    proof_cache = [Periodic("proof cache", log_service.tiles.warm, s.tile_warm_interval)] if warm else []
 
     async def snapshot(due: float) -> None:
         # A worker that has just taken the lease over must not sign its start-up ratings: it first
@@ -289,9 +294,10 @@ async def build_services(
 
     if ratings is None:
         assert isinstance(view, RatingMirror)
-        return services, [view.periodic(stop), follow]
+        return services, [view.periodic(stop), follow, *proof_cache]
     background = [
         follow,
+        *proof_cache,
         *leased(
             "integrator",
             Periodic(

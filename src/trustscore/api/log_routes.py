@@ -8,11 +8,20 @@ import msgspec
 from litestar import Controller, Request, get, post
 from litestar.di import NamedDependency
 from litestar.openapi.datastructures import ResponseSpec
+from litestar.openapi.spec import Operation
 from litestar.params import FromPath, QueryParameter
 from litestar.response.base import ASGIResponse
 
 from trustscore.api.addresses import client_address
-from trustscore.api.openapi import MAX_INDEX, READ_PROBLEMS, STARTING, WRITE_PROBLEMS, envelope_body
+from trustscore.api.openapi import (
+    MAX_INDEX,
+    READ_PROBLEMS,
+    STARTING,
+    WRITE_PROBLEMS,
+    envelope_body,
+    operation_class,
+)
+from trustscore.api.query import index_parameter, index_params
 from trustscore.api.wiring import log_service
 from trustscore.canonical import b64encode
 from trustscore.services.log import LogService
@@ -61,8 +70,18 @@ class KeyResponse(msgspec.Struct):
 # Appending is the hottest write. Its handler takes only the request (no dependency or parameter
 # resolution, which Litestar would run per request) and answers with bytes msgspec encoded, the same
 # JSON Litestar would send; the OpenAPI description of its 201 is given by hand instead.
-_append_encoder = msgspec.json.Encoder()
-APPEND_HEADERS = {"content-type": "application/json"}
+_json = msgspec.json.Encoder()
+JSON_HEADERS = {"content-type": "application/json"}
+
+
+def _json_response(body: msgspec.Struct, status: int = 200) -> ASGIResponse:
+    return ASGIResponse(body=_json.encode(body), status_code=status, headers=JSON_HEADERS)
+
+
+def _index_query(*params: tuple[str, str]) -> type[Operation]:
+    """The OpenAPI operation of a route reading the index parameters ``(name, description)`` by hand."""
+    return operation_class(parameters=[index_parameter(name, what) for name, what in params])
+
 
 NonNegative = Annotated[int, QueryParameter(ge=0, le=MAX_INDEX)]
 Log = NamedDependency[LogService]
@@ -99,11 +118,7 @@ class LogController(Controller):
         service = log_service(request.app.state)
         appended = await service.submit(await request.body(), client_address(request))
         body = AppendResponse([AppendedEntry(a.index, b64encode(a.leaf_hash), a.duplicate) for a in appended])
-        return ASGIResponse(
-            body=_append_encoder.encode(body),
-            status_code=200 if all(a.duplicate for a in appended) else 201,
-            headers=APPEND_HEADERS,
-        )
+        return _json_response(body, 200 if all(a.duplicate for a in appended) else 201)
 
     @get(
         "/checkpoint",
@@ -139,24 +154,33 @@ class LogController(Controller):
             [LogEntry(r.index, b64encode(r.leaf), b64encode(r.leaf_hash)) for r in rows], nxt
         )
 
-    @get("/proof/inclusion", operation_id="getInclusionProof", responses=READ_PROBLEMS)
-    async def inclusion(
-        self, log_service: Log, index: NonNegative, size: NonNegative
-    ) -> InclusionProofResponse:
+    # The proofs are the hottest reads: like appending, they read their query by hand and answer with
+    # bytes msgspec encoded (no per-request dependency or parameter resolution).
+    @get(
+        "/proof/inclusion",
+        operation_id="getInclusionProof",
+        operation_class=_index_query(
+            ("index", "the entry's index"), ("size", "the tree size (a checkpoint's)")
+        ),
+        responses={200: ResponseSpec(InclusionProofResponse, description="the proof"), **READ_PROBLEMS},
+    )
+    async def inclusion(self, request: Request[Any, Any, Any]) -> ASGIResponse:
         """The RFC 6962 inclusion proof of entry ``index`` in the tree of ``size`` entries."""
-        proof = await log_service.inclusion_proof(index, size)
-        return InclusionProofResponse(index, size, [b64encode(h) for h in proof])
+        index, size = index_params(request, "index", "size")
+        proof = await log_service(request.app.state).inclusion_proof(index, size)
+        return _json_response(InclusionProofResponse(index, size, [b64encode(h) for h in proof]))
 
-    @get("/proof/consistency", operation_id="getConsistencyProof", responses=READ_PROBLEMS)
-    async def consistency(
-        self,
-        log_service: Log,
-        from_size: Annotated[int, QueryParameter(name="from", ge=0, le=MAX_INDEX)],
-        to_size: Annotated[int, QueryParameter(name="to", ge=0, le=MAX_INDEX)],
-    ) -> ConsistencyProofResponse:
+    @get(
+        "/proof/consistency",
+        operation_id="getConsistencyProof",
+        operation_class=_index_query(("from", "the smaller tree size"), ("to", "the larger tree size")),
+        responses={200: ResponseSpec(ConsistencyProofResponse, description="the proof"), **READ_PROBLEMS},
+    )
+    async def consistency(self, request: Request[Any, Any, Any]) -> ASGIResponse:
         """The RFC 6962 consistency proof between the trees of sizes ``from`` and ``to``."""
-        proof = await log_service.consistency_proof(from_size, to_size)
-        return ConsistencyProofResponse(from_size, to_size, [b64encode(h) for h in proof])
+        old, new = index_params(request, "from", "to")
+        proof = await log_service(request.app.state).consistency_proof(old, new)
+        return _json_response(ConsistencyProofResponse(old, new, [b64encode(h) for h in proof]))
 
     @get("/keys/{key_id:str}", operation_id="getKey", responses=READ_PROBLEMS)
     async def key_entry(self, log_service: Log, key_id: FromPath[str]) -> KeyResponse:

@@ -77,6 +77,12 @@ def range_nodes(begin: int, end: int) -> list[NodeId]:
         _check_int(end, "end")
         if begin > end:
             raise InvalidInput(f"leaf range [{begin}, {end}) is reversed")
+    width = end - begin
+    if (
+        width and not width & (width - 1) and not begin & (width - 1)
+    ):  # one aligned subtree: most proof ranges
+        level = width.bit_length() - 1
+        return [(level, begin >> level)]
     out: list[NodeId] = []
     while begin < end:
         level = (end - begin).bit_length() - 1
@@ -159,6 +165,9 @@ def assemble(ranges: Iterable[LeafRange], nodes: Mapping[NodeId, bytes]) -> list
     out: list[bytes] = []
     for begin, end in ranges:
         ids = range_nodes(begin, end)
+        if len(ids) == 1:
+            out.append(_lookup(nodes, ids[0]))
+            continue
         if not ids:
             raise InvalidInput(f"leaf range [{begin}, {end}) is empty")
         if any(ids[i][0] <= ids[i + 1][0] for i in range(len(ids) - 1)):

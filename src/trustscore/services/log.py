@@ -25,7 +25,7 @@ from trustscore.ledger.submission import CheckedEntry, Prepared, check, prepare
 from trustscore.services.coalesce import Coalescer
 from trustscore.services.metrics import Metrics
 from trustscore.services.ratelimit import KeyRateLimiter
-from trustscore.services.tiles import TileService
+from trustscore.services.tiles import DEFAULT_CACHE_BYTES, TileService
 from trustscore.store.log import Appended, Follow, LogStore, StoredCheckpoint, StoredEntry
 
 assert kinds_all.ALL_KINDS  # the server knows every statement kind
@@ -83,6 +83,7 @@ class LogService:
         limiter: KeyRateLimiter | None = None,
         address_limiter: KeyRateLimiter | None = None,
         reads: LogStore | None = None,
+        tile_cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
         self.store = store  # the primary: writes, and reads that must see them
         # Public reads (checkpoint, entries, proofs, keys): a streaming replica's store, or the primary's.
@@ -97,7 +98,7 @@ class LogService:
         self.verifier_key = note.make_verifier_key(origin, log_key.public_key)
         self.checkpoint_size: int | None = None  # of the latest checkpoint this process has seen
         # Proofs and /tile share one cache of tiles (a tile of a given width never changes).
-        self.tiles = TileService(self.reads, store)
+        self.tiles = TileService(self.reads, store, tile_cache_bytes)
         # The largest checkpoint each store was seen to hold (a store's checkpoints only grow), so that a
         # proof within it needs no query: (reads, primary); -1 before any checkpoint.
         self._covered = [-1, -1]

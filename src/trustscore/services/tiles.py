@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import logging
+import time
 from collections import OrderedDict
 from collections.abc import Iterable
 
@@ -15,7 +17,11 @@ from trustscore.ledger import merkle, tiles
 from trustscore.ledger.tiles import HEIGHT, Subtree, Tile
 from trustscore.store.log import LogStore
 
+log = logging.getLogger(__name__)
+
 DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
+MAX_LEVELS = 8  # tile levels of a log of up to 2**64 entries
+WARM_BATCH = 64  # full tiles' rows per query when warming the proof cache (~1 MiB)
 MAX_LEAVES = 2**63  # log indexes are PostgreSQL bigints
 
 
@@ -42,6 +48,7 @@ class TileService:
         # Hash tiles folded for proofs, by (level, index): the widest seen (a narrower one is its prefix).
         self._subtrees: OrderedDict[tuple[int, int], Subtree] = OrderedDict()
         self._subtree_bytes = 0
+        self._warmed = False
 
     async def checkpoint(self) -> str:
         """The latest signed checkpoint note."""
@@ -162,6 +169,69 @@ class TileService:
             (t, data) for t, data in zip(rest, runs, strict=True) if len(data) == t.width * merkle.HASH_SIZE
         )
         return out
+
+    async def warm(self) -> int:
+        """:meth:`_warm`, saying what it loaded (the first time, and whenever it loads anything)."""
+        start = time.monotonic()
+        loaded = await self._warm()
+        if loaded or not self._warmed:
+            log.info(
+                "proof cache warmed: %d full tiles loaded in %.1f s, %.0f of %.0f MiB held",
+                loaded,
+                time.monotonic() - start,
+                self._subtree_bytes / 2**20,
+                self.cache_bytes / 2**20,
+            )
+        self._warmed = True
+        return loaded
+
+    async def _warm(self) -> int:
+        """Load the stored subtrees of the full hash tiles of the latest checkpoint's tree into the free
+        part of the proof cache: every level above the leaves' first, then the newest leaf tiles first.
+        A server that has just started then answers proofs of recent entries (and, while the cache can
+        hold the whole log, of any entry) without a query each. Never evicts a tile held; the loaded
+        tiles go to the cold end of the cache, the oldest coldest. Returns how many were loaded."""
+        cp = await self.reads.latest_checkpoint()
+        if cp is None:
+            return 0
+        capacity = self.cache_bytes // tiles.FULL_SUBTREE_BYTES
+        levels = [lv for lv in range(MAX_LEVELS) if cp.size >> (HEIGHT * (lv + 1))]
+        visited = loaded = 0
+        for level in reversed(levels):
+            index = cp.size >> (HEIGHT * (level + 1))  # the full tiles of this level: [0, index)
+            while index > 0 and visited < capacity:
+                wanted: list[tuple[int, int]] = []
+                while index > 0 and visited < capacity and len(wanted) < WARM_BATCH:
+                    index -= 1
+                    visited += 1  # the cache cannot hold more tiles than its capacity: look at no more
+                    if not self._holds_full((level, index)):
+                        wanted.append((level, index))
+                if self._subtree_bytes + tiles.FULL_SUBTREE_BYTES > self.cache_bytes:
+                    return loaded
+                if not wanted:
+                    continue
+                rows = await self.reads.full_tile_subtrees(wanted)
+                for key in wanted:  # newest first: each one older goes before it, to the cold end
+                    data = rows.get(key)
+                    if data is None or self._holds_full(key):
+                        continue
+                    if self._subtree_bytes + tiles.FULL_SUBTREE_BYTES > self.cache_bytes:
+                        return loaded
+                    self._drop_subtree(key)
+                    self._subtrees[key] = tiles.decode_subtree(data)
+                    self._subtrees.move_to_end(key, last=False)
+                    self._subtree_bytes += tiles.FULL_SUBTREE_BYTES
+                    loaded += 1
+        return loaded
+
+    def _holds_full(self, key: tuple[int, int]) -> bool:
+        held = self._subtrees.get(key)
+        return held is not None and len(held[0]) == tiles.WIDTH * merkle.HASH_SIZE
+
+    def _drop_subtree(self, key: tuple[int, int]) -> None:
+        old = self._subtrees.pop(key, None)
+        if old is not None:
+            self._subtree_bytes -= sum(map(len, old))
 
     def _keep_subtree(self, tile: Tile, subtree: Subtree) -> None:
         key = (tile.level or 0, tile.index)

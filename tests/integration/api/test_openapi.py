@@ -148,3 +148,20 @@ async def test_fuzzer_findings_are_client_errors(client: Client) -> None:
         assert "query parameter" in r.json()["detail"]
     r = await client.get("/v1/log/entries?end=null")  # Litestar read "null" as None for an int | None
     assert r.status_code == 400
+
+
+async def test_the_proof_routes_describe_the_query_they_read_by_hand(client: Client) -> None:
+    """The proof handlers read their query themselves (no per-request resolution): their parameters are
+    described as Litestar described them, and the responses' schemas are still named."""
+    schema = await document(client)
+    for path, names in (
+        ("/v1/log/proof/inclusion", ("index", "size")),
+        ("/v1/log/proof/consistency", ("from", "to")),
+    ):
+        for name in names:
+            p = parameter(schema, path, name)
+            assert (p["in"], p["required"]) == ("query", True)
+            bounds = {k: p["schema"].get(k) for k in ("type", "minimum", "maximum")}
+            assert bounds == {"type": "integer", "minimum": 0, "maximum": 2**62}
+        ok = schema["paths"][path]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+        assert ok["$ref"].endswith("ProofResponse")

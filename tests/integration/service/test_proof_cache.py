@@ -25,6 +25,7 @@ class CountingStore(LogStore):
     """The real store, counting the queries a proof makes."""
 
     queries = 0
+    rows_asked = 0  # full tiles whose stored rows were asked for
 
     async def node_runs(self, runs: Sequence[tuple[int, int, int]]) -> list[bytes]:
         self.queries += 1
@@ -32,6 +33,7 @@ class CountingStore(LogStore):
 
     async def full_tile_subtrees(self, keys: Sequence[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
         self.queries += bool(keys)  # no keys, no query
+        self.rows_asked += len(keys)
         return await super().full_tile_subtrees(keys)
 
     async def latest_checkpoint(self) -> StoredCheckpoint | None:
@@ -116,3 +118,56 @@ async def test_a_tile_crawl_does_not_evict_the_tiles_folded_for_proofs(service: 
     got = await service.tiles.tile(tiles.Tile(0, 1, tiles.WIDTH).path())  # full, not held for proofs
     assert got[1] == b"".join(nodes[n] for n in tiles.tile_nodes(tiles.Tile(0, 1, tiles.WIDTH)))
     assert service.tiles._subtrees == held
+
+
+def accounted(svc: LogService) -> bool:
+    """The proof cache's byte count is the bytes it holds."""
+    return svc.tiles._subtree_bytes == sum(sum(map(len, s)) for s in svc.tiles._subtrees.values())
+
+
+def rows_asked(svc: LogService) -> int:
+    assert isinstance(svc.store, CountingStore)
+    return svc.store.rows_asked
+
+
+async def test_a_warmed_cache_answers_proofs_without_reading_a_full_tile(service: LogService) -> None:
+    svc = service
+    await svc.integrate_pending()
+    leaves = [e.leaf_hash for e in await svc.store.entries(0, ENTRIES)]
+    assert await svc.tiles.warm() == 2  # level-0 tiles 0 and 1; no level-1 tile is full yet
+    assert list(svc.tiles._subtrees) == [(0, 0), (0, 1)]  # the older tile at the cold end
+    asked = rows_asked(svc)
+    for index in range(0, ENTRIES, 23):
+        assert await svc.inclusion_proof(index, ENTRIES) == merkle.inclusion_proof(index, ENTRIES, leaves)
+    assert rows_asked(svc) == asked  # only the partial tiles were read, from their nodes
+    assert await svc.tiles.warm() == 0  # nothing more to load: no second read of a held tile
+    assert rows_asked(svc) == asked
+    assert accounted(svc)
+
+
+async def test_warming_fills_only_the_free_room_newest_first(service: LogService) -> None:
+    svc = service
+    await svc.integrate_pending()
+    svc.tiles.cache_bytes = tiles.FULL_SUBTREE_BYTES + 100  # room for one full tile
+    assert await svc.tiles.warm() == 1
+    assert list(svc.tiles._subtrees) == [(0, 1)]  # the newest
+    leaves = [e.leaf_hash for e in await svc.store.entries(0, ENTRIES)]
+    assert await svc.inclusion_proof(5, ENTRIES) == merkle.inclusion_proof(5, ENTRIES, leaves)
+    held = list(svc.tiles._subtrees)  # the proof's tiles, within the budget
+    assert await svc.tiles.warm() == 0  # no free room: nothing held is evicted for a warmed tile
+    assert list(svc.tiles._subtrees) == held
+    assert accounted(svc)
+
+
+async def test_warming_widens_a_tile_held_while_it_was_partial(service: LogService) -> None:
+    svc = service
+    await svc.integrate_once(max_batch=300)  # a checkpoint at 300: tile 1 holds 44 leaves
+    leaves = [e.leaf_hash for e in await svc.store.entries(0, ENTRIES)]
+    assert await svc.inclusion_proof(290, 300) == merkle.inclusion_proof(290, 300, leaves[:300])
+    assert len(svc.tiles._subtrees[(0, 1)][0]) == 44 * merkle.HASH_SIZE
+    await svc.integrate_pending()
+    assert await svc.tiles.warm() == 2  # tile 0, and tile 1 (held at width 44), now full
+    assert len(svc.tiles._subtrees[(0, 1)][0]) == tiles.WIDTH * merkle.HASH_SIZE
+    assert accounted(svc)
+    for index in (0, 290, 511, 699):
+        assert await svc.inclusion_proof(index, ENTRIES) == merkle.inclusion_proof(index, ENTRIES, leaves)
