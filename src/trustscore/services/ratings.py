@@ -145,6 +145,11 @@ class RatingView:
         return RatedAgent(rating, at, self.size, medals)
 
 
+#: A refresh recomputing at least this many agents scores them in a worker thread (a process taking
+#: the ratings lease over recomputes every agent: seconds of CPU on a large log).
+OFF_LOOP_AGENTS = 512
+
+
 class RatingService(RatingView):
     """Ratings computed here from the evidence, held in memory; with a ``table``, every change is also
     materialised there (with the log size it holds for) for API processes to serve."""
@@ -199,7 +204,7 @@ class RatingService(RatingView):
             self._agents.setdefault(snap.agent, _AgentData()).snapshots.append(snap)
             touched.add(snap.agent)
         self.size = end
-        scored = self.recompute(touched)
+        scored = await self._recompute_touched(touched, end)
         if publish:
             await self.publish(scored, end)
         else:
@@ -218,6 +223,32 @@ class RatingService(RatingView):
             self._recomputed[name] = self._generation
         scored = self._score(self._inputs(names), at)
         self._apply(scored, at, self.size, names)
+        return scored
+
+    async def _recompute_touched(self, touched: set[str], size: int) -> Scored:
+        """:meth:`recompute` of ``touched`` (at log size ``size``). Many agents (a process that takes the
+        lease over recomputes every one) are scored in a worker thread, so that the process keeps serving
+        meanwhile; a full recompute (:meth:`recompute_all`) that rated some of them at a later time from
+        the same evidence in the meantime keeps its ratings."""
+        if len(touched) < OFF_LOOP_AGENTS:
+            return self.recompute(touched)
+        names = sorted(touched)
+        at = self.clock()
+        self._generation += 1
+        for name in names:
+            self._recomputed[name] = self._generation
+        scored = await asyncio.to_thread(self._score, self._inputs(names), at)
+        # A full recompute applies an agent only if no refresh marked it after the recompute began, so
+        # one that applied these agents began after the mark above: from this evidence, at a later time.
+        newer = {
+            name
+            for name in names
+            if any((held := self._ratings[m].get(name)) is not None and held.at > at for m in scored)
+        }
+        if newer:
+            scored = {m: [r for r in rated if r[0].agent not in newer] for m, rated in scored.items()}
+            names = [n for n in names if n not in newer]
+        self._apply(scored, at, size, names)
         return scored
 
     async def recompute_all(self) -> None:

@@ -15,7 +15,13 @@ from trustscore.kinds.graded import DIMENSIONS
 from trustscore.scoring.inputs import EvidenceItem, Snapshot
 from trustscore.scoring.ratings import score_agents
 from trustscore.services.metrics import Metrics
-from trustscore.services.ratings import RELEASED_MODELS, RatingService, _AgentData, load_models
+from trustscore.services.ratings import (
+    OFF_LOOP_AGENTS,
+    RELEASED_MODELS,
+    RatingService,
+    _AgentData,
+    load_models,
+)
 from trustscore.settings import SERVABLE_MODELS
 from trustscore.store.projection_tables import EvidenceRow
 
@@ -337,3 +343,72 @@ async def test_one_refused_agent_does_not_make_the_recompute_quadratic(
     # Per model one pass over every row; v3's halving about three more in all (each level re-reads only
     # the half that failed). One agent at a time over every row was 25 passes here.
     assert sum(scored) <= (len(ratings.models) + 3) * rows, (sum(scored), rows)
+
+
+class ManyAgents:
+    """Projected evidence of ``agents`` agents, 3 items each (a log a process takes the lease over)."""
+
+    def __init__(self, agents: int) -> None:
+        self.rows = [
+            EvidenceRow(3 * a + n, 0, item(f"ts1_{a:040x}", 50.0 + a % 40, n))
+            for a in range(agents)
+            for n in range(3)
+        ]
+
+    async def projected_size(self) -> int:
+        return len(self.rows)
+
+    async def evidence_since(self, start: int, end: int) -> list[EvidenceRow]:
+        return self.rows[start:end]
+
+    async def snapshots_since(self, start: int, end: int) -> list[Any]:
+        return []
+
+
+async def test_a_refresh_of_many_agents_is_scored_off_the_event_loop() -> None:
+    """A worker that takes the ratings lease over recomputes every agent: on a large log, seconds of
+    CPU that would stall its health checks (and, in an ``all`` process, every request)."""
+    ratings = RatingService(ManyAgents(OFF_LOOP_AGENTS), load_models(), Metrics(), clock=lambda: AT)  # type: ignore[arg-type]
+    threads: list[threading.Thread] = []
+    score = ratings._score
+
+    def recording(*args: Any) -> Any:
+        threads.append(threading.current_thread())
+        return score(*args)
+
+    ratings._score = recording  # type: ignore[method-assign]
+    assert len(await ratings.refresh(publish=False)) == OFF_LOOP_AGENTS
+    assert threads and threading.main_thread() not in threads
+    small = RatingService(ManyAgents(3), load_models(), Metrics(), clock=lambda: AT)  # type: ignore[arg-type]
+    on_loop = RatingService(ManyAgents(OFF_LOOP_AGENTS), load_models(), Metrics(), clock=lambda: AT)  # type: ignore[arg-type]
+    await on_loop.refresh(publish=False)
+    on_loop.recompute()  # every agent again, on the loop: the reference
+    assert await small.refresh(publish=False)  # few agents: scored on the loop, as before
+    for model in ratings.models:
+        for agent in (f"ts1_{0:040x}", f"ts1_{OFF_LOOP_AGENTS - 1:040x}"):
+            assert ratings.stored(agent, model).rating == on_loop.stored(agent, model).rating  # type: ignore[union-attr]
+
+
+async def test_a_full_recompute_during_a_refresh_off_the_loop_keeps_its_later_ratings() -> None:
+    now = [AT]
+    ratings = RatingService(ManyAgents(OFF_LOOP_AGENTS), load_models(), Metrics(), clock=lambda: now[0])  # type: ignore[arg-type]
+    entered, release = threading.Event(), threading.Event()
+    score = ratings._score
+
+    def slow(*args: Any) -> Any:
+        entered.set()
+        assert release.wait(10)
+        return score(*args)
+
+    ratings._score = slow  # type: ignore[method-assign]
+    refresh = asyncio.create_task(ratings.refresh())
+    while not entered.is_set():
+        await asyncio.sleep(0.001)
+    now[0] = AT + dt.timedelta(hours=1)
+    await ratings.recompute_all()  # its own scoring path, while the refresh's scoring is held
+    later = {m: ratings.stored(f"ts1_{7:040x}", m) for m in ratings.models}
+    assert all(r is not None and r.at == now[0] for r in later.values())
+    release.set()
+    await refresh
+    for model, rated in later.items():
+        assert ratings.stored(f"ts1_{7:040x}", model) == rated  # not put back to the refresh's earlier time
