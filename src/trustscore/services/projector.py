@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from trustscore.ledger import audit
 from trustscore.services.ratings import RatingService
 from trustscore.store.ladder import LadderStore
 from trustscore.store.log import LogStore
-from trustscore.store.projection_tables import AfterStep, ProjectionStore
+from trustscore.store.projection_tables import AfterStep, EvidenceRow, ProjectionStore
 
 log = logging.getLogger(__name__)
 
@@ -57,27 +58,39 @@ class Projector:
         await self.load()
 
     async def load(self) -> None:
-        """Rebuild the in-memory state from what is already projected (after start or a failed step)."""
+        """Rebuild the in-memory state from what is already projected (after start or a failed step).
+        The rows are read on the event loop; parsing and feeding them, a pass over every snapshot,
+        approval and evidence item of the log, runs in a worker thread on a state no one else sees yet,
+        so that a process taking the lease over keeps serving meanwhile."""
         self._current = False
+        size = await self.store.projected_size()
+        snapshots = await self.log_store.leaves_of_kind(RATING_SNAPSHOT.predicate_type, size)
+        approvals = await self.log_store.leaves_of_kind(MARKETPLACE_APPROVAL.predicate_type, size)
+        evidence = await self.store.evidence_since(0, size)
+        self.state = await asyncio.to_thread(self._rebuilt, size, snapshots, approvals, evidence)
+        await self.backfill_ladder()
+        self._current = True
+
+    def _rebuilt(
+        self,
+        size: int,
+        snapshots: list[tuple[int, bytes]],
+        approvals: list[tuple[int, bytes]],
+        evidence: list[EvidenceRow],
+    ) -> ProjectionState:
         state = ProjectionState(self.log_public_key, ladder_rule=self.ladder_rule)
-        state.next_index = await self.store.projected_size()
-        for index, leaf in await self.log_store.leaves_of_kind(
-            RATING_SNAPSHOT.predicate_type, state.next_index
-        ):
+        state.next_index = size
+        for index, leaf in snapshots:
             predicate = audit.parse_leaf(leaf).statement.predicate
             assert isinstance(predicate, RatingSnapshot)
             state.feed_snapshot(index, predicate)
-        for index, leaf in await self.log_store.leaves_of_kind(
-            MARKETPLACE_APPROVAL.predicate_type, state.next_index
-        ):
+        for index, leaf in approvals:
             approval = audit.parse_leaf(leaf).statement.predicate
             assert isinstance(approval, MarketplaceApproval)
             state.feed_approval(index, approval)
-        for row in await self.store.evidence_since(0, state.next_index):
+        for row in evidence:
             state.feed_evidence(row.item)
-        self.state = state
-        await self.backfill_ladder()
-        self._current = True
+        return state
 
     async def backfill_ladder(self) -> None:
         """Derive once the ladder rows of entries projected before the ladder existed (migration 0013),

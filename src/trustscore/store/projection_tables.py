@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -31,6 +32,10 @@ CARD_KINDS = (
 Conn = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
 #: Work done in a projection step's transaction over the entries [start, end) it projects.
 AfterStep = Callable[[Conn, int, int], Awaitable[object]]
+
+
+#: Evidence rows converted in a worker thread from this many on (~4.5 µs each on the event loop).
+ROWS_OFF_LOOP = 20_000
 
 
 @dataclass(frozen=True)
@@ -146,13 +151,17 @@ class ProjectionStore:
         return n
 
     async def evidence_since(self, start: int, end: int) -> list[EvidenceRow]:
+        """The evidence of entries ``[start, end)`` in log order. Many rows (a process loading the whole
+        log) are converted in a worker thread, so that the event loop keeps serving meanwhile."""
         rows = await self.pool.fetch(
             "SELECT idx, seq, agent, dimension, source, value, result, key, at, issuer, extra_weight "
             "FROM evidence WHERE idx >= $1 AND idx < $2 ORDER BY idx, seq",
             start,
             end,
         )
-        return [_evidence_row(r) for r in rows]
+        if len(rows) < ROWS_OFF_LOOP:
+            return [_evidence_row(r) for r in rows]
+        return await asyncio.to_thread(lambda: [_evidence_row(r) for r in rows])
 
     async def evidence_of(self, agent: str, after: tuple[int, int], limit: int) -> list[EvidenceRow]:
         """``agent``'s evidence after the cursor ``(index, seq)`` in log order, at most ``limit`` rows."""

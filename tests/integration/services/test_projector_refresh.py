@@ -4,11 +4,15 @@ name the log size they reflect, and once ingest pauses they reflect everything p
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
 import asyncpg
 import msgspec
 import pytest
 
 from trustscore.cli.agent import card_envelope
+from trustscore.evidence.project_log import ProjectionState
 from trustscore.ledger import keys
 from trustscore.ledger.submission import check, prepare
 from trustscore.services.metrics import Metrics
@@ -179,3 +183,27 @@ async def test_resume_reloads_only_when_the_projection_moved_or_a_step_failed(po
     hook.index = None
     await mine.resume()
     assert loads == [3, 6]  # and that load left a state that needs none
+
+
+async def test_a_load_rebuilds_its_state_off_the_event_loop(pool: asyncpg.Pool) -> None:
+    """Taking the lease over reloads every snapshot, approval and evidence item: parsed and fed in a
+    worker thread, on a state the projector takes only once it is whole."""
+    store, projections = LogStore(pool), ProjectionStore(pool)
+    projector = Projector(
+        store, projections, LOG_KEY.public_key, RatingService(projections, load_models(), Metrics()),
+        rating_lag=0.0, clock=Clock(),
+    )  # fmt: skip
+    await append_cards(store, 3)
+    await projector.catch_up()
+    threads: list[threading.Thread] = []
+    rebuilt = projector._rebuilt
+
+    def recording(*args: Any) -> ProjectionState:
+        threads.append(threading.current_thread())
+        assert projector.state is not None and not projector._current  # the old state, marked stale
+        return rebuilt(*args)
+
+    projector._rebuilt = recording  # type: ignore[method-assign]
+    await projector.load()
+    assert threads and threads[0] is not threading.main_thread()
+    assert projector._current and projector.state.next_index == 3
