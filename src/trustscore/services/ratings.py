@@ -34,7 +34,7 @@ from trustscore.scoring.times import to_micros
 from trustscore.scoring.weights import Weights, load_weights
 from trustscore.services.metrics import Metrics
 from trustscore.settings import SERVABLE_MODELS
-from trustscore.store.projection_tables import ProjectionStore
+from trustscore.store.projection_tables import EvidenceRow, ProjectionStore
 from trustscore.store.ratings import RatingRow, RatingTable
 
 log = logging.getLogger(__name__)
@@ -145,6 +145,9 @@ class RatingView:
         return RatedAgent(rating, at, self.size, medals)
 
 
+#: A refresh reading at least this many evidence rows groups them by agent in a worker thread.
+OFF_LOOP_ROWS = 20_000
+
 #: A refresh recomputing at least this many agents scores them in a worker thread (a process taking
 #: the ratings lease over recomputes every agent: seconds of CPU on a large log).
 OFF_LOOP_AGENTS = 512
@@ -196,10 +199,16 @@ class RatingService(RatingView):
         # half-applied (the next refresh would add it twice).
         evidence = await self.store.evidence_since(self.size, end)
         snapshots = await self.store.snapshots_since(self.size, end)
-        touched: set[str] = set()
-        for row in evidence:
-            self._agents.setdefault(row.item.agent, _AgentData()).evidence.append((row.index, row.item))
-            touched.add(row.item.agent)
+        # Grouped by agent first (in a worker thread when there are many: a takeover reads the whole log),
+        # then added per agent: nothing is applied until everything is read and grouped.
+        grouped = (
+            await asyncio.to_thread(_by_agent, evidence)
+            if len(evidence) >= OFF_LOOP_ROWS
+            else _by_agent(evidence)
+        )
+        for agent, items in grouped.items():
+            self._agents.setdefault(agent, _AgentData()).evidence.extend(items)
+        touched = set(grouped)
         for _, snap, _adjusted in snapshots:
             self._agents.setdefault(snap.agent, _AgentData()).snapshots.append(snap)
             touched.add(snap.agent)
@@ -439,6 +448,14 @@ def _update(state: RatingState, rows_of: RowsOf, at: int, agents: Sequence[str])
 def _rate(rows_of: RowsOf, weights: Weights, at: dt.datetime, agents: Sequence[str]) -> list[Rating]:
     """``agents``' ratings at ``at`` from their own rows (for :func:`_each_agent`)."""
     return score_agents(*rows_of(tuple(agents)), weights, at, agents=agents)
+
+
+def _by_agent(evidence: list[EvidenceRow]) -> dict[str, list[tuple[int, EvidenceItem]]]:
+    """Each agent's ``(log index, item)`` pairs of ``evidence``, in log order."""
+    out: dict[str, list[tuple[int, EvidenceItem]]] = {}
+    for row in evidence:
+        out.setdefault(row.item.agent, []).append((row.index, row.item))
+    return out
 
 
 def _counts(inputs: list[tuple[str, int, int]]) -> dict[str, tuple[int, int]]:

@@ -14,6 +14,7 @@ import pytest
 from trustscore.kinds.graded import DIMENSIONS
 from trustscore.scoring.inputs import EvidenceItem, Snapshot
 from trustscore.scoring.ratings import score_agents
+from trustscore.services import ratings as ratings_module
 from trustscore.services.metrics import Metrics
 from trustscore.services.ratings import (
     OFF_LOOP_AGENTS,
@@ -365,9 +366,11 @@ class ManyAgents:
         return []
 
 
-async def test_a_refresh_of_many_agents_is_scored_off_the_event_loop() -> None:
+async def test_a_refresh_of_many_agents_is_scored_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker that takes the ratings lease over recomputes every agent: on a large log, seconds of
-    CPU that would stall its health checks (and, in an ``all`` process, every request)."""
+    CPU that would stall its health checks (and, in an ``all`` process, every request). Its rows are
+    grouped by agent in a worker thread too (from OFF_LOOP_ROWS rows), in log order."""
+    monkeypatch.setattr(ratings_module, "OFF_LOOP_ROWS", 100)
     ratings = RatingService(ManyAgents(OFF_LOOP_AGENTS), load_models(), Metrics(), clock=lambda: AT)  # type: ignore[arg-type]
     threads: list[threading.Thread] = []
     score = ratings._score
@@ -379,6 +382,9 @@ async def test_a_refresh_of_many_agents_is_scored_off_the_event_loop() -> None:
     ratings._score = recording  # type: ignore[method-assign]
     assert len(await ratings.refresh(publish=False)) == OFF_LOOP_AGENTS
     assert threads and threading.main_thread() not in threads
+    rows = ManyAgents(OFF_LOOP_AGENTS).rows
+    for agent in (f"ts1_{0:040x}", f"ts1_{OFF_LOOP_AGENTS - 1:040x}"):
+        assert ratings._agents[agent].evidence == [(r.index, r.item) for r in rows if r.item.agent == agent]
     small = RatingService(ManyAgents(3), load_models(), Metrics(), clock=lambda: AT)  # type: ignore[arg-type]
     on_loop = RatingService(ManyAgents(OFF_LOOP_AGENTS), load_models(), Metrics(), clock=lambda: AT)  # type: ignore[arg-type]
     await on_loop.refresh(publish=False)
