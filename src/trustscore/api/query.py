@@ -34,7 +34,7 @@ Index = Annotated[int, msgspec.Meta(ge=0, le=MAX_INDEX)]
 def index_params(request: Request[Any, Any, Any], *names: str) -> tuple[int, ...]:
     """The required log index or size query parameters ``names`` of a handler that reads its query by
     hand (the proof routes: no per-request parameter resolution), converted and bounded as Litestar
-    would (msgspec, lax: ``5.0`` is 5, ``05`` is refused), with the same messages."""
+    would (msgspec, lax: ``5.0`` is 5, ``05`` is refused), each message naming the parameter."""
     params = request.query_params
     out = []
     for name in names:

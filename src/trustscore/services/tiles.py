@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
 MAX_LEVELS = 8  # tile levels of a log of up to 2**64 entries
-WARM_BATCH = 64  # full tiles' rows per query when warming the proof cache (~1 MiB)
+WARM_BATCH = 64  # level-0 tiles looked at per turn when warming the proof cache (rows: ~1 MiB a query)
 MAX_LEAVES = 2**63  # log indexes are PostgreSQL bigints
 
 
@@ -187,41 +187,46 @@ class TileService:
 
     async def _warm(self) -> int:
         """Load the stored subtrees of the full hash tiles of the latest checkpoint's tree into the free
-        part of the proof cache: every level above the leaves' first, then the newest leaf tiles first.
-        A server that has just started then answers proofs of recent entries (and, while the cache can
-        hold the whole log, of any entry) without a query each. Never evicts a tile held; the loaded
-        tiles go to the cold end of the cache, the oldest coldest. Returns how many were loaded."""
+        part of the proof cache: the newest level-0 tiles first, each with its full ancestors (every
+        proof of its entries reads them). A server that has just started then answers proofs of recent
+        entries (and, while the cache can hold the whole log, of any entry) without a query each. Never
+        evicts a tile held; the loaded tiles go to the cold end of the cache, the oldest coldest and each
+        ancestor warmer than the tiles under it. Returns how many were loaded."""
         cp = await self.reads.latest_checkpoint()
         if cp is None:
             return 0
         capacity = self.cache_bytes // tiles.FULL_SUBTREE_BYTES
-        levels = [lv for lv in range(MAX_LEVELS) if cp.size >> (HEIGHT * (lv + 1))]
-        visited = loaded = 0
-        for level in reversed(levels):
-            index = cp.size >> (HEIGHT * (level + 1))  # the full tiles of this level: [0, index)
-            while index > 0 and visited < capacity:
-                wanted: list[tuple[int, int]] = []
-                while index > 0 and visited < capacity and len(wanted) < WARM_BATCH:
-                    index -= 1
-                    visited += 1  # the cache cannot hold more tiles than its capacity: look at no more
-                    if not self._holds_full((level, index)):
-                        wanted.append((level, index))
+        full = [cp.size >> (HEIGHT * (level + 1)) for level in range(MAX_LEVELS)]  # full tiles per level
+        index, visited, loaded = full[0], 0, 0
+        while index > 0 and visited < capacity:
+            wanted: list[tuple[int, int]] = []
+            stop = max(0, index - WARM_BATCH)  # a batch of level-0 tiles, with the ancestors they need
+            while index > stop and visited < capacity:
+                index -= 1
+                visited += 1  # the cache cannot hold more level-0 tiles than this: look at no more
+                for level in range(1, MAX_LEVELS):
+                    up = (level, index >> (HEIGHT * level))
+                    if up[1] >= full[level]:
+                        break  # not full, nor any tile above it
+                    if up not in wanted and not self._holds_full(up):
+                        wanted.append(up)
+                if not self._holds_full((0, index)):
+                    wanted.append((0, index))
+            if self._subtree_bytes + tiles.FULL_SUBTREE_BYTES > self.cache_bytes:
+                return loaded
+            rows = await self.reads.full_tile_subtrees(wanted) if wanted else {}
+            for key in wanted:  # newest first: each one after goes before it, to the cold end
+                data = rows.get(key)
+                if data is None or self._holds_full(key):
+                    continue
                 if self._subtree_bytes + tiles.FULL_SUBTREE_BYTES > self.cache_bytes:
                     return loaded
-                if not wanted:
-                    continue
-                rows = await self.reads.full_tile_subtrees(wanted)
-                for key in wanted:  # newest first: each one older goes before it, to the cold end
-                    data = rows.get(key)
-                    if data is None or self._holds_full(key):
-                        continue
-                    if self._subtree_bytes + tiles.FULL_SUBTREE_BYTES > self.cache_bytes:
-                        return loaded
-                    self._drop_subtree(key)
-                    self._subtrees[key] = tiles.decode_subtree(data)
-                    self._subtrees.move_to_end(key, last=False)
-                    self._subtree_bytes += tiles.FULL_SUBTREE_BYTES
-                    loaded += 1
+                self._drop_subtree(key)
+                self._subtrees[key] = tiles.decode_subtree(data)
+                self._subtrees.move_to_end(key, last=False)
+                self._subtree_bytes += tiles.FULL_SUBTREE_BYTES
+                loaded += 1
+            await asyncio.sleep(0)  # a cache of millions of held tiles is looked over in many turns
         return loaded
 
     def _holds_full(self, key: tuple[int, int]) -> bool:
