@@ -51,6 +51,12 @@ RUNS: dict[str, tuple[str, list[str]]] = {
             rf"^\s+engine {NUMBER}\s+to_ratings {NUMBER}\s+medals {NUMBER}\s+_apply {NUMBER}\s+publish {NUMBER} µs",
         ],
     ),
+    "takeover.py": (
+        "--agents 600 --items 3",
+        [
+            rf"600 agents x 3 items \(1,800 rows\): first refresh {NUMBER} s, longest event-loop stall {NUMBER} ms"
+        ],
+    ),
     "grading.py": (
         "--seconds 0.02 --exec-items 1",
         [

@@ -199,21 +199,23 @@ class RatingService(RatingView):
         # half-applied (the next refresh would add it twice).
         evidence = await self.store.evidence_since(self.size, end)
         snapshots = await self.store.snapshots_since(self.size, end)
-        # Grouped by agent first (in a worker thread when there are many: a takeover reads the whole log),
-        # then added per agent: nothing is applied until everything is read and grouped.
+        # Grouped by agent first (in a worker thread when there are many: a takeover reads the whole log);
+        # nothing is applied until everything is read and grouped.
         grouped = (
             await asyncio.to_thread(_by_agent, evidence)
             if len(evidence) >= OFF_LOOP_ROWS
             else _by_agent(evidence)
         )
-        for agent, items in grouped.items():
-            self._agents.setdefault(agent, _AgentData()).evidence.extend(items)
-        touched = set(grouped)
-        for _, snap, _adjusted in snapshots:
-            self._agents.setdefault(snap.agent, _AgentData()).snapshots.append(snap)
-            touched.add(snap.agent)
-        self.size = end
-        scored = await self._recompute_touched(touched, end)
+        touched = set(grouped).union(snap.agent for _, snap, _adjusted in snapshots)
+        if len(touched) >= OFF_LOOP_AGENTS:
+            scored = await self._recompute_off_loop(grouped, [snap for _, snap, _ in snapshots], end)
+        else:
+            for agent, items in grouped.items():
+                self._agents.setdefault(agent, _AgentData()).evidence.extend(items)
+            for _, snap, _adjusted in snapshots:
+                self._agents.setdefault(snap.agent, _AgentData()).snapshots.append(snap)
+            self.size = end
+            scored = self.recompute(touched)
         if publish:
             await self.publish(scored, end)
         else:
@@ -234,31 +236,46 @@ class RatingService(RatingView):
         self._apply(scored, at, self.size, names)
         return scored
 
-    async def _recompute_touched(self, touched: set[str], size: int) -> Scored:
-        """:meth:`recompute` of ``touched`` (at log size ``size``). Many agents (a process that takes the
-        lease over recomputes every one) are scored in a worker thread, so that the process keeps serving
-        meanwhile; a full recompute (:meth:`recompute_all`) that rated some of them at a later time from
-        the same evidence in the meantime keeps its ratings."""
-        if len(touched) < OFF_LOOP_AGENTS:
-            return self.recompute(touched)
-        names = sorted(touched)
+    async def _recompute_off_loop(
+        self, grouped: dict[str, list[tuple[int, EvidenceItem]]], snapshots: list[Snapshot], end: int
+    ) -> Scored:
+        """Add ``grouped`` evidence and ``snapshots`` (the log up to ``end``) and recompute the agents
+        they touch, scored in a worker thread: a refresh of many agents (a process that takes the lease
+        over recomputes every one) would stall the event loop for seconds. The touched agents' data is
+        built apart (their lists copied, then extended) and scored in the thread; then the data, the log
+        size and the ratings are put in place with no await in between. Until then every reader sees
+        the ratings and the log size of before, consistent with each other, and a full recompute
+        running meanwhile reads only the evidence of before (and its ratings of these agents are then
+        dropped: they are marked as recomputed once these are applied)."""
         at = self.clock()
+        updated, scored = await asyncio.to_thread(self._score_updated, grouped, snapshots, at)
+        names = sorted(updated)
+        self._agents.update(updated)
+        self.size = end
         self._generation += 1
         for name in names:
             self._recomputed[name] = self._generation
-        scored = await asyncio.to_thread(self._score, self._inputs(names), at)
-        # A full recompute applies an agent only if no refresh marked it after the recompute began, so
-        # one that applied these agents began after the mark above: from this evidence, at a later time.
-        newer = {
-            name
-            for name in names
-            if any((held := self._ratings[m].get(name)) is not None and held.at > at for m in scored)
-        }
-        if newer:
-            scored = {m: [r for r in rated if r[0].agent not in newer] for m, rated in scored.items()}
-            names = [n for n in names if n not in newer]
-        self._apply(scored, at, size, names)
+        self._apply(scored, at, end, names)
         return scored
+
+    def _score_updated(
+        self, grouped: dict[str, list[tuple[int, EvidenceItem]]], snapshots: list[Snapshot], at: dt.datetime
+    ) -> tuple[dict[str, _AgentData], Scored]:
+        """The touched agents' data with ``grouped`` and ``snapshots`` added (new lists: the held ones are
+        read, never written), and their ratings at ``at``. Safe in a worker thread: only a refresh, which
+        holds the lock this runs under, changes the agents' data."""
+        updated: dict[str, _AgentData] = {}
+        for agent in sorted(set(grouped).union(snap.agent for snap in snapshots)):
+            held = self._agents.get(agent)
+            updated[agent] = (
+                _AgentData() if held is None else _AgentData(list(held.evidence), list(held.snapshots))
+            )
+        for agent, items in grouped.items():
+            updated[agent].evidence.extend(items)
+        for snap in snapshots:
+            updated[snap.agent].snapshots.append(snap)
+        inputs = [(name, len(data.evidence), len(data.snapshots)) for name, data in updated.items()]
+        return updated, self._score(inputs, at, updated)
 
     async def recompute_all(self) -> None:
         """Move every agent's rating to a new time, in a worker thread so the event loop keeps serving.
@@ -318,14 +335,19 @@ class RatingService(RatingView):
         return out
 
     def _prefixes_of(
-        self, counts: dict[str, tuple[int, int]], agents: tuple[str, ...]
+        self,
+        counts: dict[str, tuple[int, int]],
+        agents: tuple[str, ...],
+        source: dict[str, _AgentData] | None = None,
     ) -> tuple[EvidenceBatch, list[Snapshot]]:
-        """The first ``counts`` evidence items and snapshots of each of ``agents`` (the log prefix to score)."""
+        """The first ``counts`` evidence items and snapshots of each of ``agents`` (the log prefix to score)
+        in ``source`` (default: the held data)."""
+        held = self._agents if source is None else source
         items: list[EvidenceItem] = []
         seq: list[int] = []
         snapshots: list[Snapshot] = []
         for name in agents:
-            data = self._agents[name]
+            data = held[name]
             n_evidence, n_snapshots = counts[name]
             for index, item in data.evidence[:n_evidence]:
                 items.append(item)
@@ -370,13 +392,18 @@ class RatingService(RatingView):
         agents = self._agents
         return [(n, len(agents[n].evidence), len(agents[n].snapshots)) for n in names]
 
-    def _score(self, inputs: list[tuple[str, int, int]], at: dt.datetime) -> Scored:
-        """Score each agent's first evidence items and snapshots under every model (no shared state is
-        written: safe in a worker thread while the event loop appends to the lists)."""
+    def _score(
+        self, inputs: list[tuple[str, int, int]], at: dt.datetime, source: dict[str, _AgentData] | None = None
+    ) -> Scored:
+        """Score each agent's first evidence items and snapshots (of ``source``, default the held data)
+        under every model (no shared state is written: safe in a worker thread while the event loop
+        appends to the lists)."""
         started = time.perf_counter()
         names = tuple(n for n, _, _ in inputs)
         # Rows read for one model serve the others; an agent rated alone (_each_agent) reads its own rows.
-        read = functools.lru_cache(maxsize=4)(functools.partial(self._prefixes_of, _counts(inputs)))
+        read = functools.lru_cache(maxsize=4)(
+            functools.partial(self._prefixes_of, _counts(inputs), source=source)
+        )
         out = {}
         for model, weights in self.models.items():
             rate = functools.partial(_rate, functools.partial(_model_rows, read, model), weights, at)

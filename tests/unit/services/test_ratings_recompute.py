@@ -395,9 +395,32 @@ async def test_a_refresh_of_many_agents_is_scored_off_the_event_loop(monkeypatch
             assert ratings.stored(agent, model).rating == on_loop.stored(agent, model).rating  # type: ignore[union-attr]
 
 
-async def test_a_full_recompute_during_a_refresh_off_the_loop_keeps_its_later_ratings() -> None:
+class Table:
+    """A rating table that records what each write claims: the log size every rating holds for."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[int, int]] = []  # (rows, claimed log size)
+
+    async def write(self, rows: list[Any], log_size: int) -> None:
+        self.writes.append((len(rows), log_size))
+
+
+async def test_while_many_agents_are_scored_off_the_loop_readers_see_the_ratings_of_before() -> None:
+    """The review's interleavings: while a refresh's scoring runs in its thread, the served ratings,
+    the log size they name (snapshots sign it, attestations too) and what a full recompute publishes
+    must all still be those of before; everything moves together once the scores are in."""
+    store = ManyAgents(OFF_LOOP_AGENTS)
+    first = len(store.rows)
     now = [AT]
-    ratings = RatingService(ManyAgents(OFF_LOOP_AGENTS), load_models(), Metrics(), clock=lambda: now[0])  # type: ignore[arg-type]
+    table = Table()
+    ratings = RatingService(store, load_models(), Metrics(), clock=lambda: now[0], table=table)  # type: ignore[arg-type]
+    await ratings.refresh()
+    old_agent = f"ts1_{3:040x}"
+    before = {m: ratings.stored(old_agent, m) for m in ratings.models}
+    # More evidence arrives: each agent gets another item, and new agents appear.
+    more = ManyAgents(2 * OFF_LOOP_AGENTS).rows
+    for row in more:
+        store.rows.append(EvidenceRow(len(store.rows), 0, msgspec.structs.replace(row.item, value=99.0)))
     entered, release = threading.Event(), threading.Event()
     score = ratings._score
 
@@ -410,11 +433,37 @@ async def test_a_full_recompute_during_a_refresh_off_the_loop_keeps_its_later_ra
     refresh = asyncio.create_task(ratings.refresh())
     while not entered.is_set():
         await asyncio.sleep(0.001)
+    assert ratings.size == first  # not the size of evidence whose ratings are not in yet
+    assert all(ratings.stored(old_agent, m) == before[m] for m in ratings.models)
+    assert ratings.stored(f"ts1_{2 * OFF_LOOP_AGENTS - 1:040x}") is None
     now[0] = AT + dt.timedelta(hours=1)
-    await ratings.recompute_all()  # its own scoring path, while the refresh's scoring is held
-    later = {m: ratings.stored(f"ts1_{7:040x}", m) for m in ratings.models}
-    assert all(r is not None and r.at == now[0] for r in later.values())
+    ratings._score = score  # type: ignore[method-assign]
+    await ratings.recompute_all()  # reads the evidence of before only, and says so
+    assert table.writes[-1][1] == first
+    assert all(r.log_size == first for m in ratings.models if (r := ratings.stored(old_agent, m)))
     release.set()
     await refresh
-    for model, rated in later.items():
-        assert ratings.stored(f"ts1_{7:040x}", model) == rated  # not put back to the refresh's earlier time
+    assert ratings.size == len(store.rows) and table.writes[-1][1] == len(store.rows)
+    for model in ratings.models:
+        held = ratings.stored(old_agent, model)
+        assert held is not None and held.log_size == len(store.rows) and held.at == AT  # the new evidence
+    assert ratings.stored(f"ts1_{2 * OFF_LOOP_AGENTS - 1:040x}") is not None
+    await ratings.recompute_all()  # and a full recompute after it agrees
+    assert all(ratings.stored(old_agent, m).log_size == len(store.rows) for m in ratings.models)  # type: ignore[union-attr]
+
+
+async def test_a_refresh_off_the_loop_that_fails_applies_nothing() -> None:
+    store = ManyAgents(OFF_LOOP_AGENTS)
+    ratings = RatingService(store, load_models(), Metrics(), clock=lambda: AT)  # type: ignore[arg-type]
+    score = ratings._score
+
+    def failing(*args: Any) -> Any:
+        raise RuntimeError("scoring failed")
+
+    ratings._score = failing  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        await ratings.refresh()
+    assert ratings.size == 0 and ratings._agents == {}
+    ratings._score = score  # type: ignore[method-assign]
+    assert len(await ratings.refresh()) == OFF_LOOP_AGENTS  # the next refresh does it all
+    assert all(len(data.evidence) == 3 for data in ratings._agents.values())
