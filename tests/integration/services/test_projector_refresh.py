@@ -203,7 +203,7 @@ async def test_a_load_rebuilds_its_state_off_the_event_loop(pool: asyncpg.Pool) 
         assert projector.state is not None and not projector._current  # the old state, marked stale
         return rebuilt(*args)
 
-    projector._rebuilt = recording  # type: ignore[method-assign]
+    projector._rebuilt = recording  # type: ignore[method-assign,assignment]
     await projector.load()
     assert threads and threads[0] is not threading.main_thread()
     assert projector._current and projector.state.next_index == 3

@@ -379,7 +379,7 @@ async def test_a_refresh_of_many_agents_is_scored_off_the_event_loop(monkeypatch
         threads.append(threading.current_thread())
         return score(*args)
 
-    ratings._score = recording  # type: ignore[method-assign]
+    ratings._score = recording  # type: ignore[method-assign,assignment]
     assert len(await ratings.refresh(publish=False)) == OFF_LOOP_AGENTS
     assert threads and threading.main_thread() not in threads
     rows = ManyAgents(OFF_LOOP_AGENTS).rows
@@ -429,7 +429,7 @@ async def test_while_many_agents_are_scored_off_the_loop_readers_see_the_ratings
         assert release.wait(10)
         return score(*args)
 
-    ratings._score = slow  # type: ignore[method-assign]
+    ratings._score = slow  # type: ignore[method-assign,assignment]
     refresh = asyncio.create_task(ratings.refresh())
     while not entered.is_set():
         await asyncio.sleep(0.001)
@@ -460,7 +460,7 @@ async def test_a_refresh_off_the_loop_that_fails_applies_nothing() -> None:
     def failing(*args: Any) -> Any:
         raise RuntimeError("scoring failed")
 
-    ratings._score = failing  # type: ignore[method-assign]
+    ratings._score = failing  # type: ignore[method-assign,assignment]
     with pytest.raises(RuntimeError):
         await ratings.refresh()
     assert ratings.size == 0 and ratings._agents == {}
