@@ -204,10 +204,13 @@ class TileService:
             while index > stop and visited < capacity:
                 index -= 1
                 visited += 1  # the cache cannot hold more level-0 tiles than this: look at no more
+                ancestors = []
                 for level in range(1, MAX_LEVELS):
                     up = (level, index >> (HEIGHT * level))
                     if up[1] >= full[level]:
                         break  # not full, nor any tile above it
+                    ancestors.append(up)
+                for up in reversed(ancestors):  # the highest first: it ends up the warmest
                     if up not in wanted and not self._holds_full(up):
                         wanted.append(up)
                 if not self._holds_full((0, index)):

@@ -18,6 +18,7 @@ from trustscore.services import ratings as ratings_module
 from trustscore.services.metrics import Metrics
 from trustscore.services.ratings import (
     OFF_LOOP_AGENTS,
+    OFF_LOOP_ITEMS,
     RELEASED_MODELS,
     RatingService,
     _AgentData,
@@ -467,3 +468,48 @@ async def test_a_refresh_off_the_loop_that_fails_applies_nothing() -> None:
     ratings._score = score  # type: ignore[method-assign]
     assert len(await ratings.refresh()) == OFF_LOOP_AGENTS  # the next refresh does it all
     assert all(len(data.evidence) == 3 for data in ratings._agents.values())
+
+
+async def test_a_refresh_of_few_agents_with_many_items_is_scored_off_the_loop() -> None:
+    """Scoring costs time per item, not per agent: a takeover of a few agents with long histories."""
+    store = ManyAgents(4)
+    for n in range(3, OFF_LOOP_ITEMS // 4 + 3):
+        for a in range(4):
+            store.rows.append(EvidenceRow(len(store.rows), 0, item(f"ts1_{a:040x}", 60.0, n)))
+    ratings = RatingService(store, load_models(), Metrics(), clock=lambda: AT)  # type: ignore[arg-type]
+    threads: list[threading.Thread] = []
+    score = ratings._score
+
+    def recording(*args: Any) -> Any:
+        threads.append(threading.current_thread())
+        return score(*args)
+
+    ratings._score = recording  # type: ignore[method-assign,assignment]
+    assert len(await ratings.refresh(publish=False)) == 4
+    assert threads and threading.main_thread() not in threads
+
+
+async def test_the_data_a_refresh_off_the_loop_replaced_is_freed_off_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Freeing an agent's old lists releases every item they hold: for every agent at once (the hourly
+    snapshot refresh touches them all), a pass over the whole log."""
+    store = ManyAgents(OFF_LOOP_AGENTS)
+    ratings = RatingService(store, load_models(), Metrics(), clock=lambda: AT)  # type: ignore[arg-type]
+    await ratings.refresh(publish=False)
+    old = {name: data for name, data in ratings._agents.items()}
+    freed: list[tuple[threading.Thread, int]] = []
+    release = ratings_module._release
+
+    def recording(retired: list[Any]) -> None:
+        freed.append((threading.current_thread(), len(retired)))
+        release(retired)
+        assert retired == []
+
+    monkeypatch.setattr(ratings_module, "_release", recording)
+    for row in ManyAgents(OFF_LOOP_AGENTS).rows:  # one more item for each agent
+        store.rows.append(EvidenceRow(len(store.rows), 0, row.item))
+    await ratings.refresh(publish=False)
+    assert freed == [(freed[0][0], OFF_LOOP_AGENTS)] and freed[0][0] is not threading.main_thread()
+    assert all(ratings._agents[name] is not data for name, data in old.items())
+    assert all(len(data.evidence) == 3 for data in old.values())  # replaced, never changed in place

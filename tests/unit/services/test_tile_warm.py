@@ -119,3 +119,11 @@ async def test_looking_over_a_full_cache_lets_the_event_loop_run() -> None:
     assert await svc.warm() == 0 and store.asked == []
     task.cancel()
     assert turns >= 5_000 // WARM_BATCH
+
+
+async def test_each_warmed_ancestor_is_warmer_than_the_tiles_under_it_at_every_level() -> None:
+    store = EveryRow(size=2**24)  # level-0 tiles 0..65535, level-1 0..255 and level-2 tile 0 all full
+    svc = service(store, 10)
+    assert await svc.warm() == 10
+    order = list(svc._subtrees)  # coldest first
+    assert order[-3:] == [(0, 65535), (1, 255), (2, 0)]
