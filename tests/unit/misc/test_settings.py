@@ -50,6 +50,9 @@ def test_values_are_converted_from_strings() -> None:
         ({"TRUSTSCORE_LEASE_POLL": "0"}, "expected float > 0"),
         ({"TRUSTSCORE_RATING_LAG": "-0.5"}, "expected float >= 0"),
         ({"TRUSTSCORE_RATING_LAG": "7200"}, "expected float <= 3600"),
+        ({"TRUSTSCORE_TILE_CACHE_BYTES": "-1"}, "expected int >= 0"),
+        ({"TRUSTSCORE_TILE_CACHE_BYTES": "64MiB"}, "(TRUSTSCORE_TILE_CACHE_BYTES) = '64MiB': expected int"),
+        ({"TRUSTSCORE_TILE_WARM_INTERVAL": "-5"}, "expected float >= 0"),
     ],
 )
 def test_out_of_range_or_unparsable_values_are_refused(env: dict[str, str], words: str) -> None:

@@ -367,12 +367,8 @@ class ManyAgents:
         return []
 
 
-async def test_a_refresh_of_many_agents_is_scored_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A worker that takes the ratings lease over recomputes every agent: on a large log, seconds of
-    CPU that would stall its health checks (and, in an ``all`` process, every request). Its rows are
-    grouped by agent in a worker thread too (from OFF_LOOP_ROWS rows), in log order."""
-    monkeypatch.setattr(ratings_module, "OFF_LOOP_ROWS", 100)
-    ratings = RatingService(ManyAgents(OFF_LOOP_AGENTS), load_models(), Metrics(), clock=lambda: AT)  # type: ignore[arg-type]
+def scoring_threads(ratings: RatingService) -> list[threading.Thread]:
+    """The threads ``ratings`` scores in from now on, one entry per scoring."""
     threads: list[threading.Thread] = []
     score = ratings._score
 
@@ -381,6 +377,16 @@ async def test_a_refresh_of_many_agents_is_scored_off_the_event_loop(monkeypatch
         return score(*args)
 
     ratings._score = recording  # type: ignore[method-assign,assignment]
+    return threads
+
+
+async def test_a_refresh_of_many_agents_is_scored_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker that takes the ratings lease over recomputes every agent: on a large log, seconds of
+    CPU that would stall its health checks (and, in an ``all`` process, every request). Its rows are
+    grouped by agent in a worker thread too (from OFF_LOOP_ROWS rows), in log order."""
+    monkeypatch.setattr(ratings_module, "OFF_LOOP_ROWS", 100)
+    ratings = RatingService(ManyAgents(OFF_LOOP_AGENTS), load_models(), Metrics(), clock=lambda: AT)  # type: ignore[arg-type]
+    threads = scoring_threads(ratings)
     assert len(await ratings.refresh(publish=False)) == OFF_LOOP_AGENTS
     assert threads and threading.main_thread() not in threads
     rows = ManyAgents(OFF_LOOP_AGENTS).rows
@@ -477,14 +483,7 @@ async def test_a_refresh_of_few_agents_with_many_items_is_scored_off_the_loop() 
         for a in range(4):
             store.rows.append(EvidenceRow(len(store.rows), 0, item(f"ts1_{a:040x}", 60.0, n)))
     ratings = RatingService(store, load_models(), Metrics(), clock=lambda: AT)  # type: ignore[arg-type]
-    threads: list[threading.Thread] = []
-    score = ratings._score
-
-    def recording(*args: Any) -> Any:
-        threads.append(threading.current_thread())
-        return score(*args)
-
-    ratings._score = recording  # type: ignore[method-assign,assignment]
+    threads = scoring_threads(ratings)
     assert len(await ratings.refresh(publish=False)) == 4
     assert threads and threading.main_thread() not in threads
 
