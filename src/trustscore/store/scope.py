@@ -22,6 +22,15 @@ KINDS = (
 Mark = Literal["scope_cards", "scope_period"]  # the runner's rows of projection_state (migration 0019)
 
 
+# The two newest entries of kinds $1 about each of the agents $2 (subject): one probe of the
+# (subject, kind, idx) index each (migrations/0021_entries_subject_kind.sql).
+NEWEST_TWO_CARDS = (
+    "SELECT t.agent AS subject, c.idx, c.leaf FROM unnest($2::text[]) AS t(agent) "
+    "CROSS JOIN LATERAL (SELECT idx, leaf FROM entries WHERE subject = t.agent "
+    "AND kind = ANY($1::text[]) ORDER BY idx DESC LIMIT 2) c ORDER BY t.agent, c.idx DESC"
+)
+
+
 class ScopeStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
@@ -53,10 +62,11 @@ class ScopeStore:
     async def newest_cards(self, agents: list[str] | None) -> dict[str, list[tuple[int, bytes]]]:
         """The two newest cards (index, leaf), newest first, of each of ``agents`` (None: every agent).
 
-        Named agents are looked up one by one (two entries of each from the ``(subject, idx)`` index): one
-        query over every card of the log, filtered by agent, cost a scan of the kind index over all the
-        cards of a partition per sweep (at 10^7 entries the largest share of PostgreSQL's time during
-        card ingest, bench/README.md)."""
+        Named agents are looked up one by one (two entries of each from the ``(subject, kind, idx)``
+        index): one query over every card of the log, filtered by agent, cost a scan of the kind index over
+        all the cards of a partition per sweep (at 10^7 entries the largest share of PostgreSQL's time
+        during card ingest, bench/README.md), and so did each lookup while the index was on subject alone
+        (migrations/0021_entries_subject_kind.sql)."""
         if agents is None:
             rows = await self.pool.fetch(
                 "SELECT subject, idx, leaf FROM (SELECT subject, idx, leaf, row_number() OVER "
@@ -65,13 +75,7 @@ class ScopeStore:
                 list(CARD_PREDICATE_TYPES),
             )
         else:
-            rows = await self.pool.fetch(
-                "SELECT t.agent AS subject, c.idx, c.leaf FROM unnest($2::text[]) AS t(agent) "
-                "CROSS JOIN LATERAL (SELECT idx, leaf FROM entries WHERE subject = t.agent "
-                "AND kind = ANY($1::text[]) ORDER BY idx DESC LIMIT 2) c ORDER BY t.agent, c.idx DESC",
-                list(CARD_PREDICATE_TYPES),
-                sorted(set(agents)),
-            )
+            rows = await self.pool.fetch(NEWEST_TWO_CARDS, list(CARD_PREDICATE_TYPES), sorted(set(agents)))
         out: dict[str, list[tuple[int, bytes]]] = {}
         for r in rows:
             out.setdefault(r["subject"], []).append((r["idx"], bytes(r["leaf"])))

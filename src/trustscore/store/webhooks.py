@@ -116,17 +116,19 @@ async def _previous_card(conn: Conn, agent: str, index: int) -> AgentCard | None
     return _card_of(leaf)
 
 
+# The newest entry of kinds $2 below index $3 about each of the agents $1 (subject): one probe of the
+# (subject, kind, idx) index each (migrations/0021_entries_subject_kind.sql).
+CARDS_BEFORE = (
+    "SELECT t.agent, c.leaf FROM unnest($1::text[]) AS t(agent) CROSS JOIN LATERAL ("
+    "SELECT leaf FROM entries WHERE subject = t.agent AND kind = ANY($2::text[]) AND idx < $3 "
+    "ORDER BY idx DESC LIMIT 1) c"
+)
+
+
 async def _cards_before(conn: Conn, agents: list[str], index: int) -> dict[str, AgentCard | None]:
     """:func:`_previous_card` of each of ``agents`` at ``index`` in one query (an index lookup each): a
     batch of new cards costs one round trip, not one per card."""
-    rows = await conn.fetch(
-        "SELECT t.agent, c.leaf FROM unnest($1::text[]) AS t(agent) CROSS JOIN LATERAL ("
-        "SELECT leaf FROM entries WHERE subject = t.agent AND kind = ANY($2::text[]) AND idx < $3 "
-        "ORDER BY idx DESC LIMIT 1) c",
-        agents,
-        list(CARD_PREDICATE_TYPES),
-        index,
-    )
+    rows = await conn.fetch(CARDS_BEFORE, agents, list(CARD_PREDICATE_TYPES), index)
     found = {r["agent"]: _card_of(r["leaf"]) for r in rows}
     return {a: found.get(a) for a in agents}
 
