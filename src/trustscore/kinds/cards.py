@@ -197,6 +197,8 @@ def _check_card_v2(stmt: Statement, card: AgentCardV2) -> Facts:
 
 AGENT_CARD_V2 = register(Kind(name="agent-card", version=2, struct=AgentCardV2, check=_check_card_v2))
 CARD_PREDICATE_TYPES = (AGENT_CARD.predicate_type, AGENT_CARD_V2.predicate_type)
+#: The agent cards that can declare capabilities (:func:`declarations_of`: a v1 card declares nothing).
+DECLARING_PREDICATE_TYPES = (AGENT_CARD_V2.predicate_type,)
 
 
 def declarations_of(card: AgentCard) -> tuple[list[CapabilityDeclaration], list[str]]:

@@ -28,7 +28,7 @@ from trustscore.exams.forms import instantiate, items_digest, scope_form, sittin
 from trustscore.exams.loader import ExamDirs, load_exam
 from trustscore.exams.model import ExamSet
 from trustscore.grading import Item, grade_item
-from trustscore.kinds.cards import AgentCard, declarations_digest, declarations_of
+from trustscore.kinds.cards import DECLARING_PREDICATE_TYPES, AgentCard, declarations_digest, declarations_of
 from trustscore.kinds.graded import GradedItem
 from trustscore.kinds.scope_run import (
     MAX_ERROR,
@@ -165,7 +165,10 @@ class ScopeRunner:
         if len(self._refused) >= MAX_REFUSED:  # saturated: no new page until the backlog drains
             return scheduled
         start = await self.store.mark("scope_cards") if self._cards_from is None else self._cards_from
-        agents, upto = await self.store.cards_since(start)
+        newest, upto = await self.store.cards_since(start)
+        # An agent whose newest card here cannot declare capabilities (a v1 card) gets no run: not read.
+        # A newer card of it past this page is swept with the next page.
+        agents = sorted(agent for agent, kind in newest.items() if kind in DECLARING_PREDICATE_TYPES)
         for agent, cards in sorted((await self.store.newest_cards(agents)).items() if agents else ()):
             (index, leaf), previous = cards[0], cards[1:]
             card = _card(leaf)

@@ -97,16 +97,18 @@ class ScopeStore:
         """Set mark ``name`` to ``value``, back or forth."""
         await self.pool.execute("UPDATE projection_state SET next_index = $2 WHERE name = $1", name, value)
 
-    async def cards_since(self, index: int, limit: int = 10_000) -> tuple[list[str], int]:
-        """Agents with a card logged at or after ``index`` (at most ``limit`` cards) and the index to
-        read from next."""
+    async def cards_since(self, index: int, limit: int = 10_000) -> tuple[dict[str, str], int]:
+        """Each agent with a card logged at or after ``index`` (at most ``limit`` cards), with the kind of
+        its newest of those cards, and the index to read from next."""
         rows = await self.pool.fetch(
-            "SELECT subject, idx FROM entries WHERE kind = ANY($1::text[]) AND idx >= $2 ORDER BY idx LIMIT $3",
+            "SELECT subject, kind, idx FROM entries WHERE kind = ANY($1::text[]) AND idx >= $2 "
+            "ORDER BY idx LIMIT $3",
             list(CARD_PREDICATE_TYPES),
             index,
             limit,
         )
-        return sorted({r["subject"] for r in rows}), (rows[-1]["idx"] + 1 if rows else index)
+        newest = {r["subject"]: r["kind"] for r in rows}  # in log order: each agent's last card stays
+        return newest, (rows[-1]["idx"] + 1 if rows else index)
 
     async def schedule_run(self, agent: str, run_key: str, trigger: str, max_pending: int) -> bool:
         """Add a pending run unless that (agent, run key) is known, the agent already has one pending, or

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -133,6 +134,16 @@ async def _cards_before(conn: Conn, agents: list[str], index: int) -> dict[str, 
     return {a: found.get(a) for a in agents}
 
 
+async def _leaves(conn: Conn, indexes: list[int]) -> dict[int, bytes]:
+    """The leaves of the entries at ``indexes``, in one round trip (an index lookup each)."""
+    if not indexes:
+        return {}
+    rows = await conn.fetch(
+        "SELECT e.idx, e.leaf FROM unnest($1::bigint[]) AS t(idx) JOIN entries e ON e.idx = t.idx", indexes
+    )
+    return {r["idx"]: bytes(r["leaf"]) for r in rows}
+
+
 async def _previous_totals(conn: Conn, snap: RatingSnapshot, index: int) -> dict[str, int | None]:
     rows = await conn.fetch(
         "SELECT DISTINCT ON (s.agent) s.agent, s.total FROM unnest($1::text[]) AS t(agent) "
@@ -194,24 +205,33 @@ async def _scope_status_changed(conn: Conn, index: int, agent: str) -> list[Webh
 async def derive(conn: Conn, start: int, end: int, grade_of: GradeOf) -> int:
     """Record the events caused by log entries [start, end) and fan each out to the subscriptions active
     at its index, in ``conn``'s transaction; return how many events were new."""
-    rows = await conn.fetch(
-        "SELECT idx, leaf, kind, subject FROM entries WHERE idx >= $1 AND idx < $2 AND kind = ANY($3::text[]) "
-        "ORDER BY idx",
+    rows = await conn.fetch(  # a card's leaf only where it is compared (below)
+        "SELECT idx, kind, subject, CASE WHEN kind = ANY($4::text[]) THEN NULL ELSE leaf END AS leaf "
+        "FROM entries WHERE idx >= $1 AND idx < $2 AND kind = ANY($3::text[]) ORDER BY idx",
         start,
         end,
         list(CAUSE_KINDS),
+        list(CARD_PREDICATE_TYPES),
     )
     if not rows:
         return 0
     subs = await _active(conn)
-    # The card before each new card: looked up at once for the range, then kept up to date in order.
-    cards = await _cards_before(
-        conn, sorted({r["subject"] for r in rows if r["kind"] in CARD_PREDICATE_TYPES}), start
+    # The card before each new card: looked up at once for the range, then kept up to date in order. A
+    # card is read only if a card comes before it (the agent had one, or has two in the range): an
+    # agent's first card causes no event, and most new cards are first cards.
+    card_rows = [r for r in rows if r["kind"] in CARD_PREDICATE_TYPES]
+    in_range = Counter(r["subject"] for r in card_rows)
+    cards = await _cards_before(conn, sorted(in_range), start)
+    leaves = await _leaves(
+        conn, [r["idx"] for r in card_rows if cards[r["subject"]] is not None or in_range[r["subject"]] > 1]
     )
     new = 0
     for r in rows:
         index = r["idx"]
-        stmt = audit.parse_leaf(bytes(r["leaf"])).statement
+        leaf = r["leaf"] if r["leaf"] is not None else leaves.get(index)
+        if leaf is None:  # a first card, and its agent's only card in the range
+            continue
+        stmt = audit.parse_leaf(bytes(leaf)).statement
         p = stmt.predicate
         found: list[WebhookEvent] = []
         if isinstance(p, Subscription):

@@ -11,6 +11,7 @@ from typing import Any
 import asyncpg
 import msgspec
 
+from tests.integration.api.test_scope_runs import CountingStore
 from trustscore.cli.agent import card_envelope
 from trustscore.exams.loader import ExamDirs
 from trustscore.kinds.cards import CapabilityDeclaration
@@ -96,3 +97,30 @@ async def test_a_refused_declaration_change_is_retried_by_the_same_process(pool:
     assert await store.run_known(key.id, f"card:{second}")
     assert await store.mark("scope_cards") == third + 1
     assert await runner(pool).sweep_cards() == 0  # a new process finds nothing left to do
+
+
+async def log_plain_card(pool: asyncpg.Pool, key: keys.SigningKey) -> int:
+    """An agent-card/v1: it declares nothing."""
+    env = card_envelope(key, "plain", endpoint="https://agent.example/api")
+    known = {key.id: bytes(key.public_key)}
+    [appended] = await LogStore(pool).append([check(prepare(msgspec.to_builtins(env)), known.get)])
+    return appended.index
+
+
+async def test_the_sweep_reads_only_agents_whose_newest_card_can_declare(pool: asyncpg.Pool) -> None:
+    """An agent whose newest card is a v1 card gets no run (it declares nothing), so the sweep does not
+    read its cards; one whose newest card is a v2 card with declarations gets its run, as before."""
+    plain, dropped, upgraded = (keys.SigningKey.generate() for _ in range(3))
+    await log_plain_card(pool, plain)
+    await log_card(pool, dropped, "m1")
+    await log_plain_card(pool, dropped)  # back to a v1 card: nothing declared any more
+    await log_plain_card(pool, upgraded)
+    newest = await log_card(pool, upgraded, "m1")
+    store = CountingStore(pool)
+    store.looked_up = []
+    sweeper = ScopeRunner(None, store, keys.SigningKey.generate(), ExamDirs(), ScopeRunConfig())  # type: ignore[arg-type]
+    assert await sweeper.sweep_cards() == 1
+    assert store.looked_up == [[upgraded.id]]
+    assert await store.run_known(upgraded.id, f"card:{newest}")
+    assert not await store.run_known(dropped.id, f"card:{newest - 2}")
+    assert await store.mark("scope_cards") == newest + 1
