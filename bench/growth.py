@@ -611,7 +611,7 @@ def measure_size(
         try:
             phases = asyncio.run(
                 run_phases(
-                    server,
+                    [server],
                     pg_pid,
                     args.ingest,
                     cards,

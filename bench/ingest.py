@@ -9,12 +9,18 @@ response the integrator's checkpoint covered every entry (integration lag). See 
 
     python bench/ingest.py                          # embedded PostgreSQL in a temporary directory
     python bench/ingest.py --database-url postgresql://postgres@127.0.0.1:5432/test
+    python bench/ingest.py --database-url postgresql://postgres@127.0.0.1:5432/test --api-processes 2
+
+With ``--api-processes N`` the service is N ``serve --role api --reuse-port`` processes sharing one port
+(the kernel spreads wrk's connections among them) and one ``serve --role worker``; the server CPU is
+theirs together.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import resource
 import shutil
@@ -41,7 +47,7 @@ from _common import (  # run as a script: bench/ is on sys.path
 )
 from proofs import fill  # the fast fill of bench/proofs.py (other seeds: no statement is posted twice)
 from trustscore.canonical import b64decode
-from trustscore.devserver import ServeProcess
+from trustscore.devserver import ServeProcess, free_port
 from trustscore.ledger import dsse
 
 # The bench posts from one address far faster than a client may: lift the per-address allowance (the
@@ -87,6 +93,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=0,
         help="entries to put in the log first, through the service layer as bench/proofs.py does "
         "(cost growth: compare runs at 0, 10^5, 10^6)",
+    )
+    p.add_argument(
+        "--api-processes",
+        type=int,
+        default=0,
+        help="serve with N --role api processes on one port (SO_REUSEPORT) and one --role worker instead of "
+        "one process of role all (needs --database-url)",
     )
     p.add_argument("--verify-sample", type=int, default=5000, help="signatures for the pynacl verify rate")
     p.add_argument("--keep", action="store_true", help="keep the bench database (external server only)")
@@ -171,11 +184,11 @@ class Cpu:
     machine: float
 
     @staticmethod
-    def now(server_pid: int, pg_pid: int | None) -> Cpu:
+    def now(server_pids: list[int], pg_pid: int | None) -> Cpu:
         usage = resource.getrusage(resource.RUSAGE_SELF)
         children = resource.getrusage(resource.RUSAGE_CHILDREN)  # wrk, once it has exited
         return Cpu(
-            cpu_seconds(server_pid),
+            sum(cpu_seconds(pid) for pid in server_pids),
             None if pg_pid is None else tree_cpu_seconds(pg_pid),
             usage.ru_utime + usage.ru_stime + children.ru_utime + children.ru_stime,
             machine_busy_seconds(),
@@ -364,7 +377,7 @@ def bodies_for(envelopes: list[bytes], batch: int) -> list[bytes]:
 
 
 async def run_phases(
-    server: ServeProcess,
+    servers: list[ServeProcess],
     pg_pid: int | None,
     plan: dict[int, int],
     envelopes: list[bytes],
@@ -373,8 +386,10 @@ async def run_phases(
     before: int = 0,
 ) -> list[Phase]:
     """Each phase of ``plan`` in turn, on a log already holding ``before`` entries; batch 1 with wrk when
-    ``wrk_dir`` is given (its scratch directory)."""
-    assert server.proc is not None
+    ``wrk_dir`` is given (its scratch directory). Requests go to the first of ``servers``, whose CPU is
+    counted together."""
+    server = servers[0]
+    pids = [s.proc.pid for s in servers if s.proc is not None]
     assert server.database_url is not None
     phases = []
     done = 0
@@ -382,14 +397,14 @@ async def run_phases(
         bodies = bodies_for(envelopes[done : done + count], batch)
         n = in_flight.get(batch, 1)
         wal0 = await Wal.now(server.database_url)
-        cpu0 = Cpu.now(server.proc.pid, pg_pid)
+        cpu0 = Cpu.now(pids, pg_pid)
         if batch == 1 and wrk_dir is not None:
             seconds = await asyncio.to_thread(post_wrk, server.url, bodies, n, wrk_dir)
         else:
             seconds = await post_all(server.url, bodies, n)
         done += count
         lag = await wait_integrated(server.url, before + done)
-        cpu = Cpu.now(server.proc.pid, pg_pid) - cpu0
+        cpu = Cpu.now(pids, pg_pid) - cpu0
         wal = await Wal.now(server.database_url) - wal0
         phases.append(Phase(batch, count, n, seconds, lag, cpu, wal))
         pg = "" if cpu.postgres is None else f", PostgreSQL {cpu.postgres / count * 1e6:,.0f} µs"
@@ -403,11 +418,30 @@ async def run_phases(
     return phases
 
 
+def serve_processes(data_dir: Path, dsn: str, api_processes: int) -> list[ServeProcess]:
+    """One server of role all; or ``api_processes`` of role api on one port, then one worker."""
+    if not api_processes:
+        return [ServeProcess(data_dir, dsn, log_path=data_dir / "serve.log", env=SERVER_ENV)]
+    api_env = SERVER_ENV | {"TRUSTSCORE_ROLE": "api", "TRUSTSCORE_REUSE_PORT": "1"}
+    port = free_port()
+    apis = [
+        ServeProcess(data_dir, dsn, port=port, log_path=data_dir / f"api{i}.log", env=api_env)
+        for i in range(api_processes)
+    ]
+    worker = ServeProcess(
+        data_dir, dsn, log_path=data_dir / "worker.log", env=SERVER_ENV | {"TRUSTSCORE_ROLE": "worker"}
+    )
+    return [*apis, worker]
+
+
 # --- main --------------------------------------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.api_processes and not args.database_url:
+        print("--api-processes needs --database-url (processes of role api and worker share one database)")
+        return 2
     print_header("trustscore bench: end-to-end appends over HTTP")
     plan: dict[int, int] = args.entries
     total = sum(plan.values())
@@ -432,8 +466,12 @@ def main(argv: list[str] | None = None) -> int:
         pid_file = data_dir / "pg" / "postmaster.pid"
         pg_pid = None if args.database_url else int(pid_file.read_text().split()[0])
         print(f"database: {where}")
-        server = ServeProcess(data_dir, dsn, log_path=data_dir / "serve.log", env=SERVER_ENV)
-        print(f"server:   {' '.join(server.argv)}", flush=True)
+        servers = serve_processes(data_dir, dsn, args.api_processes)
+        for server in servers:
+            env = " ".join(
+                f"{k}={v}" for k, v in server.env.items() if k != "TRUSTSCORE_ADDRESS_RATE_PER_MINUTE"
+            )
+            print(f"server:   {env + ' ' if env else ''}{' '.join(server.argv)}", flush=True)
         tool = args.load if args.load != "auto" else ("wrk" if shutil.which("wrk") else "httpx")
         print(f"load:     batch 1 with {tool}, batches with httpx", flush=True)
         wrk_dir = Path(tmp) if tool == "wrk" else None
@@ -441,9 +479,11 @@ def main(argv: list[str] | None = None) -> int:
             if args.prefill:
                 asyncio.run(fill(dsn, data_dir, args.prefill))
                 print(f"log prefilled with {args.prefill:,} entries (service layer, not timed)", flush=True)
-            with server:
+            with contextlib.ExitStack() as running:
+                for server in reversed(servers):  # the worker first: it migrates and binds the log key
+                    running.enter_context(server)
                 phases = asyncio.run(
-                    run_phases(server, pg_pid, plan, envelopes, args.concurrency, wrk_dir, args.prefill)
+                    run_phases(servers, pg_pid, plan, envelopes, args.concurrency, wrk_dir, args.prefill)
                 )
         finally:
             if args.database_url and not args.keep:

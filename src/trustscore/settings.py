@@ -115,6 +115,9 @@ class Settings:
     # TRUSTSCORE_ROLE: all (HTTP and background jobs), api (HTTP only) or worker (background jobs only)
     role: Literal["all", "api", "worker"] = "all"
     lease_poll: Interval = 1.0  # TRUSTSCORE_LEASE_POLL: seconds between tries to take a held job lease
+    # TRUSTSCORE_REUSE_PORT: listen with SO_REUSEPORT, so that several processes of the same user serve one
+    # port and the kernel spreads connections among them (docs/operations.md, "Several API processes")
+    reuse_port: bool = False
 
     @property
     def log_key_file(self) -> Path:

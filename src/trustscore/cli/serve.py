@@ -44,6 +44,13 @@ def register(sub: Any) -> None:
         "docs/operations.md); default: reads go to the database too",
     )
     p.add_argument(
+        "--reuse-port",
+        action="store_true",
+        default=None,
+        help="listen with SO_REUSEPORT: several processes of this user share the port and the kernel "
+        "spreads connections among them (env TRUSTSCORE_REUSE_PORT; docs/operations.md)",
+    )
+    p.add_argument(
         "--log-format",
         choices=logs.FORMATS,
         default="auto",
@@ -61,6 +68,7 @@ def resolve_settings(args: argparse.Namespace) -> Settings:
         database_url=args.database_url,
         read_database_url=args.read_database_url,
         role=getattr(args, "role", None),
+        reuse_port=getattr(args, "reuse_port", None),
     )
 
 
@@ -84,9 +92,11 @@ def tune_gc() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-def listen(host: str, port: int) -> socket.socket:
+def listen(host: str, port: int, reuse_port: bool = False) -> socket.socket:
     """A listening socket on ``host:port``, bound before anything else starts so that a taken port fails
-    first, with nothing created."""
+    first, with nothing created. With ``reuse_port`` (SO_REUSEPORT), other processes of the same user that
+    listen on the port with it too share it, each accepting its share of the connections; a process
+    without it still finds the port taken."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:
@@ -96,13 +106,18 @@ def listen(host: str, port: int) -> socket.socket:
     family, kind, proto, _, address = infos[0]
     sock = socket.socket(family, kind, proto)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     try:
         sock.bind(address)
         sock.listen(2048)
     except OSError as exc:
         sock.close()
         hint = (
-            "stop the other process or pass --port" if exc.errno == errno.EADDRINUSE else "pass --host/--port"
+            "stop the other process or pass --port (several API processes share a port only if each "
+            "passes --reuse-port)"
+            if exc.errno == errno.EADDRINUSE
+            else "pass --host/--port"
         )
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}; {hint}") from exc
     sock.set_inheritable(True)
@@ -156,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"--role {s.role} needs an external PostgreSQL shared by every process; pass --database-url"
         )
-    sock = listen(s.host, s.port)
+    sock = listen(s.host, s.port, s.reuse_port)
     try:
         if s.database_url:
             check_database(s.database_url)

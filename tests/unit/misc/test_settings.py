@@ -53,6 +53,7 @@ def test_values_are_converted_from_strings() -> None:
         ({"TRUSTSCORE_TILE_CACHE_BYTES": "-1"}, "expected int >= 0"),
         ({"TRUSTSCORE_TILE_CACHE_BYTES": "64MiB"}, "(TRUSTSCORE_TILE_CACHE_BYTES) = '64MiB': expected int"),
         ({"TRUSTSCORE_TILE_WARM_INTERVAL": "-5"}, "expected float >= 0"),
+        ({"TRUSTSCORE_REUSE_PORT": "often"}, "(TRUSTSCORE_REUSE_PORT) = 'often': expected bool"),
     ],
 )
 def test_out_of_range_or_unparsable_values_are_refused(env: dict[str, str], words: str) -> None:
@@ -67,6 +68,7 @@ def test_flags_are_checked_like_the_environment() -> None:
         Settings().with_overrides(prot=1)
     assert Settings().with_overrides(port=None, host="::1").host == "::1"
     assert Settings().role == "all" and Settings().with_overrides(role="worker").role == "worker"
+    assert Settings().reuse_port is False and Settings().with_overrides(reuse_port=True).reuse_port is True
 
 
 def test_weak_sandbox_is_off_unless_the_operator_says_so() -> None:
