@@ -10,8 +10,10 @@ from tests.helpers import new_card
 from trustscore import canonical
 from trustscore.cli.agent import card_envelope
 from trustscore.errors import InvalidInput, NonceReplay
+from trustscore.kinds.admission import registration_of
 from trustscore.kinds.cards import AGENT_CARD, AgentCard, card_subject
 from trustscore.kinds.parties import make_party_card
+from trustscore.kinds.service_card import make_service_card
 from trustscore.ledger import dsse, keys, statements
 from trustscore.ledger.submission import CheckedEntry, check, prepare
 from trustscore.store.log import Appended, LogStore
@@ -125,3 +127,21 @@ async def test_a_replay_beside_its_resubmitted_original_is_named_by_its_own_posi
     other = keys.SigningKey.generate()
     with pytest.raises(NonceReplay, match=r"entries\[1\]: nonce .* is used twice"):
         await store.append([card(other, "a", "m" * 32), card(other, "b", "m" * 32)])
+
+
+async def test_registrations_read_back_as_written(store: LogStore) -> None:
+    """Keys are written by one statement (roles passed as JSON arrays): what admission reads back is the
+    registration each card makes, roles and controller included, for several keys in one commit."""
+    service, agent, party = (keys.SigningKey.generate() for _ in range(3))
+    entries = [
+        checked(dsse.sign(make_service_card(service.public_key, "s", ["reverify", "grader"]), [service])),
+        checked(card_envelope(agent, "agent")),
+        checked(dsse.sign(make_party_card(party.public_key, "p", "counterparty"), [party])),
+    ]
+    out = await store.append(entries)
+    got = await store.registrations([service.id, agent.id, party.id])
+    for entry, appended in zip(entries, out, strict=True):
+        want = registration_of(entry.statement)
+        assert want is not None and got[want.id] == want
+        assert await store.key_entry(want.id) == (want.public_key, appended.index)
+    assert got[service.id].roles == ("grader", "reverify")
