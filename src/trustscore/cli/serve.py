@@ -166,10 +166,14 @@ async def check_log_key(s: Settings, dsn: str, key: keys.SigningKey | None) -> N
 def run(args: argparse.Namespace) -> int:
     """Check what can fail cheaply first (port, database), then start; stop the embedded database on exit."""
     s = resolve_settings(args)
+    # The embedded PostgreSQL belongs to one process: the first to exit would stop it for the others.
     if s.role != "all" and not s.database_url:
-        # the embedded PostgreSQL belongs to one process: the first to exit would stop it for the others
         raise ConfigError(
             f"--role {s.role} needs an external PostgreSQL shared by every process; pass --database-url"
+        )
+    if s.reuse_port and not s.database_url:  # a second process on the port would share the data dir's
+        raise ConfigError(
+            "--reuse-port needs an external PostgreSQL shared by every process; pass --database-url"
         )
     sock = listen(s.host, s.port, s.reuse_port)
     try:

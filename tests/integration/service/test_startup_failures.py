@@ -54,6 +54,14 @@ def test_an_out_of_range_port_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "data").exists()
 
 
+def test_a_shared_port_without_an_external_database_is_refused(tmp_path: Path) -> None:
+    """Two processes on one port and one data directory would share its embedded PostgreSQL, which the
+    first to exit stops: --reuse-port needs a database every process shares."""
+    r = serve("--port", free_port(), "--data-dir", tmp_path / "data", "--reuse-port")
+    one_line_error(r, "--reuse-port needs an external PostgreSQL shared by every process")
+    assert not (tmp_path / "data").exists()
+
+
 def test_a_role_without_an_external_database_is_refused(tmp_path: Path) -> None:
     r = serve("--port", free_port(), "--data-dir", tmp_path / "data", "--role", "worker")
     one_line_error(r, "--role worker needs an external PostgreSQL shared by every process")
