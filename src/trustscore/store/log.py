@@ -7,6 +7,7 @@ one integrator in the whole deployment extends the tree and signs checkpoints.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -22,7 +23,6 @@ from trustscore.store.partitions import Partitions, Room
 # log's global uniqueness (a partitioned table's unique indexes must include its partition key, idx).
 _STATEMENT_CONSTRAINT = "entry_statements_pkey"  # a statement is logged once
 _NONCE_CONSTRAINT = "entry_nonces_pkey"  # a signer uses a nonce once
-_KEYS_CONSTRAINT = "keys_pkey"  # keys.id PRIMARY KEY
 
 _INTEGRATOR_LOCK = 0x74726565  # advisory lock key held while integrating
 
@@ -56,6 +56,16 @@ _WRITE_TILES = (
 # Lookups of many keys use unnest(...) JOIN rather than "= ANY(array)": when the planner's row
 # estimates lag behind a growing table it may pick a sequential scan, and "= ANY" then compares every
 # row with every array element (seconds per batch of 1000 at 50k entries); a join stays linear.
+
+# Registers the keys $1..$6 (id, public key, first index, kind, controller, roles as a JSON array each)
+# that are not registered yet; returns the ids it wrote. One round trip, no savepoint: a key already there
+# is left as it is, and the caller compares it with the card that would register it again.
+_INSERT_NEW_KEYS = (
+    "INSERT INTO keys (id, public_key, first_idx, kind, controller, roles) "
+    "SELECT id, public_key, first_idx, kind, controller, ARRAY(SELECT jsonb_array_elements_text(roles::jsonb)) "
+    "FROM unnest($1::text[], $2::bytea[], $3::bigint[], $4::text[], $5::text[], $6::text[]) "
+    "AS t(id, public_key, first_idx, kind, controller, roles) ON CONFLICT (id) DO NOTHING RETURNING id"
+)
 
 # A few new entries are written by one statement when none of their statements and nonces is in the log
 # (one round trip, no savepoint: _insert_unless_known); more, or any already there, by a savepoint, an
@@ -482,8 +492,9 @@ class LogStore:
 
         Admission read the registrations before this transaction held the sequence lock; a card committed
         since then must not be contradicted (a key's type, controller and roles are fixed). Keys are only
-        ever written here, under that lock: they are written as if all were new, and only when the
-        primary key says some are not are those compared with what is registered.
+        ever written here, under that lock: those not registered yet are written by one statement (one
+        round trip while the lock is held, where a savepoint and a COPY took four), and only the others,
+        rare, are read and compared with what is registered.
         """
         introduced: dict[str, tuple[Registration, int]] = {}
         for i, e in new:
@@ -498,32 +509,29 @@ class LogStore:
                 )
         if not introduced:
             return
-        columns = ["id", "public_key", "first_idx", "kind", "controller", "roles"]
-
-        def records() -> list[tuple[object, ...]]:
-            return [
-                (reg.id, reg.public_key, i, reg.kind, reg.controller, list(reg.roles))
-                for reg, i in introduced.values()
-            ]
-
-        try:
-            async with conn.transaction():
-                await conn.copy_records_to_table("keys", columns=columns, records=records())
+        regs = [reg for reg, _ in introduced.values()]
+        written = await conn.fetch(
+            _INSERT_NEW_KEYS,
+            [reg.id for reg in regs],
+            [reg.public_key for reg in regs],
+            [i for _, i in introduced.values()],
+            [reg.kind for reg in regs],
+            [reg.controller for reg in regs],
+            [json.dumps(list(reg.roles)) for reg in regs],
+        )
+        if len(written) == len(introduced):
             return
-        except asyncpg.UniqueViolationError as exc:
-            if exc.constraint_name != _KEYS_CONSTRAINT:
-                raise
+        for r in written:
+            del introduced[r["id"]]
         for r in await conn.fetch(
             "SELECT k.id, k.kind, k.controller, k.roles FROM unnest($1::text[]) AS t(id) JOIN keys k ON k.id = t.id",
             list(introduced),
         ):
-            reg = introduced.pop(r["id"])[0]
+            reg = introduced[r["id"]][0]
             if (r["kind"], r["controller"], tuple(r["roles"])) != (reg.kind, reg.controller, reg.roles):
                 raise InvalidInput(
                     f"{reg.id} is registered as {r['kind']}; a key's card type, controller and roles never change"
                 )
-        if introduced:
-            await conn.copy_records_to_table("keys", columns=columns, records=records())
 
     async def key_entry(self, key_id: str) -> tuple[bytes, int] | None:
         """The public key registered for ``key_id`` and the index of the entry that registered it."""
