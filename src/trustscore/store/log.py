@@ -22,6 +22,8 @@ from trustscore.store.partitions import Partitions, Room
 # Unique constraints that appends rely on: the side tables of migrations/0017_partitions.sql hold the
 # log's global uniqueness (a partitioned table's unique indexes must include its partition key, idx).
 _STATEMENT_CONSTRAINT = "entry_statements_pkey"  # a statement is logged once
+_KEYS_CONSTRAINT = "keys_pkey"  # keys.id PRIMARY KEY
+_KEY_COLUMNS = ["id", "public_key", "first_idx", "kind", "controller", "roles"]
 _NONCE_CONSTRAINT = "entry_nonces_pkey"  # a signer uses a nonce once
 
 _INTEGRATOR_LOCK = 0x74726565  # advisory lock key held while integrating
@@ -57,9 +59,9 @@ _WRITE_TILES = (
 # estimates lag behind a growing table it may pick a sequential scan, and "= ANY" then compares every
 # row with every array element (seconds per batch of 1000 at 50k entries); a join stays linear.
 
-# Registers the keys $1..$6 (id, public key, first index, kind, controller, roles as a JSON array each)
-# that are not registered yet; returns the ids it wrote. One round trip, no savepoint: a key already there
-# is left as it is, and the caller compares it with the card that would register it again.
+# Registers the keys $1..$6 (_KEY_COLUMNS; roles as a JSON array each) that are not registered yet;
+# returns the ids it wrote. One round trip, no savepoint: a key already there is left as it is, and the
+# caller compares it with the card that would register it again.
 _INSERT_NEW_KEYS = (
     "INSERT INTO keys (id, public_key, first_idx, kind, controller, roles) "
     "SELECT id, public_key, first_idx, kind, controller, ARRAY(SELECT jsonb_array_elements_text(roles::jsonb)) "
@@ -492,9 +494,10 @@ class LogStore:
 
         Admission read the registrations before this transaction held the sequence lock; a card committed
         since then must not be contradicted (a key's type, controller and roles are fixed). Keys are only
-        ever written here, under that lock: those not registered yet are written by one statement (one
-        round trip while the lock is held, where a savepoint and a COPY took four), and only the others,
-        rare, are read and compared with what is registered.
+        ever written here, under that lock: up to 256 are written by one statement that leaves out those
+        already registered (one round trip while the lock is held, where a savepoint and a COPY took
+        four), more by a COPY that fails whole if any is; only keys registered already, rare, are read
+        and compared with what is registered.
         """
         introduced: dict[str, tuple[Registration, int]] = {}
         for i, e in new:
@@ -509,29 +512,37 @@ class LogStore:
                 )
         if not introduced:
             return
-        regs = [reg for reg, _ in introduced.values()]
-        written = await conn.fetch(
-            _INSERT_NEW_KEYS,
-            [reg.id for reg in regs],
-            [reg.public_key for reg in regs],
-            [i for _, i in introduced.values()],
-            [reg.kind for reg in regs],
-            [reg.controller for reg in regs],
-            [json.dumps(list(reg.roles)) for reg in regs],
-        )
-        if len(written) == len(introduced):
+        rows = [
+            (reg.id, reg.public_key, i, reg.kind, reg.controller, list(reg.roles))
+            for reg, i in introduced.values()
+        ]
+        if len(rows) <= _ONE_STATEMENT_ROWS:
+            columns = [list(c) for c in zip(*rows, strict=True)]
+            columns[5] = [json.dumps(roles) for roles in columns[5]]
+            written = {r["id"] for r in await conn.fetch(_INSERT_NEW_KEYS, *columns)}
+        else:  # many (a batch of cards): a COPY costs less per row; a key already there fails it whole
+            written = set()
+            try:
+                async with conn.transaction():
+                    await conn.copy_records_to_table("keys", columns=_KEY_COLUMNS, records=rows)
+                return
+            except asyncpg.UniqueViolationError as exc:
+                if exc.constraint_name != _KEYS_CONSTRAINT:
+                    raise
+        rest = [key for key in introduced if key not in written]
+        if not rest:
             return
-        for r in written:
-            del introduced[r["id"]]
         for r in await conn.fetch(
             "SELECT k.id, k.kind, k.controller, k.roles FROM unnest($1::text[]) AS t(id) JOIN keys k ON k.id = t.id",
-            list(introduced),
+            rest,
         ):
-            reg = introduced[r["id"]][0]
+            reg = introduced.pop(r["id"])[0]
             if (r["kind"], r["controller"], tuple(r["roles"])) != (reg.kind, reg.controller, reg.roles):
                 raise InvalidInput(
                     f"{reg.id} is registered as {r['kind']}; a key's card type, controller and roles never change"
                 )
+        if missing := [row for row in rows if row[0] in introduced and row[0] not in written]:
+            await conn.copy_records_to_table("keys", columns=_KEY_COLUMNS, records=missing)
 
     async def key_entry(self, key_id: str) -> tuple[bytes, int] | None:
         """The public key registered for ``key_id`` and the index of the entry that registered it."""

@@ -145,3 +145,24 @@ async def test_registrations_read_back_as_written(store: LogStore) -> None:
         assert want is not None and got[want.id] == want
         assert await store.key_entry(want.id) == (want.public_key, appended.index)
     assert got[service.id].roles == ("grader", "reverify")
+
+
+async def test_many_keys_with_one_registered_already(store: LogStore) -> None:
+    """More than 256 keys in one commit are written by a COPY, which a key registered already fails whole:
+    then that key is compared, and the others written, as with few keys."""
+    known = keys.SigningKey.generate()
+    [first] = await store.append([card(known, "v1", "k" * 32)])
+    many = [keys.SigningKey.generate() for _ in range(300)]
+    update = card(known, "v2", "u" * 32)
+    out = await store.append([*(card(k, "n", f"{i:032d}") for i, k in enumerate(many)), update])
+    assert await store.key_entry(known.id) == (known.public_key, first.index)
+    for k, appended in zip(many, out, strict=False):
+        assert await store.key_entry(k.id) == (k.public_key, appended.index)
+    # The same with a key that may not change: nothing of the batch is written.
+    size = await store.sequenced_size()
+    others = [keys.SigningKey.generate() for _ in range(300)]
+    party = checked(dsse.sign(make_party_card(known.public_key, "p", "counterparty"), [known]))
+    with pytest.raises(InvalidInput, match="registered as agent"):
+        await store.append([*(card(k, "n", f"{i:032d}") for i, k in enumerate(others)), party])
+    assert await store.sequenced_size() == size
+    assert await store.key_entry(others[0].id) is None
