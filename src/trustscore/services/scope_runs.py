@@ -169,7 +169,8 @@ class ScopeRunner:
         # An agent whose newest card here cannot declare capabilities (a v1 card) gets no run: not read.
         # A newer card of it past this page is swept with the next page.
         agents = sorted(agent for agent, kind in newest.items() if kind in DECLARING_PREDICATE_TYPES)
-        for agent, cards in sorted((await self.store.newest_cards(agents)).items() if agents else ()):
+        found = await self.store.newest_cards(agents, await self.store.log_size()) if agents else {}
+        for agent, cards in sorted(found.items()):
             (index, leaf), previous = cards[0], cards[1:]
             card = _card(leaf)
             if card is None or skip_reason(card) is not None:

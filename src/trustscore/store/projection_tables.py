@@ -19,6 +19,7 @@ from trustscore.kinds.service_card import SERVICE_CARD, ServiceCard
 from trustscore.ledger import audit
 from trustscore.scoring.inputs import EvidenceItem, Snapshot
 from trustscore.store import ladder
+from trustscore.store.log import newest_of_kinds
 
 _PROJECTOR_LOCK = 0x70726F6A  # advisory lock key held while projecting
 CARD_KINDS = (
@@ -193,12 +194,8 @@ class ProjectionStore:
 
     async def card(self, key_id: str) -> Card | None:
         """The newest card of ``key_id``, with the type and controller its first card fixed."""
-        r = await self.pool.fetchrow(
-            "SELECT idx, leaf FROM entries WHERE subject = $1 AND kind = ANY($2::text[]) ORDER BY idx DESC LIMIT 1",
-            key_id,
-            list(CARD_KINDS),
-        )
-        return None if r is None else _card(r["idx"], bytes(r["leaf"]))
+        found = (await newest_of_kinds(self.pool, [key_id], CARD_KINDS, 1)).get(key_id)
+        return None if found is None else _card(*found[0])
 
     async def agent_names_since(self, start: int) -> list[tuple[int, str, str]]:
         """(index, agent id, display name) of every agent card logged at ``start`` or later, in log order."""

@@ -9,7 +9,7 @@ import asyncpg
 from trustscore.kinds.cards import CARD_PREDICATE_TYPES
 from trustscore.kinds.scope_run import SCOPE_RUN
 from trustscore.kinds.sittings import SITTING_CLOSE, SITTING_OPEN
-from trustscore.store.log import index_by_nonce
+from trustscore.store.log import index_by_nonce, newest_of_kinds
 
 KINDS = (
     *CARD_PREDICATE_TYPES,
@@ -22,27 +22,14 @@ KINDS = (
 Mark = Literal["scope_cards", "scope_period"]  # the runner's rows of projection_state (migration 0019)
 
 
-# The two newest entries of kinds $1 about each of the agents $2 (subject): one probe of the
-# (subject, kind, idx) index each (migrations/0021_entries_subject_kind.sql).
-NEWEST_TWO_CARDS = (
-    "SELECT t.agent AS subject, c.idx, c.leaf FROM unnest($2::text[]) AS t(agent) "
-    "CROSS JOIN LATERAL (SELECT idx, leaf FROM entries WHERE subject = t.agent "
-    "AND kind = ANY($1::text[]) ORDER BY idx DESC LIMIT 2) c ORDER BY t.agent, c.idx DESC"
-)
-
-
 class ScopeStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
 
     async def newest_card(self, agent: str) -> bytes | None:
         """The leaf of ``agent``'s newest agent card (v1 or v2), if any."""
-        leaf = await self.pool.fetchval(
-            "SELECT leaf FROM entries WHERE subject = $1 AND kind = ANY($2::text[]) ORDER BY idx DESC LIMIT 1",
-            agent,
-            list(CARD_PREDICATE_TYPES),
-        )
-        return None if leaf is None else bytes(leaf)
+        found = (await newest_of_kinds(self.pool, [agent], CARD_PREDICATE_TYPES, 1)).get(agent)
+        return None if found is None else found[0][1]
 
     async def leaf(self, index: int) -> bytes | None:
         leaf = await self.pool.fetchval("SELECT leaf FROM entries WHERE idx = $1", index)
@@ -59,23 +46,26 @@ class ScopeStore:
         )
         return [(r["idx"], bytes(r["leaf"])) for r in rows]
 
-    async def newest_cards(self, agents: list[str] | None) -> dict[str, list[tuple[int, bytes]]]:
-        """The two newest cards (index, leaf), newest first, of each of ``agents`` (None: every agent).
+    async def newest_cards(
+        self, agents: list[str] | None, before: int | None = None
+    ) -> dict[str, list[tuple[int, bytes]]]:
+        """The two newest cards (index, leaf), newest first, of each of ``agents`` (None: every agent),
+        below index ``before`` if given (the log's size: then each lookup reads only the newest cards even
+        of an agent with thousands of versions, store.log.newest_of_kinds).
 
         Named agents are looked up one by one (two entries of each from the ``(subject, kind, idx)``
         index): one query over every card of the log, filtered by agent, cost a scan of the kind index over
         all the cards of a partition per sweep (at 10^7 entries the largest share of PostgreSQL's time
         during card ingest, bench/README.md), and so did each lookup while the index was on subject alone
         (migrations/0021_entries_subject_kind.sql)."""
-        if agents is None:
-            rows = await self.pool.fetch(
-                "SELECT subject, idx, leaf FROM (SELECT subject, idx, leaf, row_number() OVER "
-                "(PARTITION BY subject ORDER BY idx DESC) AS rn FROM entries WHERE kind = ANY($1::text[])) t "
-                "WHERE rn <= 2 ORDER BY subject, idx DESC",
-                list(CARD_PREDICATE_TYPES),
-            )
-        else:
-            rows = await self.pool.fetch(NEWEST_TWO_CARDS, list(CARD_PREDICATE_TYPES), sorted(set(agents)))
+        if agents is not None:
+            return await newest_of_kinds(self.pool, agents, CARD_PREDICATE_TYPES, 2, before)
+        rows = await self.pool.fetch(
+            "SELECT subject, idx, leaf FROM (SELECT subject, idx, leaf, row_number() OVER "
+            "(PARTITION BY subject ORDER BY idx DESC) AS rn FROM entries WHERE kind = ANY($1::text[])) t "
+            "WHERE rn <= 2 ORDER BY subject, idx DESC",
+            list(CARD_PREDICATE_TYPES),
+        )
         out: dict[str, list[tuple[int, bytes]]] = {}
         for r in rows:
             out.setdefault(r["subject"], []).append((r["idx"], bytes(r["leaf"])))
@@ -96,6 +86,11 @@ class ScopeStore:
     async def set_mark(self, name: Mark, value: int) -> None:
         """Set mark ``name`` to ``value``, back or forth."""
         await self.pool.execute("UPDATE projection_state SET next_index = $2 WHERE name = $1", name, value)
+
+    async def log_size(self) -> int:
+        """Entries sequenced so far (every index below it is taken)."""
+        n: int = await self.pool.fetchval("SELECT next_index FROM log_sequence")
+        return n
 
     async def cards_since(self, index: int, limit: int = 10_000) -> tuple[dict[str, str], int]:
         """Each agent with a card logged at or after ``index`` (at most ``limit`` cards), with the kind of

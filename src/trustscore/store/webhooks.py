@@ -34,6 +34,7 @@ from trustscore.reverify.status import standing
 from trustscore.scope.report import escalation_after
 from trustscore.scope.runs import collect
 from trustscore.store import scope as scope_store
+from trustscore.store.log import newest_of_kinds
 from trustscore.webhooks import events as ev
 from trustscore.webhooks.events import GradeOf, WebhookEvent
 
@@ -108,30 +109,14 @@ def _card_of(leaf: bytes | None) -> AgentCard | None:
 
 
 async def _previous_card(conn: Conn, agent: str, index: int) -> AgentCard | None:
-    leaf = await conn.fetchval(
-        "SELECT leaf FROM entries WHERE subject = $1 AND kind = ANY($2::text[]) AND idx < $3 ORDER BY idx DESC LIMIT 1",
-        agent,
-        list(CARD_PREDICATE_TYPES),
-        index,
-    )
-    return _card_of(leaf)
-
-
-# The newest entry of kinds $2 below index $3 about each of the agents $1 (subject): one probe of the
-# (subject, kind, idx) index each (migrations/0021_entries_subject_kind.sql).
-CARDS_BEFORE = (
-    "SELECT t.agent, c.leaf FROM unnest($1::text[]) AS t(agent) CROSS JOIN LATERAL ("
-    "SELECT leaf FROM entries WHERE subject = t.agent AND kind = ANY($2::text[]) AND idx < $3 "
-    "ORDER BY idx DESC LIMIT 1) c"
-)
+    return (await _cards_before(conn, [agent], index))[agent]
 
 
 async def _cards_before(conn: Conn, agents: list[str], index: int) -> dict[str, AgentCard | None]:
     """:func:`_previous_card` of each of ``agents`` at ``index`` in one query (an index lookup each): a
     batch of new cards costs one round trip, not one per card."""
-    rows = await conn.fetch(CARDS_BEFORE, agents, list(CARD_PREDICATE_TYPES), index)
-    found = {r["agent"]: _card_of(r["leaf"]) for r in rows}
-    return {a: found.get(a) for a in agents}
+    found = await newest_of_kinds(conn, agents, CARD_PREDICATE_TYPES, 1, before=index)
+    return {a: _card_of(found[a][0][1]) if a in found else None for a in agents}
 
 
 async def _leaves(conn: Conn, indexes: list[int]) -> dict[int, bytes]:
