@@ -63,6 +63,13 @@ def _pairs(text: str) -> dict[int, int]:
     return out
 
 
+def _count(text: str) -> int:
+    n = int(text)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"expected a count >= 0, not {n}")
+    return n
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument(
@@ -96,7 +103,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument(
         "--api-processes",
-        type=int,
+        type=_count,
         default=0,
         help="serve with N --role api processes on one port (SO_REUSEPORT) and one --role worker instead of "
         "one process of role all (needs --database-url)",
@@ -418,6 +425,16 @@ async def run_phases(
     return phases
 
 
+def started(server: ServeProcess, timeout: float = 120) -> None:
+    """Wait until ``server`` says its start-up is complete: on a shared port, ``/readyz`` may be answered
+    by another process while this one is still starting (its start-up would then be timed)."""
+    deadline = time.monotonic() + timeout
+    while "Application startup complete" not in server.output():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{' '.join(server.argv)} did not finish starting in {timeout:.0f} s")
+        time.sleep(0.05)
+
+
 def serve_processes(data_dir: Path, dsn: str, api_processes: int) -> list[ServeProcess]:
     """One server of role all; or ``api_processes`` of role api on one port, then one worker."""
     if not api_processes:
@@ -482,6 +499,7 @@ def main(argv: list[str] | None = None) -> int:
             with contextlib.ExitStack() as running:
                 for server in reversed(servers):  # the worker first: it migrates and binds the log key
                     running.enter_context(server)
+                    started(server)
                 phases = asyncio.run(
                     run_phases(servers, pg_pid, plan, envelopes, args.concurrency, wrk_dir, args.prefill)
                 )

@@ -45,10 +45,10 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--reuse-port",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
         default=None,
-        help="listen with SO_REUSEPORT: several processes of this user share the port and the kernel "
-        "spreads connections among them (env TRUSTSCORE_REUSE_PORT; docs/operations.md)",
+        help="with --role api: listen with SO_REUSEPORT, so several API processes of this user share the "
+        "port and the kernel spreads connections among them (env TRUSTSCORE_REUSE_PORT; docs/operations.md)",
     )
     p.add_argument(
         "--log-format",
@@ -107,6 +107,9 @@ def listen(host: str, port: int, reuse_port: bool = False) -> socket.socket:
     sock = socket.socket(family, kind, proto)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if reuse_port:
+        if not hasattr(socket, "SO_REUSEPORT"):
+            sock.close()
+            raise ConfigError("--reuse-port: this system has no SO_REUSEPORT")
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     try:
         sock.bind(address)
@@ -166,14 +169,15 @@ async def check_log_key(s: Settings, dsn: str, key: keys.SigningKey | None) -> N
 def run(args: argparse.Namespace) -> int:
     """Check what can fail cheaply first (port, database), then start; stop the embedded database on exit."""
     s = resolve_settings(args)
+    if s.reuse_port and s.role != "api":
+        # A worker serves no API, and an `all` process without the ratings lease serves the ratings of its
+        # start: either would answer its share of the port's connections wrongly. (An api process needs
+        # an external database, so no two processes share an embedded one.)
+        raise ConfigError("--reuse-port is for --role api processes only; run the background jobs apart")
     # The embedded PostgreSQL belongs to one process: the first to exit would stop it for the others.
     if s.role != "all" and not s.database_url:
         raise ConfigError(
             f"--role {s.role} needs an external PostgreSQL shared by every process; pass --database-url"
-        )
-    if s.reuse_port and not s.database_url:  # a second process on the port would share the data dir's
-        raise ConfigError(
-            "--reuse-port needs an external PostgreSQL shared by every process; pass --database-url"
         )
     sock = listen(s.host, s.port, s.reuse_port)
     try:

@@ -55,7 +55,7 @@ def test_api_processes_share_one_port_and_go_on_when_one_stops(tmp_path: Path, d
         first.start()
         second.start()  # ready as soon as the port answers, which the first does: see below
         deadline = time.monotonic() + 60
-        while "trustscore listening on" not in second.output():  # it bound the port too
+        while "Application startup complete" not in second.output():  # it serves the port too
             assert second.proc is not None and second.proc.poll() is None, second.output()
             assert time.monotonic() < deadline, second.output()
             time.sleep(0.05)

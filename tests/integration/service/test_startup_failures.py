@@ -54,12 +54,16 @@ def test_an_out_of_range_port_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "data").exists()
 
 
-def test_a_shared_port_without_an_external_database_is_refused(tmp_path: Path) -> None:
-    """Two processes on one port and one data directory would share its embedded PostgreSQL, which the
-    first to exit stops: --reuse-port needs a database every process shares."""
-    r = serve("--port", free_port(), "--data-dir", tmp_path / "data", "--reuse-port")
-    one_line_error(r, "--reuse-port needs an external PostgreSQL shared by every process")
-    assert not (tmp_path / "data").exists()
+def test_a_shared_port_is_for_api_processes_only(tmp_path: Path) -> None:
+    """A worker (which serves no API) or an ``all`` process (which, without the ratings lease, serves the
+    ratings of its start) would answer its share of a shared port wrongly; two ``all`` processes would
+    also share one data directory's embedded PostgreSQL, which the first to exit stops."""
+    for role in ("all", "worker"):
+        r = serve("--port", free_port(), "--data-dir", tmp_path / "data", "--role", role, "--reuse-port")
+        one_line_error(r, "--reuse-port is for --role api processes only")
+        assert not (tmp_path / "data").exists()
+    r = serve("--port", free_port(), "--data-dir", tmp_path / "data", "--role", "api", "--reuse-port")
+    one_line_error(r, "--role api needs an external PostgreSQL shared by every process")
 
 
 def test_a_role_without_an_external_database_is_refused(tmp_path: Path) -> None:
