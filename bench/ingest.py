@@ -430,6 +430,8 @@ def started(server: ServeProcess, timeout: float = 120) -> None:
     by another process while this one is still starting (its start-up would then be timed)."""
     deadline = time.monotonic() + timeout
     while "Application startup complete" not in server.output():
+        if server.proc is not None and server.proc.poll() is not None:
+            raise SystemExit(f"{' '.join(server.argv)} exited during start-up (log: {server.log})")
         if time.monotonic() > deadline:
             raise SystemExit(f"{' '.join(server.argv)} did not finish starting in {timeout:.0f} s")
         time.sleep(0.05)

@@ -708,9 +708,6 @@ class LogStore:
         return stored
 
 
-# --- reads for fsck: one repeatable-read snapshot, streamed (services/audit.py) ------------------------
-
-
 # The newest $4 entries of the kinds $2 about each of the subjects $1, below index $3 if it is not NULL,
 # newest first. One probe of the (subject, kind, idx) index per subject and kind, each read from its newest
 # end (migrations/0021_entries_subject_kind.sql): "kind = ANY(...)" on the index's middle column cannot be
@@ -740,6 +737,9 @@ async def newest_of_kinds(
     for r in rows:
         out.setdefault(r["subject"], []).append((r["idx"], bytes(r["leaf"])))
     return out
+
+
+# --- reads for fsck: one repeatable-read snapshot, streamed (services/audit.py) ------------------------
 
 
 async def index_by_nonce(pool: asyncpg.Pool, signer: str, nonce: str) -> int | None:

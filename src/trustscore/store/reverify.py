@@ -8,7 +8,7 @@ import asyncpg
 
 from trustscore.kinds.cards import CARD_PREDICATE_TYPES, AgentCard
 from trustscore.ledger import audit
-from trustscore.store.log import index_by_nonce
+from trustscore.store.log import index_by_nonce, newest_of_kinds
 
 
 @dataclass(frozen=True)
@@ -117,21 +117,22 @@ class ReverifyStore:
         return await index_by_nonce(self.pool, signer, nonce)
 
     async def endpoints(self, agents: set[str] | None) -> dict[str, str]:
-        """The endpoint each of ``agents`` (None: every agent) declares in its newest card, if any."""
-        ids = (
-            sorted(agents)
-            if agents is not None
-            else [r["id"] for r in await self.pool.fetch("SELECT id FROM keys WHERE kind = 'agent'")]
-        )
-        rows = await self.pool.fetch(
-            "SELECT DISTINCT ON (subject) subject, leaf FROM entries WHERE kind = ANY($1::text[]) "
-            "AND subject = ANY($2::text[]) ORDER BY subject, idx DESC",
-            list(CARD_PREDICATE_TYPES),
-            ids,
-        )
+        """The endpoint each of ``agents`` (None: every agent) declares in its newest card, if any. Named
+        agents are looked up one probe per card kind each (store.log.newest_of_kinds: not every version
+        of a card updated many times); every agent by one pass over the cards."""
+        if agents is not None:
+            found = await newest_of_kinds(self.pool, agents, CARD_PREDICATE_TYPES, 1)
+            leaves = [(agent, cards[0][1]) for agent, cards in found.items()]
+        else:
+            rows = await self.pool.fetch(
+                "SELECT DISTINCT ON (subject) subject, leaf FROM entries WHERE kind = ANY($1::text[]) "
+                "AND subject IN (SELECT id FROM keys WHERE kind = 'agent') ORDER BY subject, idx DESC",
+                list(CARD_PREDICATE_TYPES),
+            )
+            leaves = [(r["subject"], bytes(r["leaf"])) for r in rows]
         out = {}
-        for r in rows:
-            card = audit.parse_leaf(bytes(r["leaf"])).statement.predicate
+        for agent, leaf in leaves:
+            card = audit.parse_leaf(leaf).statement.predicate
             if isinstance(card, AgentCard) and card.endpoint:
-                out[r["subject"]] = card.endpoint
+                out[agent] = card.endpoint
         return out

@@ -113,8 +113,8 @@ async def _previous_card(conn: Conn, agent: str, index: int) -> AgentCard | None
 
 
 async def _cards_before(conn: Conn, agents: list[str], index: int) -> dict[str, AgentCard | None]:
-    """:func:`_previous_card` of each of ``agents`` at ``index`` in one query (an index lookup each): a
-    batch of new cards costs one round trip, not one per card."""
+    """:func:`_previous_card` of each of ``agents`` at ``index`` in one query (an index probe per agent
+    and card kind): a batch of new cards costs one round trip, not one per card."""
     found = await newest_of_kinds(conn, agents, CARD_PREDICATE_TYPES, 1, before=index)
     return {a: _card_of(found[a][0][1]) if a in found else None for a in agents}
 
@@ -206,7 +206,7 @@ async def derive(conn: Conn, start: int, end: int, grade_of: GradeOf) -> int:
     # agent's first card causes no event, and most new cards are first cards.
     card_rows = [r for r in rows if r["kind"] in CARD_PREDICATE_TYPES]
     in_range = Counter(r["subject"] for r in card_rows)
-    cards = await _cards_before(conn, sorted(in_range), start)
+    cards = await _cards_before(conn, sorted(in_range), start) if in_range else {}
     leaves = await _leaves(
         conn, [r["idx"] for r in card_rows if cards[r["subject"]] is not None or in_range[r["subject"]] > 1]
     )
