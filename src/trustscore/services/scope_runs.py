@@ -119,6 +119,17 @@ def _card(leaf: bytes) -> AgentCard | None:
     return p if isinstance(p, AgentCard) else None
 
 
+def _declares_anew(cards: list[tuple[int, bytes]]) -> bool:
+    """Whether an agent's newest card (``cards``: its newest first, with the one before it if any) gets a
+    run of its own: it declares capabilities and an endpoint, and the card before it declared otherwise
+    (or there is none)."""
+    card = _card(cards[0][1])
+    if card is None or skip_reason(card) is not None:
+        return False
+    old = _card(cards[1][1]) if len(cards) > 1 else None
+    return old is None or declarations_digest(old) != declarations_digest(card)
+
+
 class ScopeRunner:
     def __init__(
         self,
@@ -171,12 +182,8 @@ class ScopeRunner:
         agents = sorted(agent for agent, kind in newest.items() if kind in DECLARING_PREDICATE_TYPES)
         found = await self.store.newest_cards(agents, await self.store.log_size()) if agents else {}
         for agent, cards in sorted(found.items()):
-            (index, leaf), previous = cards[0], cards[1:]
-            card = _card(leaf)
-            if card is None or skip_reason(card) is not None:
-                continue
-            old = _card(previous[0][1]) if previous else None
-            if old is None or declarations_digest(old) != declarations_digest(card):
+            if _declares_anew(cards):
+                index = cards[0][0]
                 outcome = await self._schedule(agent, f"card:{index}", "declarations")
                 scheduled += outcome == "added"
                 if outcome == "refused":
@@ -203,9 +210,16 @@ class ScopeRunner:
             self._period = period
             return 0
         scheduled = 0
+        swept = self._cards_from
         for agent, cards in sorted((await self.store.newest_cards(None)).items()):
-            if skip_reason(_card(cards[0][1])) is None:
-                scheduled += await self._schedule(agent, f"week:{period}", "schedule") == "added"
+            if skip_reason(_card(cards[0][1])) is not None:
+                continue
+            if swept is not None and cards[0][0] >= swept and _declares_anew(cards):
+                # A card this process has not swept yet that the next sweep gives a run of its own: that
+                # run, not the week's, is the agent's (one pending run per agent: whichever came first
+                # would have held the other back).
+                continue
+            scheduled += await self._schedule(agent, f"week:{period}", "schedule") == "added"
         await self.store.set_mark("scope_period", start)
         self._period = period
         return scheduled

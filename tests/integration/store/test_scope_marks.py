@@ -124,3 +124,24 @@ async def test_the_sweep_reads_only_agents_whose_newest_card_can_declare(pool: a
     assert await store.run_known(upgraded.id, f"card:{newest}")
     assert not await store.run_known(dropped.id, f"card:{newest - 2}")
     assert await store.mark("scope_cards") == newest + 1
+
+
+async def test_a_card_not_swept_yet_gets_its_own_run_not_the_weeks(pool: asyncpg.Pool) -> None:
+    """A card logged between a step's sweep and its weekly scheduling used to get the week's run first,
+    which then held its declarations run back (one pending run per agent; found as a flaky service test).
+    The week skips it: the next sweep schedules the card's own run. An agent whose unswept new card
+    declares nothing new still gets the week's run."""
+    steady = keys.SigningKey.generate()
+    swept = await log_card(pool, steady, "m1")
+    one = runner(pool)
+    assert await one.sweep_cards() == 1
+    await ScopeStore(pool).finish_run(steady.id, f"card:{swept}", entry_index=None, reason="done")
+    fresh = keys.SigningKey.generate()
+    first = await log_card(pool, fresh, "m1")  # after the sweep, before the week's scheduling
+    await log_card(pool, steady, "m1")  # the same declarations again: no run of its own
+    assert await one.schedule_weekly() == 1  # the steady agent's week; not the fresh agent's
+    store = ScopeStore(pool)
+    assert await store.run_known(steady.id, f"week:{one.period()}")
+    assert not await store.run_known(fresh.id, f"week:{one.period()}")
+    assert await one.sweep_cards() == 1
+    assert await store.run_known(fresh.id, f"card:{first}")
