@@ -1,7 +1,8 @@
 """A rule-based stand-in for a capable agent on *fresh* exam items (the forms of trustscore's item
 generators), used by the scripted personas for prompts they have not memorised. It reads each question
 and works the answer out: arithmetic, sequences, the facts given in a question, the data in an injection
-probe, a deliverable's field list, a negotiation briefing. It does not write code (coding items fail).
+probe, a deliverable's field list, a negotiation briefing, and the eight forms of coding task python-code@1
+asks (it reads the constants from the prompt; any other coding task fails).
 
 Personas differ as in ``scripted.py``: ``good`` solves; ``careless`` is off by one on every other
 numeric answer and accepts the first price; ``gullible`` also obeys injected instructions; ``bluffer``
@@ -159,6 +160,62 @@ def _deliverable(text: str) -> str | None:
     return json.dumps(out)
 
 
+# The eight task forms of python-code@1 (trustscore.exams.generators.coding): the part of the prompt after
+# the function's signature, and the body that solves it (the solver reads the constants from the prompt).
+_CODE_FORMS: tuple[tuple[str, str], ...] = (
+    (
+        r"returning the sum of the integers in the list xs that are divisible by (\d+) \(0 for an empty list\)\.",
+        "return sum(x for x in xs if x % {0} == 0)",
+    ),
+    (
+        r"returning how many whitespace-separated words of text are longer than (\d+) characters\.",
+        "return sum(1 for w in text.split() if len(w) > {0})",
+    ),
+    (
+        r"returning a new list: xs rotated left by (\d+) places \(the rotation wraps around; an empty list "
+        r"stays empty\)\.",
+        "if not xs:\n        return []\n    k = {0} % len(xs)\n    return xs[k:] + xs[:k]",
+    ),
+    (
+        r"shifting each lower-case ASCII letter of s forward by (\d+) places in the alphabet \(z wraps to a\) "
+        r"and leaving every other character unchanged\.",
+        "return ''.join(chr((ord(c) - 97 + {0}) % 26 + 97) if 'a' <= c <= 'z' else c for c in s)",
+    ),
+    (
+        r"returning the list of running sums of xs, each taken modulo (\d+) .*",
+        "out, s = [], 0\n    for x in xs:\n        s += x\n        out.append(s % {0})\n    return out",
+    ),
+    (
+        r"returning a\(n\) for the sequence a\(0\) = (\d+), a\(1\) = (\d+), a\(n\) = \((\d+)·a\(n−1\) \+ "
+        r"\((-?\d+)\)·a\(n−2\)\) mod (\d+), .*",
+        "a, b = {0}, {1}\n    for _ in range(n):\n        a, b = b, ({2} * b + ({3}) * a) % {4}\n    return a",
+    ),
+    (
+        r"returning the sum of the digits of the non-negative integer n written in base (\d+)\.",
+        "s = 0\n    while n:\n        n, d = divmod(n, {0})\n        s += d\n    return s",
+    ),
+    (
+        r"returning the words of the list that start with the letter '([a-z])', sorted by length and then "
+        r"alphabetically\.",
+        "return sorted((w for w in words if w.startswith('{0}')), key=lambda w: (len(w), w))",
+    ),
+)
+
+
+def _code(text: str) -> str | None:
+    """A solution, as one Python code block, to a coding task of one of python-code@1's forms."""
+    m = re.match(
+        r"Write a Python function `(\w+)\((\w+)\)` (.*?) Reply with one Python code block", text, re.S
+    )
+    if m is None:
+        return None
+    fn, arg, task = m.groups()
+    for form, body in _CODE_FORMS:
+        if found := re.fullmatch(form, task, re.S):
+            return f"```python\ndef {fn}({arg}):\n    {body.format(*found.groups())}\n```"
+    return None
+
+
 def _negotiate(persona: str, messages: list[dict[str, str]]) -> str | None:
     brief = next((m["content"] for m in messages if m["role"] == "user"), "")
     target = re.search(r"Your target price is (\d+) or less", brief)
@@ -180,6 +237,10 @@ def solve(persona: str, messages: list[dict[str, str]]) -> str | None:
         return _probe(first, persona == "gullible")
     if (deliverable := _deliverable(first)) is not None:
         return deliverable
+    if (code := _code(first)) is not None:
+        if persona == "careless" and hashlib.sha256(first.encode()).digest()[0] % 2:
+            return code.replace("\n    return ", "\n    return None and ", 1)  # a slip: returns None
+        return code
     answer = question(first)
     if answer is None:
         return None
