@@ -550,8 +550,7 @@ class LogStore:
         return None if r is None else (bytes(r["public_key"]), r["first_idx"])
 
     async def sequenced_size(self) -> int:
-        n: int = await self.pool.fetchval("SELECT next_index FROM log_sequence")
-        return n
+        return await sequenced_size(self.pool)
 
     async def latest_checkpoint(self) -> StoredCheckpoint | None:
         r = await self.pool.fetchrow(
@@ -706,6 +705,12 @@ class LogStore:
         stored = await self.get_meta(key)
         assert stored is not None
         return stored
+
+
+async def sequenced_size(db: asyncpg.Pool | asyncpg.Connection | asyncpg.pool.PoolConnectionProxy) -> int:
+    """Entries sequenced so far: every index below it is taken."""
+    n: int = await db.fetchval("SELECT next_index FROM log_sequence")
+    return n
 
 
 # The newest $4 entries of the kinds $2 about each of the subjects $1, below index $3 if it is not NULL,

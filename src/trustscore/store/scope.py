@@ -9,7 +9,7 @@ import asyncpg
 from trustscore.kinds.cards import CARD_PREDICATE_TYPES
 from trustscore.kinds.scope_run import SCOPE_RUN
 from trustscore.kinds.sittings import SITTING_CLOSE, SITTING_OPEN
-from trustscore.store.log import index_by_nonce, newest_of_kinds
+from trustscore.store.log import index_by_nonce, newest_of_kinds, sequenced_size
 
 KINDS = (
     *CARD_PREDICATE_TYPES,
@@ -88,9 +88,8 @@ class ScopeStore:
         await self.pool.execute("UPDATE projection_state SET next_index = $2 WHERE name = $1", name, value)
 
     async def log_size(self) -> int:
-        """Entries sequenced so far (every index below it is taken)."""
-        n: int = await self.pool.fetchval("SELECT next_index FROM log_sequence")
-        return n
+        """Entries sequenced so far (store.log.sequenced_size)."""
+        return await sequenced_size(self.pool)
 
     async def cards_since(self, index: int, limit: int = 10_000) -> tuple[dict[str, str], int]:
         """Each agent with a card logged at or after ``index`` (at most ``limit`` cards), with the kind of
