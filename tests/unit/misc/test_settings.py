@@ -110,3 +110,19 @@ def test_served_models_are_checked() -> None:
             ConfigError, match=re.escape(f"setting models (TRUSTSCORE_MODELS) = {value!r}: {words}")
         ):
             settings.from_env({"TRUSTSCORE_MODELS": value})
+
+
+def test_no_reuse_port_on_the_command_line_turns_the_environment_off() -> None:
+    """--no-reuse-port overrides TRUSTSCORE_REUSE_PORT=1 (an env file shared with a worker, say)."""
+    import argparse
+
+    from trustscore.cli import serve
+
+    parser = argparse.ArgumentParser()
+    serve.register(parser.add_subparsers())
+    env = {"TRUSTSCORE_REUSE_PORT": "1"}
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in env.items():
+            mp.setenv(k, v)
+        assert serve.resolve_settings(parser.parse_args(["serve"])).reuse_port is True
+        assert serve.resolve_settings(parser.parse_args(["serve", "--no-reuse-port"])).reuse_port is False
