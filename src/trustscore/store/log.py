@@ -91,6 +91,15 @@ _INSERT_UNLESS_KNOWN = (
 )
 
 
+# LogStore._append_new: the entries' columns (ENTRY_COLUMNS but idx), the first index not covered by a
+# partition, and the keys' columns (_KEY_COLUMNS with first_idx as a position in the batch; roles as a
+# JSON array each). Migration 0022 says what the function does.
+_APPEND_NEW = (
+    "SELECT trustscore_append_new($1::bytea[], $2::bytea[], $3::bytea[], $4::text[], $5::text[], $6::text[], "
+    "$7::text[], $8::bigint, $9::text[], $10::bytea[], $11::bigint[], $12::text[], $13::text[], $14::text[])"
+)
+
+
 async def _insert_unless_known(
     conn: asyncpg.pool.PoolConnectionProxy, new: list[tuple[int, CheckedEntry]]
 ) -> bool:
@@ -106,6 +115,23 @@ async def _insert_unless_known(
         # transaction is aborted (no savepoint here): the caller must start the append again.
         raise WrittenMeanwhile(str(exc)) from exc
     return wrote
+
+
+def _introduced(new: Iterable[tuple[int, CheckedEntry]]) -> dict[str, tuple[Registration, int]]:
+    """The keys that the cards among ``new`` (index or position, entry) register, each with the first
+    card's index; InvalidInput if two cards register one key differently."""
+    introduced: dict[str, tuple[Registration, int]] = {}
+    for i, e in new:
+        reg = registration_of(e.statement)
+        if reg is None:
+            continue
+        first = introduced.setdefault(reg.id, (reg, i))[0]
+        if (first.kind, first.controller, first.roles) != (reg.kind, reg.controller, reg.roles):
+            raise InvalidInput(
+                f"{reg.id} is registered twice in one commit with a different card type, controller or "
+                "roles; they never change"
+            )
+    return introduced
 
 
 class WrittenMeanwhile(Exception):
@@ -251,6 +277,8 @@ class LogStore:
     async def _append_groups_once(
         self, groups: Sequence[tuple[Sequence[CheckedEntry], Follow | None]]
     ) -> list[list[Appended] | Exception]:
+        if (written := await self._append_new(groups)) is not None:
+            return written
         results: list[list[Appended] | Exception] = []
         room = self.partitions.room()
         async with self.pool.acquire() as conn, conn.transaction():
@@ -288,6 +316,47 @@ class LogStore:
         room.committed()
         if next_index != start:
             await self.partitions.ahead(self.pool, next_index - 1)
+        return results
+
+    async def _append_new(
+        self, groups: Sequence[tuple[Sequence[CheckedEntry], Follow | None]]
+    ) -> list[list[Appended] | Exception] | None:
+        """The common append in one statement in a transaction of its own (migration 0022): entries
+        none of which is in the log, without follow entries, into partitions known to exist. None,
+        having written nothing, when that does not hold; the general path then appends them and says
+        why where it must."""
+        if any(follow is not None for _, follow in groups):
+            return None
+        entries = [e for group, _ in groups for e in group]
+        n = len(entries)
+        covered = self.partitions.covered  # 0 until this process has made or seen its partitions
+        if not n or n > _ONE_STATEMENT_ROWS or covered == 0:
+            return None
+        if len({e.statement_hash for e in entries}) < n or len({(e.signer, e.nonce) for e in entries}) < n:
+            return None
+        try:
+            introduced = _introduced(enumerate(entries))
+        except InvalidInput:
+            return None
+        columns = [list(c) for c in zip(*entry_records(enumerate(entries)), strict=True)][1:]
+        keys = [
+            (reg.id, reg.public_key, i, reg.kind, reg.controller, json.dumps(list(reg.roles)))
+            for reg, i in introduced.values()
+        ]
+        key_columns = [list(c) for c in zip(*keys, strict=True)] if keys else [[] for _ in range(6)]
+        try:
+            async with self.pool.acquire() as conn:
+                start: int | None = await conn.fetchval(_APPEND_NEW, *columns, covered, *key_columns)
+        except asyncpg.PostgresError:
+            return None  # the server undid the whole call (a writer without the lock, a timeout)
+        if start is None:
+            return None
+        results: list[list[Appended] | Exception] = []
+        at = start
+        for group, _ in groups:
+            results.append([Appended(at + k, e.leaf_hash, False) for k, e in enumerate(group)])
+            at += len(group)
+        await self.partitions.ahead(self.pool, at - 1)
         return results
 
     @classmethod
@@ -499,17 +568,7 @@ class LogStore:
         four), more by a COPY that fails whole if any is; only keys registered already, rare, are read
         and compared with what is registered.
         """
-        introduced: dict[str, tuple[Registration, int]] = {}
-        for i, e in new:
-            reg = registration_of(e.statement)
-            if reg is None:
-                continue
-            first = introduced.setdefault(reg.id, (reg, i))[0]
-            if (first.kind, first.controller, first.roles) != (reg.kind, reg.controller, reg.roles):
-                raise InvalidInput(
-                    f"{reg.id} is registered twice in one commit with a different card type, controller or "
-                    "roles; they never change"
-                )
+        introduced = _introduced(new)
         if not introduced:
             return
         rows = [

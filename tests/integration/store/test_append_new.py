@@ -1,0 +1,187 @@
+"""The common append in one statement (migration 0022, LogStore._append_new): new entries without follow
+entries go to the database as one call in a transaction of its own, so the sequence row is locked for
+that call and its commit only, not across a client's round trips. Whatever the call cannot write (a
+resubmission, a replay, a key registered otherwise, an index without a partition, a writer that skipped
+the lock) it leaves untouched, and the general path gives the answer it always gave."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import asyncpg
+import pytest
+
+from tests.integration.store.test_appends_concurrent import AGENTS, hold_nonce, invariants
+from tests.integration.store.test_group_commit import card, checked
+from tests.integration.store.test_partitions import SPAN, migrate_with_span, owner
+from trustscore.errors import InvalidInput, NonceReplay
+from trustscore.kinds.parties import make_party_card
+from trustscore.ledger import dsse, keys
+from trustscore.store import db
+from trustscore.store.log import LogStore
+
+
+class Queries:
+    """The statements one pooled connection sends, in order."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    def __call__(self, record: asyncpg.connection.LoggedQuery) -> None:
+        self.sent.append(" ".join(record.query.split()))
+
+    def take(self) -> list[str]:
+        out, self.sent = self.sent, []
+        return out
+
+
+@pytest.fixture
+async def logged(dsn: str) -> AsyncIterator[tuple[LogStore, Queries]]:
+    """A store on one connection whose statements are logged, having appended once (so it knows its
+    partitions, as a running service does after its first append)."""
+    await db.migrate(dsn)
+    pool = await db.create_pool(dsn, min_size=1, max_size=1)
+    queries = Queries()
+    async with pool.acquire() as conn:
+        conn.add_query_logger(queries)
+    store = LogStore(pool)
+    await store.append([card(keys.SigningKey.generate(), "first", "0" * 32)])
+    queries.take()
+    yield store, queries
+    await pool.close()
+
+
+def calls(sent: list[str]) -> list[str]:
+    """The statements that touched the log: the one-statement call, or the general path's."""
+    return ["append_new" if "trustscore_append_new" in q else q.split()[0] for q in sent]
+
+
+async def test_new_entries_are_one_call_with_nothing_around_it(logged: tuple[LogStore, Queries]) -> None:
+    store, queries = logged
+    start = await store.sequenced_size()
+    queries.take()
+    key = keys.SigningKey.generate()
+    [a] = await store.append([card(key, "v1", "a" * 32)])
+    assert (a.index, a.duplicate) == (start, False)
+    assert calls(queries.take()) == ["append_new"]  # no BEGIN, no lock, no COMMIT of the client's
+    assert await store.key_entry(key.id) == (key.public_key, start)
+    queries.take()
+    # A card update (the key registered already, exactly as this card would): one call too, and the
+    # key keeps the index of its first card.
+    [b] = await store.append([card(key, "v2", "b" * 32)])
+    assert calls(queries.take()) == ["append_new"]
+    assert (b.index, b.duplicate) == (start + 1, False)
+    assert await store.key_entry(key.id) == (key.public_key, start)
+    queries.take()
+    # Queued groups of new entries: one call for all, each group's indexes in order.
+    x, y, z = (card(keys.SigningKey.generate(), n, n * 32) for n in "xyz")
+    results = await store.append_groups([([x], None), ([y, z], None)])
+    assert calls(queries.take()) == ["append_new"]
+    assert [
+        [(r.index, r.duplicate) for r in group] for group in results if not isinstance(group, Exception)
+    ] == [
+        [(start + 2, False)],
+        [(start + 3, False), (start + 4, False)],
+    ]
+    assert [e.leaf for e in await store.entries(start, start + 5)] == [
+        e.leaf for e in (card(key, "v1", "a" * 32), card(key, "v2", "b" * 32), x, y, z)
+    ]
+    assert await store.key_entry(y.signer) is not None and await store.sequenced_size() == start + 5
+
+
+async def test_what_the_call_cannot_write_it_leaves_to_the_general_path(
+    logged: tuple[LogStore, Queries], dsn: str
+) -> None:
+    store, queries = logged
+    key = keys.SigningKey.generate()
+    original = card(key, "first", "n" * 32)
+    [first] = await store.append([original])
+    size = await store.sequenced_size()
+    queries.take()
+    # A resubmission: the call finds it and writes nothing; the general path answers with its index.
+    [again] = await store.append([original])
+    assert (again.index, again.duplicate) == (first.index, True)
+    assert calls(queries.take())[0] == "append_new"
+    # A replayed nonce, alone and beside a new entry: refused whole, nothing written.
+    replay = card(key, "renamed", "n" * 32)
+    with pytest.raises(NonceReplay, match="already used"):
+        await store.append([replay])
+    with pytest.raises(NonceReplay, match=r"entries\[1\]"):
+        await store.append([card(keys.SigningKey.generate(), "new", "m" * 32), replay])
+    # A key registered as an agent, now claimed by a party card: refused as before.
+    party = checked(dsse.sign(make_party_card(key.public_key, "p", "counterparty"), [key]))
+    with pytest.raises(InvalidInput, match="registered as agent"):
+        await store.append([party])
+    assert calls(queries.take()).count("append_new") == 3  # each tried the call first
+    assert await store.sequenced_size() == size
+    conn = await owner(dsn)
+    try:
+        assert await invariants(conn) == size
+        assert await conn.fetchval("SELECT kind FROM keys WHERE id = $1", key.id) == "agent"
+    finally:
+        await conn.close()
+
+
+async def test_a_nonce_taken_without_the_lock_undoes_the_call_and_is_a_replay(
+    logged: tuple[LogStore, Queries], dsn: str
+) -> None:
+    """The call's insert waits on a (signer, nonce) another session holds uncommitted, then fails on the
+    unique index once it commits: the call is undone whole, and the general path names the replay."""
+    store, queries = logged
+    entry = card(AGENTS[0], "raced", "r" * 32)
+    size = await store.sequenced_size()
+    queries.take()
+    other = await owner(dsn)
+    try:
+        tr = await hold_nonce(other, entry)
+        appending = asyncio.create_task(store.append([entry]))
+        await asyncio.sleep(0.5)
+        await tr.commit()
+        with pytest.raises(NonceReplay):
+            await appending
+        assert calls(queries.take())[0] == "append_new"
+        # Rolled back instead: the call goes through once the other session is gone.
+        fresh = card(AGENTS[1], "raced", "q" * 32)
+        tr = await hold_nonce(other, fresh)
+        appending = asyncio.create_task(store.append([fresh]))
+        await asyncio.sleep(0.5)
+        await tr.rollback()
+        [written] = await appending
+        assert (written.index, written.duplicate) == (size, False)
+        assert await other.fetchval("SELECT next_index FROM log_sequence") == size + 1
+    finally:
+        await other.close()
+
+
+async def test_an_index_without_a_partition_goes_the_general_way_and_makes_it(dsn: str) -> None:
+    """With a tiny partition span, the call never writes past what this process knows is covered: the
+    general path creates the partitions (or the next one is made ahead after the call), and the log
+    stays a log across every boundary."""
+    await migrate_with_span(dsn)
+    pool = await db.create_pool(dsn, min_size=1, max_size=1)
+    queries = Queries()
+    async with pool.acquire() as conn:
+        conn.add_query_logger(queries)
+    store = LogStore(pool)
+    try:
+        for i in range(5 * SPAN):
+            batch = [
+                card(keys.SigningKey.generate(), f"n{i}-{k}", f"{i:030d}{k:02d}") for k in range(1 + i % 3)
+            ]
+            start = await store.sequenced_size()
+            out = await store.append(batch)
+            assert [(a.index, a.duplicate) for a in out] == [(start + k, False) for k in range(len(batch))]
+        sent = calls(queries.take())
+        assert sent.count("append_new") > 3 * SPAN  # most appends were one call
+        checker = await owner(dsn)
+        try:
+            n = await invariants(checker)
+            parts = await checker.fetchval(
+                "SELECT count(*) FROM pg_inherits WHERE inhparent = 'entries'::regclass"
+            )
+        finally:
+            await checker.close()
+        assert parts >= n // SPAN + 1  # every written index has its partition, and one lies ahead
+    finally:
+        await pool.close()
