@@ -344,11 +344,21 @@ class LogStore:
             for reg, i in introduced.values()
         ]
         key_columns = [list(c) for c in zip(*keys, strict=True)] if keys else [[] for _ in range(6)]
+        # An error the server reports undid the whole call. A unique violation (a statement or nonce
+        # logged while the call waited for the lock; a writer that skipped the lock) goes the general
+        # way, which says which; so does a timeout when several requests' groups are queued here, so that
+        # it fails only the group that waits. Anything else is raised as the general path would.
+        # (Were the connection to end after the commit but before the answer, the general path would
+        # find every statement logged and answer with their indexes, as for a client's retry.)
         try:
             async with self.pool.acquire() as conn:
                 start: int | None = await conn.fetchval(_APPEND_NEW, *columns, covered, *key_columns)
-        except asyncpg.PostgresError:
-            return None  # the server undid the whole call (a writer without the lock, a timeout)
+        except asyncpg.UniqueViolationError:
+            return None
+        except asyncpg.QueryCanceledError:
+            if len(groups) == 1:
+                raise
+            return None
         if start is None:
             return None
         results: list[list[Appended] | Exception] = []

@@ -185,3 +185,64 @@ async def test_an_index_without_a_partition_goes_the_general_way_and_makes_it(ds
         assert parts >= n // SPAN + 1  # every written index has its partition, and one lies ahead
     finally:
         await pool.close()
+
+
+async def test_a_key_taken_without_the_lock_undoes_the_call_and_the_card_is_refused(
+    logged: tuple[LogStore, Queries], dsn: str
+) -> None:
+    """A key row written (uncommitted) by a session that skipped the sequence lock, as a counterparty,
+    while an agent card for that key is appended: the call's insert of the key waits, then fails on the
+    key's primary key, and the general path refuses the card; the key stays what it was registered as.
+    With "on conflict do nothing" the card was logged against a key registered otherwise (review of
+    aade480)."""
+    store, queries = logged
+    key = keys.SigningKey.generate()
+    size = await store.sequenced_size()
+    queries.take()
+    other = await owner(dsn)
+    try:
+        tr = other.transaction()
+        await tr.start()
+        await other.execute(
+            "INSERT INTO keys (id, public_key, first_idx, kind, controller, roles) "
+            "VALUES ($1, $2, 0, 'counterparty', NULL, '{}')",
+            key.id,
+            key.public_key,
+        )
+        appending = asyncio.create_task(store.append([card(key, "raced", "k" * 32)]))
+        await asyncio.sleep(0.5)
+        await tr.commit()
+        with pytest.raises(InvalidInput, match="registered as counterparty"):
+            await appending
+        assert calls(queries.take())[0] == "append_new"
+        assert await other.fetchval("SELECT kind FROM keys WHERE id = $1", key.id) == "counterparty"
+        assert await invariants(other) == size
+    finally:
+        await other.close()
+
+
+async def test_only_the_app_role_may_call_it_where_functions_are_not_public(dsn: str) -> None:
+    """A hardened server revokes EXECUTE on new functions from PUBLIC by default: the migration grants it
+    to the app role itself, so appends still go as one call."""
+    await db.migrate(dsn, until=21)
+    conn = await owner(dsn)
+    try:
+        await conn.execute("ALTER DEFAULT PRIVILEGES REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC")
+    finally:
+        await conn.close()
+    await db.migrate(dsn)
+    pool = await db.create_pool(dsn, min_size=1, max_size=1)
+    queries = Queries()
+    async with pool.acquire() as pooled:
+        pooled.add_query_logger(queries)
+        role = await pooled.fetchval("SELECT current_user")
+    store = LogStore(pool)
+    try:
+        await store.append([card(keys.SigningKey.generate(), "first", "0" * 32)])
+        queries.take()
+        await store.append([card(keys.SigningKey.generate(), "second", "1" * 32)])
+        assert calls(queries.take()) == ["append_new"]
+    finally:
+        await pool.close()
+    if role != "trustscore_app":
+        pytest.skip(f"the pool connects as {role}, not as the app role")

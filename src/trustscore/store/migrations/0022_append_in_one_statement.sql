@@ -17,10 +17,16 @@
 -- The caller has checked that no statement hash and no (signer, nonce) is twice in the batch, and that
 -- each key id is introduced once (`key_offsets`: the position in the batch of its first card).
 --
--- It runs with the caller's rights (the app role may lock the sequence row and insert into these
--- tables). In READ COMMITTED every statement below sees what committed before it began, so the probes,
--- made once the lock is held, see every append that held it before; a writer that skipped the lock
--- (none does) would make an insert fail on a unique index, and the whole call with it.
+-- The statements and nonces are probed before the lock is taken: the log is append-only, so one found
+-- then is a final answer, and a resubmission or a replay returns without locking anything. One logged
+-- meanwhile (by an append that held the lock while this call waited for it) makes an insert below fail
+-- on its unique index, and the whole call with it: the caller then takes the general path. The keys are
+-- probed under the lock (in READ COMMITTED each statement here sees what committed before it began, so
+-- every append that held the lock before), and a key is inserted only if absent, never "on conflict do
+-- nothing": a key row written meanwhile by a writer that skipped the lock (none does) fails the call on
+-- keys_pkey instead of letting a card contradict its key's registration.
+--
+-- It runs with the caller's rights (the app role may lock the sequence row and insert into these tables).
 CREATE FUNCTION trustscore_append_new(
     leaves bytea[], leaf_hashes bytea[], statement_hashes bytea[], signers text[], nonces text[],
     kinds text[], subjects text[], covered bigint,
@@ -31,14 +37,17 @@ LANGUAGE plpgsql AS $$
 DECLARE
     start bigint;
 BEGIN
+    IF EXISTS (SELECT 1 FROM unnest(statement_hashes) AS t(h) JOIN entry_statements s ON s.statement_hash = t.h)
+       OR EXISTS (SELECT 1 FROM unnest(signers, nonces) AS t(signer, nonce)
+                  JOIN entry_nonces o ON o.signer = t.signer AND o.nonce = t.nonce)
+    THEN
+        RETURN NULL;
+    END IF;
     SELECT next_index INTO start FROM log_sequence FOR UPDATE;
     IF start + cardinality(leaves) > covered THEN
         RETURN NULL;
     END IF;
-    IF EXISTS (SELECT 1 FROM unnest(statement_hashes) AS t(h) JOIN entry_statements s ON s.statement_hash = t.h)
-       OR EXISTS (SELECT 1 FROM unnest(signers, nonces) AS t(signer, nonce)
-                  JOIN entry_nonces o ON o.signer = t.signer AND o.nonce = t.nonce)
-       OR EXISTS (SELECT 1 FROM unnest(key_ids, key_kinds, key_controllers, key_roles)
+    IF EXISTS (SELECT 1 FROM unnest(key_ids, key_kinds, key_controllers, key_roles)
                       AS t(id, kind, controller, roles)
                   JOIN keys k ON k.id = t.id
                   WHERE (k.kind, k.controller, k.roles)
@@ -62,8 +71,20 @@ BEGIN
            ARRAY(SELECT jsonb_array_elements_text(t.roles::jsonb))
     FROM unnest(key_ids, key_publics, key_offsets, key_kinds, key_controllers, key_roles)
         AS t(id, public_key, offset_, kind, controller, roles)
-    ON CONFLICT (id) DO NOTHING;
+    WHERE NOT EXISTS (SELECT 1 FROM keys k WHERE k.id = t.id);
     UPDATE log_sequence SET next_index = start + cardinality(leaves);
     RETURN start;
+END;
+$$;
+
+-- Only the app role (where it exists) and the owner may call it, as with trustscore_extend_partitions.
+REVOKE ALL ON FUNCTION trustscore_append_new(bytea[], bytea[], bytea[], text[], text[], text[], text[], bigint,
+    text[], bytea[], bigint[], text[], text[], text[]) FROM PUBLIC;
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'trustscore_app') THEN
+        GRANT EXECUTE ON FUNCTION trustscore_append_new(bytea[], bytea[], bytea[], text[], text[], text[], text[],
+            bigint, text[], bytea[], bigint[], text[], text[], text[]) TO trustscore_app;
+    END IF;
 END;
 $$;
