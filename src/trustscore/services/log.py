@@ -14,6 +14,7 @@ from trustscore.errors import (
     InvalidInput,
     NotFound,
     NotYetAvailable,
+    RateLimited,
     TrustscoreError,
     UnsupportedKind,
 )
@@ -296,7 +297,9 @@ class LogService:
 
     def charge(self, signers: list[str], address: str | None = None) -> None:
         """Spend the write allowance of ``signers`` (one per statement) and of the client ``address``
-        (one per statement, whoever signed it); the server's keys are free."""
+        (one per statement, whoever signed it); the server's keys are free. All or nothing: when one
+        allowance refuses, what the others spent is given back (a refused request then costs its
+        address the one token of :meth:`refused`, not its statements' too)."""
         counts: dict[str, int] = {}
         for signer in signers:
             if signer not in self._own_keys:
@@ -305,8 +308,17 @@ class LogService:
             self.address_limiter.take(address, sum(counts.values()))
         if self.limiter is None:
             return
-        for signer, n in sorted(counts.items()):
-            self.limiter.take(signer, n)
+        taken: list[tuple[str, int]] = []
+        try:
+            for signer, n in sorted(counts.items()):
+                self.limiter.take(signer, n)
+                taken.append((signer, n))
+        except (RateLimited, InvalidInput):
+            for signer, n in taken:
+                self.limiter.give(signer, n)
+            if self.address_limiter is not None and address is not None:
+                self.address_limiter.give(address, sum(counts.values()))
+            raise
 
     def refused(self, address: str | None) -> None:
         """A refused write from ``address`` costs it one entry, so a flood of bad requests is limited too."""

@@ -53,6 +53,14 @@ class KeyRateLimiter:
             self._buckets[key_id] = (0.0, self.clock())
             self._buckets.move_to_end(key_id)
 
+    def give(self, key_id: str, n: int = 1) -> None:
+        """Return ``n`` tokens taken from ``key_id``'s bucket for work that cost nothing after all (never
+        beyond a full bucket; a bucket forgotten meanwhile is full already)."""
+        if self.rate <= 0 or key_id not in self._buckets:
+            return
+        tokens, last = self._buckets[key_id]
+        self._buckets[key_id] = (min(float(self.burst), tokens + n), last)
+
     def take(self, key_id: str, n: int = 1) -> None:
         """Spend ``n`` tokens of ``key_id``'s bucket or raise :class:`RateLimited`."""
         if self.rate <= 0:

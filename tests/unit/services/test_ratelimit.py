@@ -33,3 +33,19 @@ def test_memory_is_bounded_and_each_take_is_cheap() -> None:
     for i in range(50_000):  # a flood of fresh keys (regression: every take once rebuilt the whole map)
         limiter.take(f"k{i}")
     assert len(limiter._buckets) == 1000
+
+
+def test_tokens_given_back_never_overfill_a_bucket() -> None:
+    now = [0.0]
+    limiter = KeyRateLimiter(rate=1.0, burst=3, clock=lambda: now[0])
+    limiter.take("a", 3)
+    limiter.give("a", 2)
+    limiter.take("a", 2)  # the two given back
+    with pytest.raises(RateLimited):
+        limiter.take("a")
+    limiter.give("a", 10)
+    limiter.take("a", 3)
+    with pytest.raises(RateLimited):
+        limiter.take("a")  # given back up to the burst, not beyond
+    limiter.give("never-seen", 5)  # a bucket not kept is full already: nothing to give
+    assert "never-seen" not in limiter._buckets
