@@ -177,6 +177,9 @@ class RatingService(RatingView):
         self._agents: dict[str, _AgentData] = {}
         self._generation = 0  # counts recomputations done on the event loop
         self._recomputed: dict[str, int] = {}  # agent -> the generation that last recomputed it
+        # The agents a refresh is scoring in a worker thread (at the time it started): a time refresh
+        # finishing meanwhile leaves them as they are, so their ratings never move back in time.
+        self._in_flight: frozenset[str] = frozenset()
         self._unpublished: dict[tuple[str, str], RatingRow] = {}  # (model, agent): not yet in the table
         self._refreshing = asyncio.Lock()  # two refreshes at once would both add the same rows
         # The time refresh's own state (recompute_all, one at a time): per model every agent's kept
@@ -262,7 +265,11 @@ class RatingService(RatingView):
         dropped: they are marked as recomputed once these are applied). The data replaced is added to
         ``retired``, for the caller to free off the loop (freeing a list releases each of its items)."""
         at = self.clock()
-        updated, scored = await asyncio.to_thread(self._score_updated, grouped, snapshots, at)
+        self._in_flight = frozenset(grouped).union(snap.agent for snap in snapshots)
+        try:
+            updated, scored = await asyncio.to_thread(self._score_updated, grouped, snapshots, at)
+        finally:
+            self._in_flight = frozenset()
         names = sorted(updated)
         retired += (self._agents[name] for name in names if name in self._agents)
         self._agents.update(updated)
@@ -311,10 +318,18 @@ class RatingService(RatingView):
             size, generation = self.size, self._generation
             inputs = self._inputs(names)
             scored = await asyncio.to_thread(self._refresh_states, inputs, at)
-        if self._generation != generation:  # a refresh recomputed some agents meanwhile: theirs stay
+        # A refresh that recomputed some agents meanwhile, from newer evidence: theirs stay. So do the
+        # ratings of agents a refresh is scoring now: it started before ``at``, and its ratings, of newer
+        # evidence, would replace these with an earlier time (a rating's time would move back).
+        if self._generation != generation or self._in_flight:
+            busy = self._in_flight
+
+            def stays(agent: str) -> bool:
+                return self._recomputed.get(agent, 0) <= generation and agent not in busy
+
             for model, ratings in scored.items():
-                scored[model] = [r for r in ratings if self._recomputed.get(r[0].agent, 0) <= generation]
-            names = [n for n in names if self._recomputed.get(n, 0) <= generation]
+                scored[model] = [r for r in ratings if stays(r[0].agent)]
+            names = [n for n in names if stays(n)]
         self._apply(scored, at, size, names)
         await self.publish(scored, size)
 

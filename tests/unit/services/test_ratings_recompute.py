@@ -448,6 +448,9 @@ async def test_while_many_agents_are_scored_off_the_loop_readers_see_the_ratings
     await ratings.recompute_all()  # reads the evidence of before only, and says so
     assert table.writes[-1][1] == first
     assert all(r.log_size == first for m in ratings.models if (r := ratings.stored(old_agent, m)))
+    # The agents being scored keep their ratings: moved to AT + 1 h here, they would move back to AT
+    # when the refresh's ratings (of newer evidence, scored at AT) come in.
+    assert all(ratings.stored(old_agent, m) == before[m] for m in ratings.models)
     release.set()
     await refresh
     assert ratings.size == len(store.rows) and table.writes[-1][1] == len(store.rows)
@@ -455,8 +458,58 @@ async def test_while_many_agents_are_scored_off_the_loop_readers_see_the_ratings
         held = ratings.stored(old_agent, model)
         assert held is not None and held.log_size == len(store.rows) and held.at == AT  # the new evidence
     assert ratings.stored(f"ts1_{2 * OFF_LOOP_AGENTS - 1:040x}") is not None
-    await ratings.recompute_all()  # and a full recompute after it agrees
+    await ratings.recompute_all()  # and a full recompute after it agrees, and moves it on in time
     assert all(ratings.stored(old_agent, m).log_size == len(store.rows) for m in ratings.models)  # type: ignore[union-attr]
+    assert all(ratings.stored(old_agent, m).at == now[0] for m in ratings.models)  # type: ignore[union-attr]
+
+
+async def test_a_time_refresh_begun_before_a_refresh_off_the_loop_leaves_its_agents_alone() -> None:
+    """The other order: the time refresh starts scoring at AT + 1 h, a refresh of new evidence starts
+    scoring in its thread at AT + 2 h, and the time refresh finishes first. Here nothing would move back
+    (1 h, then 2 h), but the rule is the same in both orders: the agents a refresh is scoring keep their
+    ratings until it is done, and each agent's time only goes forward."""
+    store = ManyAgents(OFF_LOOP_AGENTS)
+    now = [AT]
+    ratings = RatingService(store, load_models(), Metrics(), clock=lambda: now[0])  # type: ignore[arg-type]
+    await ratings.refresh()
+    agent = f"ts1_{5:040x}"
+    before = {m: ratings.stored(agent, m) for m in ratings.models}
+    for row in ManyAgents(OFF_LOOP_AGENTS).rows:
+        store.rows.append(EvidenceRow(len(store.rows), 0, msgspec.structs.replace(row.item, value=10.0)))
+    time_entered, time_release = threading.Event(), threading.Event()
+    states = ratings._refresh_states
+
+    def slow_states(*args: Any) -> Any:
+        time_entered.set()
+        assert time_release.wait(10)
+        return states(*args)
+
+    refresh_entered, refresh_release = threading.Event(), threading.Event()
+    score = ratings._score
+
+    def slow_score(*args: Any) -> Any:
+        refresh_entered.set()
+        assert refresh_release.wait(10)
+        return score(*args)
+
+    ratings._refresh_states = slow_states  # type: ignore[method-assign,assignment]
+    ratings._score = slow_score  # type: ignore[method-assign,assignment]
+    now[0] = AT + dt.timedelta(hours=1)
+    timed = asyncio.create_task(ratings.recompute_all())
+    while not time_entered.is_set():
+        await asyncio.sleep(0.001)
+    now[0] = AT + dt.timedelta(hours=2)
+    refresh = asyncio.create_task(ratings.refresh())
+    while not refresh_entered.is_set():
+        await asyncio.sleep(0.001)
+    time_release.set()
+    await timed
+    assert all(ratings.stored(agent, m) == before[m] for m in ratings.models)
+    refresh_release.set()
+    await refresh
+    for model in ratings.models:
+        held = ratings.stored(agent, model)
+        assert held is not None and held.at == AT + dt.timedelta(hours=2) and held.log_size == len(store.rows)
 
 
 async def test_a_refresh_off_the_loop_that_fails_applies_nothing() -> None:
