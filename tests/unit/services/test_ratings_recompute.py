@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import msgspec
 import pytest
@@ -27,6 +28,7 @@ from trustscore.services.ratings import (
 from trustscore.settings import SERVABLE_MODELS
 from trustscore.store.projection_tables import EvidenceRow
 
+T = TypeVar("T")
 AT = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)
 ALICE = "ts1_" + "a" * 40
 BOB = "ts1_" + "b" * 40
@@ -463,6 +465,18 @@ async def test_while_many_agents_are_scored_off_the_loop_readers_see_the_ratings
     assert all(ratings.stored(old_agent, m).at == now[0] for m in ratings.models)  # type: ignore[union-attr]
 
 
+def waiting_on(fn: Callable[..., T]) -> tuple[Callable[..., T], threading.Event, threading.Event]:
+    """``fn`` made to wait, once called, until released: (the waiting function, entered, release)."""
+    entered, release = threading.Event(), threading.Event()
+
+    def waiting(*args: Any) -> T:
+        entered.set()
+        assert release.wait(10)
+        return fn(*args)
+
+    return waiting, entered, release
+
+
 async def test_a_time_refresh_begun_before_a_refresh_off_the_loop_leaves_its_agents_alone() -> None:
     """The other order: the time refresh starts scoring at AT + 1 h, a refresh of new evidence starts
     scoring in its thread at AT + 2 h, and the time refresh finishes first. Here nothing would move back
@@ -476,24 +490,10 @@ async def test_a_time_refresh_begun_before_a_refresh_off_the_loop_leaves_its_age
     before = {m: ratings.stored(agent, m) for m in ratings.models}
     for row in ManyAgents(OFF_LOOP_AGENTS).rows:
         store.rows.append(EvidenceRow(len(store.rows), 0, msgspec.structs.replace(row.item, value=10.0)))
-    time_entered, time_release = threading.Event(), threading.Event()
-    states = ratings._refresh_states
-
-    def slow_states(*args: Any) -> Any:
-        time_entered.set()
-        assert time_release.wait(10)
-        return states(*args)
-
-    refresh_entered, refresh_release = threading.Event(), threading.Event()
-    score = ratings._score
-
-    def slow_score(*args: Any) -> Any:
-        refresh_entered.set()
-        assert refresh_release.wait(10)
-        return score(*args)
-
-    ratings._refresh_states = slow_states  # type: ignore[method-assign,assignment]
-    ratings._score = slow_score  # type: ignore[method-assign,assignment]
+    slow_states, time_entered, time_release = waiting_on(ratings._refresh_states)
+    slow_score, refresh_entered, refresh_release = waiting_on(ratings._score)
+    ratings._refresh_states = slow_states  # type: ignore[method-assign]
+    ratings._score = slow_score  # type: ignore[method-assign]
     now[0] = AT + dt.timedelta(hours=1)
     timed = asyncio.create_task(ratings.recompute_all())
     while not time_entered.is_set():
