@@ -177,9 +177,11 @@ class RatingService(RatingView):
         self._agents: dict[str, _AgentData] = {}
         self._generation = 0  # counts recomputations done on the event loop
         self._recomputed: dict[str, int] = {}  # agent -> the generation that last recomputed it
-        # The agents a refresh is scoring in a worker thread (at the time it started): a time refresh
-        # finishing meanwhile leaves them as they are, so their ratings never move back in time.
+        # The agents a refresh is scoring in a worker thread, and the time it scores them at: a time
+        # refresh at a later time finishing meanwhile leaves them as they are, so that their ratings
+        # never move back in time.
         self._in_flight: frozenset[str] = frozenset()
+        self._in_flight_at = dt.datetime.min.replace(tzinfo=dt.UTC)
         self._unpublished: dict[tuple[str, str], RatingRow] = {}  # (model, agent): not yet in the table
         self._refreshing = asyncio.Lock()  # two refreshes at once would both add the same rows
         # The time refresh's own state (recompute_all, one at a time): per model every agent's kept
@@ -261,11 +263,13 @@ class RatingService(RatingView):
         built apart (their lists copied, then extended) and scored in the thread; then the data, the log
         size and the ratings are put in place with no await in between. Until then every reader sees
         the ratings and the log size of before, consistent with each other, and a full recompute
-        running meanwhile reads only the evidence of before (and its ratings of these agents are then
-        dropped: they are marked as recomputed once these are applied). The data replaced is added to
+        running meanwhile reads only the evidence of before, and its ratings of these agents are dropped
+        (while they are scored here, if its time is later than this one's; marked as recomputed once these
+        are applied, in any case). The data replaced is added to
         ``retired``, for the caller to free off the loop (freeing a list releases each of its items)."""
         at = self.clock()
         self._in_flight = frozenset(grouped).union(snap.agent for snap in snapshots)
+        self._in_flight_at = at
         try:
             updated, scored = await asyncio.to_thread(self._score_updated, grouped, snapshots, at)
         finally:
@@ -308,7 +312,8 @@ class RatingService(RatingView):
         counted rows differ at the new time (O(agents) for baseline-v0.3 and trustscore-v3; trustscore-v2's
         decay still runs over every counted row: docs/methodology.md). Only the agents' lists as they
         stand now are read (they are only ever appended to). An agent that a refresh recomputed meanwhile,
-        from newer evidence, keeps that newer rating.
+        from newer evidence, keeps that newer rating; so does one that a refresh is scoring in a worker
+        thread at an earlier time (its rating would move back in time when that refresh's came in).
         """
         async with self._recomputing_all:
             names = sorted(self._agents)
@@ -319,10 +324,10 @@ class RatingService(RatingView):
             inputs = self._inputs(names)
             scored = await asyncio.to_thread(self._refresh_states, inputs, at)
         # A refresh that recomputed some agents meanwhile, from newer evidence: theirs stay. So do the
-        # ratings of agents a refresh is scoring now: it started before ``at``, and its ratings, of newer
-        # evidence, would replace these with an earlier time (a rating's time would move back).
-        if self._generation != generation or self._in_flight:
-            busy = self._in_flight
+        # ratings of agents a refresh is scoring now at an earlier time than ``at``: its ratings, of newer
+        # evidence, would replace these (a rating's time would move back).
+        busy = self._in_flight if self._in_flight_at < at else frozenset()
+        if self._generation != generation or busy:
 
             def stays(agent: str) -> bool:
                 return self._recomputed.get(agent, 0) <= generation and agent not in busy

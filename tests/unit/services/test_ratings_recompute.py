@@ -477,11 +477,10 @@ def waiting_on(fn: Callable[..., T]) -> tuple[Callable[..., T], threading.Event,
     return waiting, entered, release
 
 
-async def test_a_time_refresh_begun_before_a_refresh_off_the_loop_leaves_its_agents_alone() -> None:
+async def test_a_time_refresh_at_an_earlier_time_than_a_refresh_off_the_loop_applies() -> None:
     """The other order: the time refresh starts scoring at AT + 1 h, a refresh of new evidence starts
-    scoring in its thread at AT + 2 h, and the time refresh finishes first. Here nothing would move back
-    (1 h, then 2 h), but the rule is the same in both orders: the agents a refresh is scoring keep their
-    ratings until it is done, and each agent's time only goes forward."""
+    scoring in its thread at AT + 2 h, and the time refresh finishes first. Nothing moves back (1 h, then
+    2 h), so the time refresh applies to the agents being refreshed too (they are not left behind)."""
     store = ManyAgents(OFF_LOOP_AGENTS)
     now = [AT]
     ratings = RatingService(store, load_models(), Metrics(), clock=lambda: now[0])  # type: ignore[arg-type]
@@ -504,7 +503,10 @@ async def test_a_time_refresh_begun_before_a_refresh_off_the_loop_leaves_its_age
         await asyncio.sleep(0.001)
     time_release.set()
     await timed
-    assert all(ratings.stored(agent, m) == before[m] for m in ratings.models)
+    for model in ratings.models:
+        held = ratings.stored(agent, model)
+        assert held is not None and before[model] is not None
+        assert held.at == AT + dt.timedelta(hours=1) and held.log_size == before[model].log_size  # type: ignore[union-attr]
     refresh_release.set()
     await refresh
     for model in ratings.models:
