@@ -53,15 +53,30 @@ def exp2(x: F64) -> F64:
     """``2^x`` per element, bit-reproducible: k = round-half-even(x), f = x − k (exact, |f| <= 1/2),
     ``2^f`` by Horner's rule on the Taylor polynomial of degree 13 (:data:`_COEFFICIENTS`, highest first),
     then ``ldexp(2^f, k)`` (exact). Measured within 1.09 ulp of 2^x (libm's exp2: 0.504), exact at
-    integers; |x| must be at most 1021."""
-    k = np.rint(x)
-    f = x - k
-    p = np.full(x.shape, _COEFFICIENTS[-1])
-    for c in reversed(_COEFFICIENTS[:-1]):  # p = p · f + c, in place (the same roundings)
-        p *= f
-        p += c
-    out: F64 = np.ldexp(p, k.astype(np.int64))
+    integers; |x| must be at most 1021.
+
+    Evaluated :data:`_BLOCK` elements at a time, so the polynomial's 26 passes read and write the CPU's
+    cache rather than memory (about twice as fast over 10^6 elements); every element goes through the
+    same operations, so the bits are those of one pass over the whole array."""
+    out = np.empty(x.shape)
+    flat_x, flat_out = x.reshape(-1), out.reshape(-1)
+    p = np.empty(min(flat_x.size, _BLOCK))
+    f = np.empty_like(p)
+    for start in range(0, flat_x.size, _BLOCK):
+        block = flat_x[start : start + _BLOCK]
+        k = np.rint(block)
+        bp, bf = p[: block.size], f[: block.size]
+        np.subtract(block, k, out=bf)
+        bp.fill(_COEFFICIENTS[-1])
+        for c in reversed(_COEFFICIENTS[:-1]):  # p = p · f + c, in place (the same roundings)
+            bp *= bf
+            bp += c
+        np.ldexp(bp, k.astype(np.int64), out=flat_out[start : start + block.size])
     return out
+
+
+#: Elements per block of :func:`exp2`: its two work arrays (2 × 128 KiB) stay in a core's L2 cache.
+_BLOCK = 1 << 14
 
 
 def exponent(times: I64, anchor: int, half_life_days: float) -> F64:

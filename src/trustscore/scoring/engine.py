@@ -8,6 +8,7 @@ bit-identical whatever the order of the input rows.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Collection
 from dataclasses import dataclass, replace
 
@@ -104,28 +105,43 @@ def counted_rows(
     n_dims = len(weights.dimension_names)
 
     # Rows that count: requested agents, at <= the rating time, newest per (agent, key).
-    agent = _rank_codes(evidence.agents, names)[evidence.agent]
-    keep = (agent >= 0) & (evidence.at <= at)
+    codes = _rank_codes(evidence.agents, names)
+    if evidence.agent.dtype == np.int64 and np.array_equal(codes, np.arange(len(evidence.agents))):
+        # The batch's own table: codes as they are.
+        agent, keep = evidence.agent, evidence.at <= at
+    else:
+        agent = codes[evidence.agent]
+        keep = (agent >= 0) & (evidence.at <= at)
     keep &= _newest_per_key(agent, evidence.key, evidence.at, evidence.seq, keep)
     rows = np.flatnonzero(keep)
     agent = agent[rows]
-    dim = _dimension_index(evidence, weights)[evidence.dimension[rows]]
+    dim = evidence.dimension[rows]
+    dimension_index = _dimension_index(evidence, weights)
+    if dim.dtype != np.int64 or not np.array_equal(dimension_index, np.arange(len(evidence.dimensions))):
+        dim = dimension_index[dim]
     source = evidence.source[rows]
 
-    # Item value and source weight.
+    # Item value (in place on the gathered copy: clipped, then a result's outcome where there is no
+    # value) and source weight.
     outcome = np.array([spec.outcomes.failure, spec.outcomes.partial, spec.outcomes.success])
-    raw_value = evidence.value[rows]
-    value = np.where(np.isnan(raw_value), outcome[evidence.result[rows]], np.clip(raw_value, 0.0, 1.0))
-    value = np.minimum(value, np.array([weights.value_cap(s) for s in evidence.sources])[source])
+    value = evidence.value[rows].astype(np.float64, copy=False)
+    np.clip(value, 0.0, 1.0, out=value)  # NaN stays NaN
+    no_value = np.flatnonzero(np.isnan(value))
+    value[no_value] = outcome[evidence.result[rows[no_value]]]
+    caps = np.array([weights.value_cap(s) for s in evidence.sources])
+    if caps.size and not caps.min() >= 1.0:  # every value and outcome is in [0, 1]: a cap of 1 changes none
+        np.minimum(value, caps[source], out=value)
     source_table = np.array([weights.source_weight(s) for s in evidence.sources], dtype=np.float64)
     issuer = None
     if spec.issuers is not None:
         issuer = _capped_issuer_codes(evidence, spec.issuers.exempt)[evidence.issuer[rows]]
+    cell = agent * n_dims
+    cell += dim
     rel = spec.reliability
     return CountedRows(
         names=names,
         agent=agent,
-        cell=agent * n_dims + dim,
+        cell=cell,
         when=evidence.at[rows],
         value=value,
         source_weight=source_table[source],
@@ -158,25 +174,59 @@ def rate_counted(
     n_agents, n_dims = len(counted.names), len(weights.dimension_names)
     cells = n_agents * n_dims
 
-    # Item weight.
+    # Item weight, sw · 2^(-age / half-life) · extra · issuer cap, each product in place once the
+    # weight is an array of its own (never the counted rows' source weights).
     weight = source_weight
     if spec.decay is not None:
-        age_days = (at - counted.when) / MICROS_PER_DAY
+        exponent = (at - counted.when) / MICROS_PER_DAY
+        exponent /= spec.decay.half_life_days
+        np.negative(exponent, out=exponent)
         # 0.5^y as 2^-y by the portable exp2: numpy's pow differs in the last bit between machines
         # (its AVX-512 path), which made the released numbers depend on the CPU (methodology.md).
-        weight = weight * exp2(-(age_days / spec.decay.half_life_days))
-    weight = weight * counted.extra_weight
+        weight = exp2(exponent)
+        weight *= source_weight
+    weight = _times_extra(weight, counted.extra_weight, fresh=weight is not source_weight)
     if spec.issuers is not None:
         assert counted.issuer is not None
-        weight = weight * issuer_cap_factors(cell, counted.issuer, weight, cells, spec.issuers.max_share)
+        factors = issuer_cap_factors(cell, counted.issuer, weight, cells, spec.issuers.max_share)
+        if weight is source_weight:
+            weight = weight * factors
+        else:
+            weight *= factors
 
     # Every sum in ascending order of its terms (kernels.py); one order of a column serves all its sums.
+    sum_sw = None
     if np.array_equal(weight, source_weight):  # baseline: the item weight is the source weight
-        sum_w = sums_in_order(cell, weight, cells, counted.sw_order)
+        sum_w, sum_sw = _source_weight_sums(counted, n_dims)
     else:
         sum_w = _cell_sums(cell, weight, cells, orders, "w")
     sum_wv = _cell_sums(cell, weight * counted.value, cells, orders, "wv")
-    return _rate(_sums(counted, sum_w, sum_wv, n_dims), weights, at)
+    return _rate(_sums(counted, sum_w, sum_wv, n_dims, sum_sw), weights, at)
+
+
+def _times_extra(weight: F64, extra: F64, *, fresh: bool) -> F64:
+    """``weight · extra``: in place if ``weight`` is ``fresh`` (an array of the caller's own); ``weight``
+    itself when every extra weight is 1 (x · 1 is x, to the bit)."""
+    if extra.size and float(extra.min()) == 1.0 and float(extra.max()) == 1.0:
+        return weight
+    if fresh:
+        weight *= extra
+        return weight
+    return weight * extra
+
+
+def _source_weight_sums(counted: CountedRows, n_dims: int) -> tuple[F64, F64]:
+    """Σ source weight per cell and per agent, both ascending (:func:`sums_in_order` in ``sw_order``),
+    from one gather of the terms and the cells (an agent is its cells' ``cell // n_dims``)."""
+    n_agents = len(counted.names)
+    if counted.cell.size == 0:
+        return np.zeros(n_agents * n_dims), np.zeros(n_agents)
+    terms = counted.source_weight[counted.sw_order] + 0.0  # + 0.0 turns -0.0 into 0.0
+    cell = counted.cell[counted.sw_order]
+    per_cell = np.bincount(cell, weights=terms, minlength=n_agents * n_dims)
+    cell //= n_dims
+    per_agent = np.bincount(cell, weights=terms, minlength=n_agents)
+    return per_cell.astype(np.float64, copy=False), per_agent.astype(np.float64, copy=False)
 
 
 @dataclass(frozen=True)
@@ -203,11 +253,12 @@ def anchored_sums(counted: CountedRows, weights: Weights) -> CellSums:
     spec = weights.spec
     cell = counted.cell
     cells = len(counted.names) * len(weights.dimension_names)
-    weight = counted.source_weight * anchored_factors(counted.when, *_anchor(weights))
-    weight = weight * counted.extra_weight
+    weight = anchored_factors(counted.when, *_anchor(weights))
+    weight *= counted.source_weight
+    weight = _times_extra(weight, counted.extra_weight, fresh=True)
     if spec.issuers is not None:
         assert counted.issuer is not None
-        weight = weight * issuer_cap_factors(cell, counted.issuer, weight, cells, spec.issuers.max_share)
+        weight *= issuer_cap_factors(cell, counted.issuer, weight, cells, spec.issuers.max_share)
     sum_w = ascending_sums(cell, weight, cells)
     sum_wv = ascending_sums(cell, weight * counted.value, cells)
     return _sums(counted, sum_w, sum_wv, len(weights.dimension_names))
@@ -228,21 +279,25 @@ def _anchor(weights: Weights) -> tuple[int, float]:
     return anchor, weights.spec.decay.half_life_days
 
 
-def _sums(counted: CountedRows, sum_w: F64, sum_wv: F64, n_dims: int) -> CellSums:
+def _sums(counted: CountedRows, sum_w: F64, sum_wv: F64, n_dims: int, sum_sw: F64 | None = None) -> CellSums:
+    """The cell sums with the per-agent columns; ``sum_sw`` if already taken (:func:`_source_weight_sums`)."""
     n_agents = len(counted.names)
     agent = counted.agent
     newest = np.full(n_agents, np.iinfo(np.int64).min)
     np.maximum.at(newest, agent, counted.when)
+    counts = np.bincount(counted.cell, minlength=n_agents * n_dims).astype(np.int64).reshape(n_agents, n_dims)
     return CellSums(
         names=counted.names,
         sum_w=sum_w.reshape(n_agents, n_dims),
         sum_wv=sum_wv.reshape(n_agents, n_dims),
-        counts=np.bincount(counted.cell, minlength=n_agents * n_dims)
-        .astype(np.int64)
-        .reshape(n_agents, n_dims),
-        n=np.bincount(agent, minlength=n_agents).astype(np.int64),
+        counts=counts,
+        n=counts.sum(axis=1),  # an agent's rows are its cells' rows
         newest=newest,
-        sum_sw=sums_in_order(agent, counted.source_weight, n_agents, counted.sw_order),
+        sum_sw=(
+            sums_in_order(agent, counted.source_weight, n_agents, counted.sw_order)
+            if sum_sw is None
+            else sum_sw
+        ),
         consistency=counted.consistency,
     )
 
@@ -416,12 +471,11 @@ def snapshot_consistency(snapshots: SnapshotBatch, names: tuple[str, ...], at: i
     rows = np.flatnonzero((agent >= 0) & (snapshots.at <= at))
     if rows.size < 2:
         return result
-    version_rank = _rank_codes(snapshots.model_versions, tuple(sorted(snapshots.model_versions)))
+    version_rank = _rank_codes(snapshots.model_versions, tuple(sorted(set(snapshots.model_versions))))
     agent, when = agent[rows], snapshots.at[rows]
     version = version_rank[snapshots.model_version[rows]]
     total, has_total = snapshots.total[rows], snapshots.has_total[rows]
-    order = np.lexsort((total, has_total, version, when, agent))  # a total order on the snapshot's fields
-    agent, version, total, has_total = agent[order], version[order], total[order], has_total[order]
+    agent, version, total, has_total = _snapshot_order(agent, when, version, total, has_total)
     pair = (agent[1:] == agent[:-1]) & (version[1:] == version[:-1]) & has_total[1:] & has_total[:-1]
     t1, t2 = total[:-1][pair].astype(np.float64), total[1:][pair].astype(np.float64)
     drift = np.abs(t2 - t1) / np.maximum(np.abs(t1), 1.0)
@@ -432,16 +486,54 @@ def snapshot_consistency(snapshots: SnapshotBatch, names: tuple[str, ...], at: i
     return np.where(pairs > 0, consistency, result)
 
 
+def _snapshot_order(
+    agent: I64, when: I64, version: I64, total: I64, has_total: NDArray[np.bool_]
+) -> tuple[I64, I64, I64, NDArray[np.bool_]]:
+    """``agent``, ``version``, ``total`` and ``has_total`` in the order of (agent, when, version,
+    has_total, total): a total order on the fields consistency reads (rows equal in all of them are
+    interchangeable). One ``sort`` of the five packed in an int64, time and total each as its rank among
+    the distinct values, where they fit (up to about 2^20 snapshots and agents); else ``lexsort``."""
+    times, when_rank = np.unique(when, return_inverse=True)
+    totals, total_rank = np.unique(total, return_inverse=True)
+    bits = [max(1, int(c.max(initial=0)).bit_length()) for c in (agent, version)]
+    a_bits, v_bits = bits
+    w_bits, t_bits = (max(1, (c.size - 1).bit_length()) for c in (times, totals))
+    if a_bits + w_bits + v_bits + 1 + t_bits > 63:
+        order = np.lexsort((total, has_total, version, when, agent))
+        return agent[order], version[order], total[order], has_total[order]
+    packed = agent << (w_bits + v_bits + 1 + t_bits)
+    packed |= when_rank.astype(np.int64, copy=False) << (v_bits + 1 + t_bits)
+    packed |= version << (1 + t_bits)
+    packed |= has_total.astype(np.int64) << t_bits
+    packed |= total_rank.astype(np.int64, copy=False)
+    packed.sort()
+    return (
+        packed >> (w_bits + v_bits + 1 + t_bits),
+        (packed >> (1 + t_bits)) & ((1 << v_bits) - 1),
+        totals[packed & ((1 << t_bits) - 1)],
+        ((packed >> t_bits) & 1).astype(np.bool_),
+    )
+
+
 def _agent_universe(
     evidence: EvidenceBatch, snapshots: SnapshotBatch, agents: Collection[str] | None
 ) -> tuple[str, ...]:
     if agents is not None:
         return tuple(sorted(set(agents)))
+    if evidence.agents == snapshots.agents and _ascending(evidence.agents):  # one table, already sorted
+        return tuple(evidence.agents)
     return tuple(sorted(set(evidence.agents) | set(snapshots.agents)))
 
 
+def _ascending(names: tuple[str, ...]) -> bool:
+    """Strictly ascending: sorted and without repeats (what ``tuple(sorted(set(names)))`` would give)."""
+    return all(a < b for a, b in itertools.pairwise(names))
+
+
 def _rank_codes(table: tuple[str, ...], names: tuple[str, ...]) -> I64:
-    """For each entry of ``table``, its index in the sorted ``names``; -1 where absent."""
+    """For each entry of ``table``, its index in ``names`` (sorted, no repeats); -1 where absent."""
+    if table == names:
+        return np.arange(len(names), dtype=np.int64)
     index = {name: i for i, name in enumerate(names)}
     return np.array([index.get(name, -1) for name in table], dtype=np.int64)
 
@@ -467,20 +559,30 @@ def _newest_per_key(agent: I64, key: I64, at: I64, seq: I64, keep: NDArray[np.bo
     rows = np.flatnonzero(keep & (key >= 0))
     if rows.size == 0:
         return out
-    group = agent[rows] * (int(key[rows].max()) + 1) + key[rows]
+    row_key, group = key[rows], agent[rows]
+    if (int(group.max()) + 1) * (int(row_key.max()) + 1) > np.iinfo(np.int64).max:
+        row_key = dense_codes(row_key)[0]  # key codes so large that (agent, key) would wrap around in int64
+    group *= int(row_key.max()) + 1
+    group += row_key
     groups = int(group.max()) + 1
     if groups > max(4 * rows.size, 1 << 20):  # sparse (agent, key) space: number the pairs densely
         group, distinct = dense_codes(group)
         groups = distinct.size
-    row_at, row_seq = at[rows], seq[rows]
+    row_at = at[rows]
     newest = np.full(groups, np.iinfo(np.int64).min)
     np.maximum.at(newest, group, row_at)
     winner = row_at == newest[group]  # the newest time; then the highest seq among those
     newest_rows = np.flatnonzero(winner)
+    newest_group, newest_seq = group[newest_rows], seq[rows[newest_rows]]
     last_seq = np.full(groups, np.iinfo(np.int64).min)
-    np.maximum.at(last_seq, group[newest_rows], row_seq[newest_rows])
-    winner[newest_rows] = row_seq[newest_rows] == last_seq[group[newest_rows]]
-    if (np.bincount(group[winner], minlength=groups) > 1).any():
+    np.maximum.at(last_seq, newest_group, newest_seq)
+    winner[newest_rows] = newest_seq == last_seq[newest_group]
+    # One winner per (agent, key) that has rows: as many winners as groups with a row (a group's
+    # newest time is a row's time, so more than INT64_MIN unless a row's time is that).
+    occupied = np.count_nonzero(newest != np.iinfo(np.int64).min)
+    if np.count_nonzero(winner) != occupied and (
+        row_at.min() != np.iinfo(np.int64).min or (np.bincount(group[winner], minlength=groups) > 1).any()
+    ):
         raise InvalidInput("two evidence rows share agent, key, time and seq; seq must break ties")
     out[rows[~winner]] = False
     return out

@@ -34,7 +34,10 @@ def issuer_cap_factors(cell: I64, issuer: I64, weight: F64, cells: int, max_shar
         return factors
     # One group per (cell, issuer) in order of (cell, issuer), dense ids 0..pairs-1.
     width = int(issuer.max()) + 1
-    group, pairs = dense_codes(cell[capped] * width + issuer[capped])
+    pair_key = cell[capped]
+    pair_key *= width
+    pair_key += issuer[capped]
+    group, pairs = dense_codes(pair_key)
     pair_cell = pairs // width
 
     # Each issuer's weight in its cell and the first-party weight X of each cell, in one pass of sums:

@@ -26,16 +26,21 @@ def ascending_order(group: I64, x: F64) -> I64:
 def ascending_sums(group: I64, x: F64, groups: int) -> F64:
     """Per-group sums of ``x`` (>= 0), each taken in ascending order of its terms.
 
-    Zero terms are left out when they are many: in ascending order they come first and 0.0 + 0.0 is
-    0.0, so they change no sum (a failed item's w·v is 0), and the sort is the cost.
+    Zero terms are left out when they are most of the rows: in ascending order they come first and
+    0.0 + 0.0 is 0.0, so they change no sum (a failed item's w·v is 0). Leaving them out costs a pass
+    and two gathers, about what sorting half the rows costs (numpy's int64 sort is fast where it is
+    vectorised), so below half they stay in.
     """
     zeros = group.size - np.count_nonzero(x)
-    if zeros * 8 > group.size:
+    if zeros * 2 > group.size:
         kept = np.flatnonzero(x)
         group, x = group[kept], x[kept]
+        x += 0.0  # a copy of ours: + 0.0 in place turns -0.0 into 0.0
+    else:
+        x = x + 0.0
     if group.size == 0:
         return np.zeros(groups)
-    bits = (x + 0.0).view(np.int64)  # + 0.0 turns -0.0 into 0.0; non-negative float bits sort as ints
+    bits = x.view(np.int64)  # non-negative float bits sort as ints
     _, sorted_group, sorted_bits = _group_value_order(group, bits)
     sums = np.bincount(sorted_group, weights=sorted_bits.view(np.float64), minlength=groups)
     return sums.astype(np.float64, copy=False)
@@ -62,15 +67,19 @@ def _group_value_order(group: I64, bits: I64) -> tuple[I64, I64, I64]:
     # re-sort) when the values span few bits, e.g. one binade.
     low = int(bits.min())
     shift = max(0, (int(bits.max()) - low).bit_length() - value_bits)
-    packed = group << (63 - group_bits)
-    value = bits - low
+    # Two new arrays and one more for the order: a new array's pages cost more than a pass over them
+    # (the kernel faults them in and zeroes them), so the shifted group's buffer is reused for the
+    # shifted value and then for the sorted bits, and the packing becomes the sorted groups.
+    packed = np.arange(n, dtype=np.int64)
+    value = group << (63 - group_bits)
+    packed |= value
+    np.subtract(bits, low, out=value)
     value >>= shift
     value <<= index_bits
     packed |= value
-    packed |= np.arange(n, dtype=np.int64)
     packed.sort()
     order = packed & ((1 << index_bits) - 1)
-    sorted_bits = bits[order]
+    sorted_bits = np.take(bits, order, out=value, mode="clip")  # every index is in range: no clipping
     if shift > 0:
         # A run to re-sort is a descent of the exact values between rows of equal (group, top bits):
         # look for descents first (few: mostly group boundaries), then compare heads only there.
@@ -78,7 +87,7 @@ def _group_value_order(group: I64, bits: I64) -> tuple[I64, I64, I64]:
         heads = packed[fall] >> index_bits
         heads = heads[heads == packed[fall + 1] >> index_bits]
         if heads.size:
-            heads = np.unique(heads)
+            heads = heads[np.concatenate(([True], heads[1:] != heads[:-1]))]  # sorted: drop repeats
             starts = np.searchsorted(packed, heads << index_bits, side="left")
             ends = np.searchsorted(packed, (heads << index_bits) | ((1 << index_bits) - 1), side="right")
             length = ends - starts
@@ -86,7 +95,8 @@ def _group_value_order(group: I64, bits: I64) -> tuple[I64, I64, I64]:
             fix = np.lexsort((sorted_bits[rows], np.repeat(np.arange(heads.size), length)))
             order[rows] = order[rows][fix]
             sorted_bits[rows] = sorted_bits[rows][fix]
-    return order, packed >> (63 - group_bits), sorted_bits
+    packed >>= 63 - group_bits
+    return order, packed, sorted_bits
 
 
 def sums_near_order(group: I64, x: F64, groups: int, order: I64) -> F64:
@@ -127,7 +137,7 @@ def table_order(code: I64, table: F64) -> I64:
     rank = np.empty(table.size, dtype=np.int64)
     rank[np.argsort(table, kind="stable")] = np.arange(table.size, dtype=np.int64)
     small = np.int8 if table.size <= 127 else np.int16 if table.size <= 32767 else np.int64
-    return np.argsort(rank[code].astype(small), kind="stable").astype(np.int64, copy=False)
+    return np.argsort(rank.astype(small)[code], kind="stable").astype(np.int64, copy=False)
 
 
 def key_order(key: I64) -> I64:
@@ -147,14 +157,32 @@ def key_order(key: I64) -> I64:
 
 
 def dense_codes(key: I64) -> tuple[I64, I64]:
-    """Number the distinct values of the non-negative ``key`` 0..k-1 in ascending order: (the code of
-    each row, the distinct values), like ``numpy.unique(key, return_inverse=True)`` reversed, faster."""
-    order = key_order(key)
-    sorted_key = key[order]
-    first = np.ones(key.size, dtype=np.bool_)
+    """Number the distinct values of ``key`` 0..k-1 in ascending order: (the code of each row, the
+    distinct values), like ``numpy.unique(key, return_inverse=True)`` reversed, faster.
+
+    Where the key is non-negative and leaves room for a row index beside it, the sorted packing gives
+    both the order and the sorted keys (no gather of the keys), and buffers are reused
+    (:func:`_group_value_order`)."""
+    n = key.size
+    bits = max(1, (n - 1).bit_length())
+    if n == 0 or int(key.min()) < 0 or int(key.max()) >= (1 << (63 - bits)):
+        order = (
+            key_order(key) if n == 0 or int(key.min()) >= 0 else np.argsort(key).astype(np.int64, copy=False)
+        )
+        sorted_key = key[order]
+    else:
+        order = np.arange(n, dtype=np.int64)
+        sorted_key = key << bits
+        order |= sorted_key
+        order.sort()
+        np.right_shift(order, bits, out=sorted_key)
+        order &= (1 << bits) - 1
+    first = np.ones(n, dtype=np.bool_)
     np.not_equal(sorted_key[1:], sorted_key[:-1], out=first[1:])
-    codes = np.empty(key.size, dtype=np.int64)
-    codes[order] = np.cumsum(first) - 1
+    rank = np.cumsum(first, dtype=np.int64)
+    rank -= 1
+    codes = np.empty(n, dtype=np.int64)
+    codes[order] = rank
     return codes, sorted_key[first]
 
 
