@@ -133,6 +133,9 @@ class EvidenceBatch:
         columns = (self.dimension, self.source, self.issuer, self.key, self.value, self.result, self.at)
         if any(c.shape != (n,) for c in (*columns, self.extra_weight, self.seq)):
             raise InvalidInput("evidence columns must all have the same length")
+        for name, kinds in _EVIDENCE_KINDS.items():
+            if np.asarray(getattr(self, name)).dtype.kind not in kinds:
+                raise InvalidInput(f"evidence column {name} must hold {_KIND_NAMES[kinds]}")
         _check_range(self.agent, 0, len(self.agents) - 1, "agent code out of range")
         _check_range(self.dimension, 0, len(self.dimensions) - 1, "dimension code out of range")
         _check_range(self.source, 0, len(self.sources) - 1, "source code out of range")
@@ -186,6 +189,19 @@ class SnapshotBatch:
         # Totals beyond 2**53 would not convert to float64 exactly.
         _check_rows(self.has_total & (np.abs(self.total) > 2**53), "total out of range")
 
+
+#: The dtype kinds the code columns may have: integers (a float code cannot index a table), and the key
+#: signed (the engine pairs it with the agent in int64). Times, sequence numbers and values may be any
+#: numbers the engine can compute with.
+_EVIDENCE_KINDS = {
+    "agent": "iu",
+    "dimension": "iu",
+    "source": "iu",
+    "issuer": "iu",
+    "result": "iu",
+    "key": "i",
+}
+_KIND_NAMES = {"iu": "integers", "i": "signed integers"}
 
 _EVIDENCE_COLUMNS = (
     "agent",

@@ -45,3 +45,24 @@ def test_dense_codes_number_distinct_values_in_order() -> None:
     expected_distinct, expected_codes = np.unique(key, return_inverse=True)
     assert distinct.tolist() == expected_distinct.tolist()
     assert codes.tolist() == expected_codes.tolist()
+
+
+@pytest.mark.parametrize(
+    ("column", "dtype", "message"),
+    [
+        ("key", np.uint64, "key must hold signed integers"),
+        ("agent", np.float64, "agent must hold integers"),
+        ("dimension", np.float32, "dimension must hold integers"),
+        ("source", np.float64, "source must hold integers"),
+        ("result", np.float64, "result must hold integers"),
+    ],
+)
+def test_columns_of_a_kind_the_engine_cannot_compute_with_are_refused(
+    baseline: Weights, column: str, dtype: type, message: str
+) -> None:
+    """Each of these stopped the engine with a numpy error (a cast, an index); now with InvalidInput
+    naming the column."""
+    batch = EvidenceBatch.from_items([item(key="q", at=days_ago(1)), item(key="r", value=0.5)])
+    odd = dataclasses.replace(batch, **{column: getattr(batch, column).astype(dtype)})
+    with pytest.raises(InvalidInput, match=message):
+        score_agents(odd, None, baseline, AT)
