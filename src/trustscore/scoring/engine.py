@@ -584,5 +584,5 @@ def _newest_per_key(agent: I64, key: I64, at: I64, seq: I64, keep: NDArray[np.bo
         row_at.min() != np.iinfo(np.int64).min or (np.bincount(group[winner], minlength=groups) > 1).any()
     ):
         raise InvalidInput("two evidence rows share agent, key, time and seq; seq must break ties")
-    out[rows[~winner]] = False
+    out[rows[np.flatnonzero(~winner)]] = False  # indexes: faster than a boolean mask of random rows
     return out

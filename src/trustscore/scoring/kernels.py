@@ -183,7 +183,7 @@ def dense_codes(key: I64) -> tuple[I64, I64]:
     rank -= 1
     codes = np.empty(n, dtype=np.int64)
     codes[order] = rank
-    return codes, sorted_key[first]
+    return codes, sorted_key[np.flatnonzero(first)]  # indexes: faster than a boolean mask
 
 
 #: A value this little below a half-integer is that half-integer: float noise, not a real difference.

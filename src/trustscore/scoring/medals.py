@@ -235,9 +235,9 @@ def _dimension_medals(
     list per agent: fewer objects for the cycle collector to track)."""
     no_items = ((real_n == 0) & np.isnan(freshness) & (held == 0) & (reason >= 0)).ravel()
     cells = [_NO_ITEMS[r] for r in np.where(no_items, reason.ravel(), 0).tolist()]  # replaced where built
-    built = ~no_items
+    built = np.flatnonzero(~no_items)  # indexes: gathers by a boolean mask are slower
     for cell, n, f, m, r in zip(
-        np.flatnonzero(built).tolist(),
+        built.tolist(),
         real_n.ravel()[built].tolist(),
         freshness.ravel()[built].tolist(),
         held.ravel()[built].tolist(),

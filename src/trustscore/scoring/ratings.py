@@ -221,9 +221,9 @@ def _uncertainties(columns: RatingColumns, weights: Weights) -> list[Uncertainty
     # other cells are built. Only +0.0 is shared: -0.0 == 0.0 but is published as -0.0.
     empty = (columns.counts == 0) & (columns.n_eff == 0.0) & ~np.signbit(columns.n_eff) & ~ok
     stats = [DimensionStats(n=0, n_eff=0.0, interval=None)] * empty.size
-    built = ~empty.ravel()
+    built = np.flatnonzero(~empty.ravel())  # indexes: gathers by a boolean mask are slower
     for cell, count, n_eff, low, high, has in zip(
-        np.flatnonzero(built).tolist(),
+        built.tolist(),
         columns.counts.ravel()[built].tolist(),
         columns.n_eff.ravel()[built].tolist(),
         columns.low.ravel()[built].tolist(),
