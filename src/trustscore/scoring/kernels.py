@@ -165,10 +165,12 @@ def dense_codes(key: I64) -> tuple[I64, I64]:
     (:func:`_group_value_order`)."""
     n = key.size
     bits = max(1, (n - 1).bit_length())
-    if n == 0 or int(key.min()) < 0 or int(key.max()) >= (1 << (63 - bits)):
-        order = (
-            key_order(key) if n == 0 or int(key.min()) >= 0 else np.argsort(key).astype(np.int64, copy=False)
-        )
+    low, high = (int(key.min()), int(key.max())) if n else (0, 0)
+    if low < 0:  # key_order and the packing take non-negative keys only
+        order = np.argsort(key).astype(np.int64, copy=False)
+        sorted_key = key[order]
+    elif n == 0 or high >= (1 << (63 - bits)):  # no room for a row index beside the key
+        order = key_order(key)
         sorted_key = key[order]
     else:
         order = np.arange(n, dtype=np.int64)
