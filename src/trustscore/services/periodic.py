@@ -75,6 +75,11 @@ class Periodic:
     on_lease: Callable[[], Awaitable[object]] | None = None  # run once each time the lease is taken
 
 
+async def always_held() -> bool:
+    """The lease check of a job run without leases (one process, or a test): it is always its own."""
+    return True
+
+
 def period_of(interval: float, at: float) -> int:
     """The period that the wall-clock time ``at`` (seconds since the epoch) falls in."""
     return int(at // interval)
@@ -216,6 +221,7 @@ __all__ = [
     "MAX_BACKOFF",
     "Leases",
     "Periodic",
+    "always_held",
     "backoff",
     "describe",
     "period_of",

@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import msgspec
 from prometheus_client import Counter
 
-from trustscore.errors import NonceReplay, VerificationError
+from trustscore.errors import NonceReplay, NotYetAvailable, VerificationError
 from trustscore.exams.loader import ExamDirs, list_exams
 from trustscore.exams.reporting import exam_for
 from trustscore.kinds.exam_report import EXAM_REPORT, ExamReport
@@ -30,7 +31,7 @@ from trustscore.outbound.guard import OutboundPolicy
 from trustscore.outbound.reverify_runner import build_statement, run_once
 from trustscore.reverify import fresh, status
 from trustscore.services.log import LogService
-from trustscore.services.periodic import Periodic, describe, settle_failed_run
+from trustscore.services.periodic import Periodic, always_held, describe, period_of, settle_failed_run
 from trustscore.store.reverify import ReverifyStore, Run
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,12 @@ class ReverifyConfig:
     retry_s: float = 60.0  # a failed run is due again after this, four times longer per attempt
     policy: OutboundPolicy = field(default_factory=OutboundPolicy)
 
+    @property
+    def hold(self) -> float:
+        """Seconds a claimed run is its claimer's alone (store/reverify.py, ``ReverifyStore.claim``): its
+        deadline, then half as long again (at least 10 s) to grade and log what it found."""
+        return self.deadline_s + max(10.0, self.deadline_s / 2)
+
 
 class Reverifier:
     def __init__(
@@ -62,13 +69,18 @@ class Reverifier:
         exam_dirs: ExamDirs,
         config: ReverifyConfig,
         failures: Counter | None = None,  # failed runs, as the background jobs' failed steps
+        leased: Callable[[], Awaitable[bool]] | None = None,
     ) -> None:
+        """``leased`` says whether this process still holds the job's lease (services/periodic.py): asked
+        before each run after a step's first, so that a process that lost the lease part-way through a
+        step stops claiming runs (the process that took the job over carries them out)."""
         self.log = log_service
         self.store = store
         self.key = key
         self.exam_dirs = exam_dirs
         self.config = config
         self.failures = failures
+        self.leased = leased or always_held
         self._swept = 0  # reports below this index have been considered for a run
 
     async def _root(self, size: int) -> bytes:
@@ -99,26 +111,40 @@ class Reverifier:
         self._swept = reports[-1][0] + 1
         return scheduled
 
-    async def schedule_all(self) -> int:
-        """A scheduled run on each agent's latest report, seeded by the newest checkpoint; none for an agent
-        whose previous run is still pending (the schedule runs beside the worker, so runs slower than the
-        interval would otherwise pile up without bound and starve the runs that new reports bring)."""
+    async def schedule_period(self, due: float) -> int:
+        """The scheduled runs of the period of ``config.interval`` that ``due`` (seconds since the epoch)
+        falls in: a run on each agent's latest report, seeded by the checkpoint the period's first
+        scheduling found newest (migration 0023). Scheduling a period again (a retry, a restart, a
+        takeover of the lease, two workers at once) derives the same seeds, so it adds only what the
+        first left out: one round per agent and period. An aligned job (periodic.py)."""
+        start_ms = round(period_of(self.config.interval, due) * self.config.interval * 1000)
+        try:
+            cp = await self.log.latest_checkpoint(fresh=True)
+        except NotYetAvailable:  # nothing integrated yet: no report to re-verify
+            return 0
+        size = await self.store.period_checkpoint(start_ms, cp.size)
+        return await self.schedule_at(size, cp.root if size == cp.size else await self._root(size))
+
+    async def schedule_at(self, size: int, root: bytes) -> int:
+        """A scheduled run on each agent's latest report in the log's first ``size`` entries, seeded by
+        ``root`` (that tree's); none for an agent whose previous run is still pending (the schedule runs
+        beside the worker, so runs slower than the interval would otherwise pile up without bound and
+        starve the runs that new reports bring)."""
         # New reports get their own run first: a scheduled run seeded by the same checkpoint would have the
         # same (agent, report, seed) and take the report run's place.
         await self.sweep()
-        cp = await self.log.latest_checkpoint(fresh=True)
         endpoints = await self.store.endpoints(None)
         busy = await self.store.pending_agents()
         latest: dict[str, tuple[int, bytes]] = {}
-        for index, leaf in await self.log.store.leaves_of_kind(EXAM_REPORT.predicate_type, cp.size - 1):
+        for index, leaf in await self.log.store.leaves_of_kind(EXAM_REPORT.predicate_type, size - 1):
             report = audit.parse_leaf(leaf)
             latest[report.statement.facts.subject] = (index, report.statement_hash)
         scheduled = 0
         for agent, (index, digest) in sorted(latest.items()):
             if agent in endpoints and agent not in busy:
-                seed = sampling.seed(cp.root, digest, agent)
+                seed = sampling.seed(root, digest, agent)
                 scheduled += await self.store.schedule(
-                    Run(agent, index, seed, "schedule", cp.size, endpoints[agent], 0)
+                    Run(agent, index, seed, "schedule", size, endpoints[agent], 0)
                 )
         return scheduled
 
@@ -142,7 +168,7 @@ class Reverifier:
 
     async def work_once(self) -> bool:
         """Carry out one pending run; False when there is none."""
-        run = await self.store.claim()
+        run = await self.store.claim(self.config.hold)
         if run is None:
             return False
         if run.attempts > self.config.max_attempts:
@@ -150,7 +176,7 @@ class Reverifier:
             # crashed it, or it was killed from outside: a kill uses up an attempt too).
             if self.failures is not None:
                 self.failures.labels(task=TASK).inc()
-            await self.store.finish(run, entry_index=None, same_as_index=None)
+            await self._finish(run, entry_index=None, same_as_index=None)
             log.warning("re-verification of %s report %d closed: claimed %d times, never finished",
                         run.agent, run.report_index, run.attempts)  # fmt: skip
             return True
@@ -163,12 +189,19 @@ class Reverifier:
                 run.attempts,
                 self.config.max_attempts,
                 self.config.retry_s,
-                lambda: self.store.finish(run, entry_index=None, same_as_index=None),
+                lambda: self._finish(run, entry_index=None, same_as_index=None),
                 lambda delay: self.store.retry_later(run, delay),
             )
             log.warning("re-verification of %s report %d failed (%s); %s",
                         run.agent, run.report_index, describe(exc), done)  # fmt: skip
         return True
+
+    async def _finish(self, run: Run, *, entry_index: int | None, same_as_index: int | None) -> None:
+        """Close ``run``; a claim overtaken after its hold changes nothing (the later claim's outcome
+        stands) and says so in the log."""
+        if not await self.store.finish(run, entry_index=entry_index, same_as_index=same_as_index):
+            log.info("re-verification of %s report %d: attempt %d was overtaken by a later claim",
+                     run.agent, run.report_index, run.attempts)  # fmt: skip
 
     async def _carry_out(self, run: Run) -> None:
         report_leaf = await self.store.leaf(run.report_index)
@@ -218,7 +251,7 @@ class Reverifier:
         new = statements.parse_statement(payload).predicate
         assert isinstance(new, Reverification)
         if history and not status.should_record(history[-1][1], new):
-            await self.store.finish(run, entry_index=None, same_as_index=history[-1][0])
+            await self._finish(run, entry_index=None, same_as_index=history[-1][0])
             return
         envelope = dsse.sign(payload, [self.key])
         try:
@@ -229,27 +262,27 @@ class Reverifier:
             if found is None:
                 raise
             index = found
-        await self.store.finish(run, entry_index=index, same_as_index=None)
+        await self._finish(run, entry_index=index, same_as_index=None)
 
     async def sweep_and_work(self, stop: asyncio.Event) -> None:
-        """Schedule runs after new reports and carry out pending runs until none is left or ``stop``.
+        """Schedule runs after new reports and carry out pending runs until none is left, ``stop``, or this
+        process no longer holds the job's lease (``leased``).
 
         The sweep comes before every run, not once: the schedule (its own periodic task) may add runs
         faster than slow endpoints let them finish, and a report's own run must not wait behind them all.
         """
         while not stop.is_set():
             await self.sweep()
-            if not await self.work_once():
+            if not await self.work_once() or not await self.leased():
                 return
 
     def periodic(self, stop: asyncio.Event) -> list[Periodic]:
         """The background work: sweep and drain every ``poll`` seconds; a scheduled run on every agent's
-        latest report every ``interval`` seconds (none when it is 0)."""
+        latest report once per period of ``interval`` seconds (none when it is 0), aligned on the clock
+        (periodic.py) so that whichever process holds the lease, each period gets its round once."""
         tasks = [Periodic(TASK, lambda: self.sweep_and_work(stop), self.config.poll)]
         if self.config.interval > 0:
             tasks.append(
-                Periodic(
-                    "re-verification schedule", self.schedule_all, self.config.interval, self.config.interval
-                )
+                Periodic("re-verification schedule", self.schedule_period, self.config.interval, aligned=True)
             )
         return tasks

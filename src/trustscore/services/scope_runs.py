@@ -15,7 +15,7 @@ import asyncio
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -49,7 +49,7 @@ from trustscore.outbound.guard import OutboundFailed, OutboundPolicy, OutboundRe
 from trustscore.outbound.reverify_runner import GuardedHttpAgent, _Asker
 from trustscore.scope.runs import skip_reason
 from trustscore.services.log import LogService
-from trustscore.services.periodic import Periodic, describe, settle_failed_run
+from trustscore.services.periodic import Periodic, always_held, describe, settle_failed_run
 from trustscore.store.scope import ScopeStore
 
 log = logging.getLogger(__name__)
@@ -78,6 +78,12 @@ class ScopeRunConfig:
     max_attempts: int = 3
     retry_s: float = 60.0  # a failed run is due again after this, four times longer per attempt
     policy: OutboundPolicy = field(default_factory=OutboundPolicy)
+
+    @property
+    def hold(self) -> float:
+        """Seconds a claimed run is its claimer's alone (store/scope.py, ``ScopeStore.claim_run``): its
+        deadline, then half as long again (at least 10 s) to grade and log what it found."""
+        return self.deadline_s + max(10.0, self.deadline_s / 2)
 
 
 def _error(text: str | None) -> str | None:
@@ -140,7 +146,11 @@ class ScopeRunner:
         config: ScopeRunConfig,
         clock: Callable[[], dt.datetime] = _now,
         failures: Counter | None = None,  # failed runs, as the background jobs' failed steps
+        leased: Callable[[], Awaitable[bool]] | None = None,
     ) -> None:
+        """``leased`` says whether this process still holds the job's lease (services/periodic.py): asked
+        before each run after a step's first, so that a process that lost the lease part-way through a
+        step stops claiming runs (the process that took the job over carries them out)."""
         self.log = log_service
         self.store = store
         self.key = key
@@ -148,6 +158,7 @@ class ScopeRunner:
         self.config = config
         self.clock = clock
         self.failures = failures
+        self.leased = leased or always_held
         self._period: int | None = None  # the last period the weekly runs were scheduled for
         self._cards_from: int | None = None  # where this process's sweep of cards goes on (None: the mark)
         self._marked: int | None = None  # the mark this process last wrote
@@ -232,22 +243,22 @@ class ScopeRunner:
 
     async def work_once(self) -> bool:
         """Carry out one pending run; False when there is none."""
-        claimed = await self.store.claim_run()
+        claimed = await self.store.claim_run(self.config.hold)
         if claimed is None:
             return False
-        agent, run_key, trigger, attempts = claimed
-        if attempts > self.config.max_attempts:
+        agent, run_key, trigger, attempt = claimed
+        if attempt > self.config.max_attempts:
             # Claimed that often and never finished: its process ended during each attempt (the run
             # crashed it, or it was killed from outside: a kill uses up an attempt too).
             if self.failures is not None:
                 self.failures.labels(task=TASK).inc()
-            await self.store.finish_run(agent, run_key, entry_index=None, reason="never finished")
+            await self._finish(agent, run_key, attempt, entry_index=None, reason="never finished")
             log.warning(
-                "scope run %s of %s closed: claimed %d times, never finished", run_key, agent, attempts
+                "scope run %s of %s closed: claimed %d times, never finished", run_key, agent, attempt
             )
             return True
         try:
-            await self._carry_out(agent, run_key, trigger)  # type: ignore[arg-type]
+            await self._carry_out(agent, run_key, trigger, attempt)  # type: ignore[arg-type]
         except Exception as exc:  # a refusal, a bug, the database or the network away: an attempt
             if self.failures is not None:
                 self.failures.labels(task=TASK).inc()
@@ -256,16 +267,26 @@ class ScopeRunner:
                 exc.message if isinstance(exc, TrustscoreError) else f"internal error ({type(exc).__name__})"
             )
             done = await settle_failed_run(
-                attempts,
+                attempt,
                 self.config.max_attempts,
                 self.config.retry_s,
-                lambda: self.store.finish_run(agent, run_key, entry_index=None, reason=reason[:MAX_ERROR]),
-                lambda delay: self.store.retry_later(agent, run_key, delay),
+                lambda: self._finish(agent, run_key, attempt, entry_index=None, reason=reason[:MAX_ERROR]),
+                lambda delay: self.store.retry_later(agent, run_key, delay, attempt=attempt),
             )
             log.warning("scope run %s of %s failed (%s); %s", run_key, agent, describe(exc), done)
         return True
 
-    async def _carry_out(self, agent: str, run_key: str, trigger: Trigger) -> None:
+    async def _finish(
+        self, agent: str, run_key: str, attempt: int, *, entry_index: int | None, reason: str | None
+    ) -> None:
+        """Close the run claimed as ``attempt``; a claim overtaken after its hold changes nothing (the
+        later claim's outcome stands) and says so in the log."""
+        if not await self.store.finish_run(
+            agent, run_key, attempt=attempt, entry_index=entry_index, reason=reason
+        ):
+            log.info("scope run %s of %s: attempt %d was overtaken by a later claim", run_key, agent, attempt)
+
+    async def _carry_out(self, agent: str, run_key: str, trigger: Trigger, attempt: int) -> None:
         cards = (await self.store.newest_cards([agent])).get(agent)
         card_index, card = (cards[0][0], _card(cards[0][1])) if cards else (0, None)
         reason = skip_reason(card)
@@ -278,7 +299,7 @@ class ScopeRunner:
                 pass  # unreachable is the agent's failure: asked, and recorded as such
         if reason is not None or card is None or not card.endpoint:
             log.info("scope run %s of %s skipped: %s", run_key, agent, reason)
-            await self.store.finish_run(agent, run_key, entry_index=None, reason=reason)
+            await self._finish(agent, run_key, attempt, entry_index=None, reason=reason)
             return
         decls, non = declarations_of(card)
         form = scope_form(decls, non)
@@ -318,13 +339,14 @@ class ScopeRunner:
                 raise
             index = found
         log.info("scope run %s of %s logged at %d", run_key, agent, index)
-        await self.store.finish_run(agent, run_key, entry_index=index, reason=None)
+        await self._finish(agent, run_key, attempt, entry_index=index, reason=None)
 
     async def step(self, stop: asyncio.Event) -> None:
-        """Schedule (new cards, a new period), then carry out pending runs until none is left or ``stop``."""
+        """Schedule (new cards, a new period), then carry out pending runs until none is left, ``stop``, or
+        this process no longer holds the job's lease (``leased``: asked before each run after the first)."""
         await self.sweep_cards()
         await self.schedule_weekly()
-        while not stop.is_set() and await self.work_once():
+        while not stop.is_set() and await self.work_once() and await self.leased():
             pass
 
     def periodic(self, stop: asyncio.Event) -> Periodic:

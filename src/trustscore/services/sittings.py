@@ -51,7 +51,7 @@ from trustscore.ledger import audit, dsse, merkle, statements
 from trustscore.ledger.keys import SigningKey
 from trustscore.ledger.submission import Prepared, prepare
 from trustscore.services.log import LogService
-from trustscore.store.log import Appended
+from trustscore.store.log import Appended, index_by_nonce
 from trustscore.store.scope import ScopeStore
 from trustscore.store.sittings import SittingRow, SittingStore
 
@@ -111,6 +111,11 @@ def _graded(g: ItemGrade) -> GradedItem:
 
 def _nonce(prefix: str, text: str) -> str:
     return f"{prefix}-{text}"
+
+
+def _close_nonce(open_index: int) -> str:
+    """The nonce of the close of the sitting opened at ``open_index``: one close per sitting."""
+    return _nonce("sitting-close", f"{open_index:012d}")
 
 
 def _now() -> dt.datetime:
@@ -309,7 +314,7 @@ class SittingService:
     ) -> Prepared:  # fmt: skip
         assert row.root is not None
         c = SittingClose(
-            nonce=_nonce("sitting-close", f"{index:012d}"),
+            nonce=_close_nonce(index),
             issued_at=statements.format_time(_now()),
             service=self.key.id,
             agent=row.agent,
@@ -337,8 +342,13 @@ class SittingService:
         prepared = self._close(row, index, items, expired_grades(items), None, None)
         try:
             [appended] = await self.log.append([prepared], batch=False)
-        except NonceReplay:  # closed already (by a report, or before a crash): the log says so
-            await self.store.closed(index, -1)
+        except NonceReplay:
+            # Closed already: by a report, by this sweep before a crash, or by another process's sweep
+            # (one that lost the job's lease part-way through its step). The close's nonce finds it.
+            found = await index_by_nonce(self.log.store.pool, self.key.id, _close_nonce(index))
+            if found is None:
+                raise
+            await self.store.closed(index, found)
             return None
         await self.store.closed(index, appended.index)
         return appended.index

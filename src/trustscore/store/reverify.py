@@ -40,14 +40,38 @@ class ReverifyStore:
         )
         return status.endswith(" 1")
 
+    async def period_checkpoint(self, period_start_ms: int, size: int) -> int:
+        """The checkpoint size that seeds the scheduled runs of the period starting at ``period_start_ms``:
+        ``size`` when this is the first scheduling of the period, else the size fixed by the first
+        (migration 0023). Two statements: the second reads what a concurrent first one committed."""
+        await self.pool.execute(
+            "INSERT INTO reverify_periods (period_start_ms, checkpoint_size) VALUES ($1, $2) "
+            "ON CONFLICT (period_start_ms) DO NOTHING",
+            period_start_ms,
+            size,
+        )
+        fixed: int = await self.pool.fetchval(
+            "SELECT checkpoint_size FROM reverify_periods WHERE period_start_ms = $1", period_start_ms
+        )
+        return fixed
+
     async def pending_agents(self) -> set[str]:
         """Agents with a run not yet carried out."""
         rows = await self.pool.fetch("SELECT DISTINCT agent FROM reverify_runs WHERE state = 'pending'")
         return {r["agent"] for r in rows}
 
-    async def claim(self) -> Run | None:
-        """The pending run due first, its attempt counted; runs not yet due again after a failure, and
-        rows another worker holds, are skipped (migration 0020)."""
+    async def claim(self, hold: float) -> Run | None:
+        """The pending run due first, its attempt counted and held for ``hold`` seconds; runs not yet due
+        (after a failure, or held by a claim) and rows another worker is claiming are skipped (migration
+        0020).
+
+        A claim is a lease on the run: nobody else claims it until ``hold`` seconds have passed, which is
+        longer than a run may take, so a worker that lost the job's lease while carrying a run out (its
+        lease connection dropped: another worker took the job over) does not have it carried out a second
+        time beside it. A run whose worker died is claimed again once its hold has passed. The attempt
+        count is the claim's fence: :meth:`finish` and :meth:`retry_later` change the run only while
+        its attempts are still the claim's, so a claimer overtaken after its hold never overwrites the
+        outcome of the claim that took the run after it."""
         async with self.pool.acquire() as conn, conn.transaction():
             r = await conn.fetchrow(
                 "SELECT agent, report_index, seed, trigger, checkpoint_size, endpoint, attempts FROM reverify_runs "
@@ -57,11 +81,13 @@ class ReverifyStore:
             if r is None:
                 return None
             await conn.execute(
-                "UPDATE reverify_runs SET attempts = attempts + 1, updated_at = now() "
+                "UPDATE reverify_runs SET attempts = attempts + 1, updated_at = now(), "
+                "not_before = now() + make_interval(secs => $4) "
                 "WHERE agent = $1 AND report_index = $2 AND seed = $3",
                 r["agent"],
                 r["report_index"],
                 r["seed"],
+                hold,
             )
         return Run(
             r["agent"],
@@ -73,27 +99,34 @@ class ReverifyStore:
             r["attempts"] + 1,
         )
 
-    async def retry_later(self, run: Run, seconds: float) -> None:
-        """Make a failed run due again ``seconds`` from now."""
-        await self.pool.execute(
+    async def retry_later(self, run: Run, seconds: float) -> bool:
+        """Make a failed run due again ``seconds`` from now; False when the claim ``run`` came from is no
+        longer the run's last (see :meth:`claim`), and nothing was changed."""
+        status: str = await self.pool.execute(
             "UPDATE reverify_runs SET not_before = now() + make_interval(secs => $4), updated_at = now() "
-            "WHERE agent = $1 AND report_index = $2 AND seed = $3",
+            "WHERE agent = $1 AND report_index = $2 AND seed = $3 AND state = 'pending' AND attempts = $5",
             run.agent,
             run.report_index,
             run.seed,
             seconds,
+            run.attempts,
         )
+        return status.endswith(" 1")
 
-    async def finish(self, run: Run, *, entry_index: int | None, same_as_index: int | None) -> None:
-        await self.pool.execute(
+    async def finish(self, run: Run, *, entry_index: int | None, same_as_index: int | None) -> bool:
+        """Close the run claimed as ``run``; False when that claim is no longer the run's last (see
+        :meth:`claim`), or the run is closed already, and nothing was changed."""
+        status: str = await self.pool.execute(
             "UPDATE reverify_runs SET state = 'done', entry_index = $4, same_as_index = $5, updated_at = now() "
-            "WHERE agent = $1 AND report_index = $2 AND seed = $3",
+            "WHERE agent = $1 AND report_index = $2 AND seed = $3 AND state = 'pending' AND attempts = $6",
             run.agent,
             run.report_index,
             run.seed,
             entry_index,
             same_as_index,
+            run.attempts,
         )
+        return status.endswith(" 1")
 
     async def runs_of(self, agent: str) -> list[tuple[int, str, int | None, int | None]]:
         rows = await self.pool.fetch(

@@ -124,10 +124,12 @@ class ScopeStore:
         )
         return known
 
-    async def claim_run(self) -> tuple[str, str, str, int] | None:
-        """The pending run due first (agent, run key, trigger, attempts so far), its attempt counted;
-        runs not yet due again after a failure, and rows another worker holds, are skipped (migration
-        0020)."""
+    async def claim_run(self, hold: float) -> tuple[str, str, str, int] | None:
+        """The pending run due first (agent, run key, trigger, attempts with this one), its attempt
+        counted and held for ``hold`` seconds; runs not yet due (after a failure, or held by a claim) and
+        rows another worker is claiming are skipped (migration 0020). A claim is a lease on the run, and
+        its attempt count the fence of :meth:`finish_run` and :meth:`retry_later`, as for
+        re-verification runs (store/reverify.py, ``ReverifyStore.claim``)."""
         async with self.pool.acquire() as conn, conn.transaction():
             r = await conn.fetchrow(
                 "SELECT agent, run_key, trigger, attempts FROM scope_runs WHERE state = 'pending' "
@@ -136,35 +138,43 @@ class ScopeStore:
             if r is None:
                 return None
             await conn.execute(
-                "UPDATE scope_runs SET attempts = attempts + 1, updated_at = now() WHERE agent = $1 AND run_key = $2",
+                "UPDATE scope_runs SET attempts = attempts + 1, updated_at = now(), "
+                "not_before = now() + make_interval(secs => $3) WHERE agent = $1 AND run_key = $2",
                 r["agent"],
                 r["run_key"],
+                hold,
             )
         return r["agent"], r["run_key"], r["trigger"], r["attempts"] + 1
 
-    async def retry_later(self, agent: str, run_key: str, seconds: float) -> None:
-        """Make a failed run due again ``seconds`` from now."""
-        await self.pool.execute(
+    async def retry_later(self, agent: str, run_key: str, seconds: float, *, attempt: int) -> bool:
+        """Make a failed run due again ``seconds`` from now; False when its claim numbered ``attempt`` is
+        no longer its last, and nothing was changed."""
+        status: str = await self.pool.execute(
             "UPDATE scope_runs SET not_before = now() + make_interval(secs => $3), updated_at = now() "
-            "WHERE agent = $1 AND run_key = $2",
+            "WHERE agent = $1 AND run_key = $2 AND state = 'pending' AND attempts = $4",
             agent,
             run_key,
             seconds,
+            attempt,
         )
+        return status.endswith(" 1")
 
     async def finish_run(
-        self, agent: str, run_key: str, *, entry_index: int | None, reason: str | None
-    ) -> None:
-        """Mark the run done (its entry logged) or skipped (``reason``)."""
-        await self.pool.execute(
+        self, agent: str, run_key: str, *, attempt: int, entry_index: int | None, reason: str | None
+    ) -> bool:
+        """Mark the run done (its entry logged) or skipped (``reason``); False when its claim numbered
+        ``attempt`` is no longer its last, or the run is closed already, and nothing was changed."""
+        status: str = await self.pool.execute(
             "UPDATE scope_runs SET state = $3, entry_index = $4, reason = $5, updated_at = now() "
-            "WHERE agent = $1 AND run_key = $2",
+            "WHERE agent = $1 AND run_key = $2 AND state = 'pending' AND attempts = $6",
             agent,
             run_key,
             "done" if entry_index is not None else "skipped",
             entry_index,
             reason,
+            attempt,
         )
+        return status.endswith(" 1")
 
     async def runs_of(self, agent: str) -> list[tuple[str, str, str, int | None, str | None]]:
         """(run key, trigger, state, entry index, reason) of the agent's server runs, oldest first."""

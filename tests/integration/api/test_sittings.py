@@ -36,7 +36,12 @@ from trustscore.kinds.sittings import (
     make_request,
 )
 from trustscore.ledger import dsse, keys, statements
+from trustscore.services.log import LogService
+from trustscore.services.sittings import SittingConfig, SittingService
 from trustscore.settings import Settings
+from trustscore.store import db
+from trustscore.store.log import LogStore
+from trustscore.store.sittings import SittingStore
 
 Client = AsyncTestClient[Litestar]
 
@@ -448,3 +453,36 @@ async def test_a_floor_reader_gains_nothing_on_fresh_negotiations(client: Client
     )
     patient = sum(_play_locally(i, _patient) for i in instantiate(form_for("negotiation@1"), seed))
     assert hits == [] and reader <= patient, (hits, reader, patient)
+
+
+async def test_an_expiry_that_meets_a_close_logged_elsewhere_records_that_close(
+    client: Client, dsn: str, settings: Settings
+) -> None:
+    """(Found by review of lease takeovers.) The expiry sweep that meets a close already in the log (a
+    report's; another worker's sweep that outlived its lease; its own before a crash) records that
+    close's index. Before, it recorded none: the sitting then showed no close and ``trustscore sitting
+    verify`` refused it as not closed yet."""
+    key = await register(client)
+    opened = await open_sitting(client, key, "integrity@1")
+    r = await report(client, key, opened, {})
+    assert r.status_code == 201, r.text
+    pool = await db.create_pool(dsn, min_size=1, max_size=2)
+    try:  # the process that logged the close never recorded it (it died, or lost its lease, between)
+        await pool.execute(
+            "UPDATE sittings SET state = 'open', close_index = NULL WHERE open_index = $1", opened["sitting"]
+        )
+        log_service = LogService(
+            LogStore(pool), keys.read_key_file(settings.log_key_file), settings.log_origin, max_batch=100
+        )
+        sweeper = SittingService(  # another worker's, on the same database
+            log_service,
+            SittingStore(pool),
+            keys.read_key_file(settings.service_key_file),
+            ExamDirs(),
+            SittingConfig(),
+        )
+        assert await sweeper.expire(opened["sitting"]) is None
+    finally:
+        await pool.close()
+    state = (await client.get(f"/v1/sittings/{opened['sitting']}")).json()
+    assert (state["state"], state["close_index"]) == ("closed", r.json()["close_index"])

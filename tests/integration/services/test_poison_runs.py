@@ -50,11 +50,11 @@ async def test_a_scope_run_that_raises_goes_behind_the_others_and_is_closed_afte
     assert await store.schedule_run("ts1_healthy", "week:1", "schedule", 100)
     carried: list[str] = []
 
-    async def carry_out(agent: str, run_key: str, trigger: str) -> None:
+    async def carry_out(agent: str, run_key: str, trigger: str, attempt: int) -> None:
         if agent == "ts1_poison":
             raise KeyError("a field no check foresaw")
         carried.append(agent)
-        await store.finish_run(agent, run_key, entry_index=None, reason="done")
+        await store.finish_run(agent, run_key, attempt=attempt, entry_index=None, reason="done")
 
     monkeypatch.setattr(runner, "_carry_out", carry_out)
     assert await runner.work_once()  # the oldest: the poison, its first attempt, due again in a minute
@@ -118,7 +118,7 @@ async def test_a_transient_failure_during_one_scope_step_closes_no_run(
     for i in range(3):
         assert await store.schedule_run(f"ts1_agent{i}", f"card:{i}", "declarations", 100)
 
-    async def carry_out(agent: str, run_key: str, trigger: str) -> None:
+    async def carry_out(agent: str, run_key: str, trigger: str, attempt: int) -> None:
         raise ConnectionResetError("the database went away for a second")
 
     monkeypatch.setattr(runner, "_carry_out", carry_out)
@@ -161,12 +161,12 @@ async def test_a_run_that_failed_once_is_not_starved_by_runs_arriving_after_it(
     failed: list[str] = []
     carried: list[str] = []
 
-    async def carry_out(agent: str, run_key: str, trigger: str) -> None:
+    async def carry_out(agent: str, run_key: str, trigger: str, attempt: int) -> None:
         if agent == "ts1_flaky" and not failed:
             failed.append(agent)
             raise TimeoutError("one slow answer")
         carried.append(agent)
-        await store.finish_run(agent, run_key, entry_index=None, reason="done")
+        await store.finish_run(agent, run_key, attempt=attempt, entry_index=None, reason="done")
 
     monkeypatch.setattr(runner, "_carry_out", carry_out)
     for i in range(5):
@@ -183,15 +183,15 @@ async def test_a_run_that_never_finishes_is_closed_after_its_attempts_and_failur
     times than it may be attempted. Failed runs count in the background failures metric, under the job."""
     store, config, metrics = ScopeStore(pool), ScopeRunConfig(), Metrics()
     assert await store.schedule_run("ts1_crashing", "week:1", "schedule", 100)
-    for _ in range(config.max_attempts):  # each claim "ends the process": nothing after it runs
-        assert await store.claim_run() is not None
+    for _ in range(config.max_attempts):  # each claim "ends the process" (nothing after it runs) ...
+        assert await store.claim_run(0.0) is not None  # ... and its hold has passed when it restarts
     failures = metrics.background_failures
     runner = ScopeRunner(None, store, keys.SigningKey.generate(), ExamDirs(), config, failures=failures)  # type: ignore[arg-type]
     assert await runner.work_once()
     [(state, reason)] = await pool.fetch("SELECT state, reason FROM scope_runs")
     assert (state, reason) == ("skipped", "never finished")
 
-    async def carry_out(agent: str, run_key: str, trigger: str) -> None:
+    async def carry_out(agent: str, run_key: str, trigger: str, attempt: int) -> None:
         raise ValueError("a bug")
 
     monkeypatch.setattr(runner, "_carry_out", carry_out)

@@ -57,7 +57,7 @@ async def test_one_process_with_its_clock_ahead_silences_weekly_runs_for_every_p
     ahead = runner(pool, now + dt.timedelta(days=400))
     assert await ahead.schedule_weekly() == 1
     await ScopeStore(pool).finish_run(
-        key.id, f"week:{ahead.period()}", entry_index=None, reason="done elsewhere"
+        key.id, f"week:{ahead.period()}", attempt=0, entry_index=None, reason="done elsewhere"
     )
     correct = runner(pool, now + dt.timedelta(days=7))  # next week on the right clock: not yet scheduled
     assert await correct.schedule_weekly() == 1, "this week's run is never scheduled (for ~56 weeks)"
@@ -76,7 +76,9 @@ async def test_a_declaration_change_refused_while_a_run_was_pending_is_never_swe
     second = await log_card(pool, key, "m2")  # a new declared model version
     assert await one.sweep_cards() == 0  # refused: one pending run per agent
     store = ScopeStore(pool)
-    await store.finish_run(key.id, f"card:{first}", entry_index=None, reason="ran with the first card")
+    await store.finish_run(
+        key.id, f"card:{first}", attempt=0, entry_index=None, reason="ran with the first card"
+    )
     restarted = runner(pool)
     assert await restarted.sweep_cards() == 1, f"card:{second} is never scheduled"
 
@@ -92,7 +94,9 @@ async def test_a_refused_declaration_change_is_retried_by_the_same_process(pool:
     store = ScopeStore(pool)
     assert await store.mark("scope_cards") == second  # held at the refused card, not past it
     assert await one.sweep_cards() == 0  # still pending: refused again, nothing re-read
-    await store.finish_run(key.id, f"card:{first}", entry_index=None, reason="ran with the first card")
+    await store.finish_run(
+        key.id, f"card:{first}", attempt=0, entry_index=None, reason="ran with the first card"
+    )
     assert await one.sweep_cards() == 1  # retried
     assert await store.run_known(key.id, f"card:{second}")
     assert await store.mark("scope_cards") == third + 1
@@ -135,7 +139,7 @@ async def test_a_card_not_swept_yet_gets_its_own_run_not_the_weeks(pool: asyncpg
     swept = await log_card(pool, steady, "m1")
     one = runner(pool)
     assert await one.sweep_cards() == 1
-    await ScopeStore(pool).finish_run(steady.id, f"card:{swept}", entry_index=None, reason="done")
+    await ScopeStore(pool).finish_run(steady.id, f"card:{swept}", attempt=0, entry_index=None, reason="done")
     fresh = keys.SigningKey.generate()
     first = await log_card(pool, fresh, "m1")  # after the sweep, before the week's scheduling
     await log_card(pool, steady, "m1")  # the same declarations again: no run of its own
