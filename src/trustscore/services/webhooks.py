@@ -175,18 +175,24 @@ class WebhookService:
         else:
             state = "pending"
             wait = schedule.backoff(attempt, base=self.config.backoff_base, cap=self.config.backoff_cap)
-        await self.store.record(d, status, error, millis, state, wait)
+        if not await self.store.record(d, status, error, millis, state, wait):
+            log.info("webhook %s to subscription %d: attempt %d was recorded by another dispatcher",
+                     d.event_id, d.subscription, attempt)  # fmt: skip
         return 1
 
     async def step(self, max_rounds: int = 100) -> int:
         """One periodic step (services/periodic.py): if this process holds the deployment's dispatch lock
         (one sender keeps per-agent order), dispatch rounds back to back while work is due; return how
-        many deliveries were attempted."""
+        many deliveries were attempted. The lock is its session's: before each round after the first the
+        session is confirmed, so a dispatcher whose lock connection was lost (another may be sending
+        now) stops after the round in hand instead of sending beside the other until nothing is due."""
         done = 0
         async with self.store.pool.acquire() as conn, self.store.dispatch_lock(conn) as locked:
             if not locked:
                 return 0
-            for _ in range(max_rounds):
+            for round_ in range(max_rounds):
+                if round_:
+                    await self.store.confirm(conn)
                 sent = await self.dispatch_once()
                 done += sent
                 if not sent:

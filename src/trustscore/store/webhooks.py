@@ -294,19 +294,26 @@ class WebhookStore:
 
     async def record(
         self, d: Due, status: int | None, error: str | None, millis: int, state: str, retry_in: float
-    ) -> None:
-        """Log attempt ``d.attempts + 1`` and move the delivery to ``state`` (pending: retry in ``retry_in`` s)."""
-        async with self.pool.acquire() as conn, conn.transaction():
-            await conn.execute(
-                "INSERT INTO webhook_attempts (subscription, event_seq, attempt, status, error, millis) "
-                "VALUES ($1, $2, $3, $4, $5, $6)",
-                d.subscription, d.event_seq, d.attempts + 1, status, error, millis,
-            )  # fmt: skip
-            await conn.execute(
-                "UPDATE webhook_deliveries SET state = $3, attempts = attempts + 1, "
-                "next_at = now() + make_interval(secs => $4) WHERE subscription = $1 AND event_seq = $2",
-                d.subscription, d.event_seq, state, retry_in,
-            )  # fmt: skip
+    ) -> bool:
+        """Log attempt ``d.attempts + 1`` and move the delivery to ``state`` (pending: retry in ``retry_in``
+        s); False, with nothing changed, when that attempt is logged already: another dispatcher made it
+        too (one whose lock's session was lost while it sent: services/webhooks.py), and its record
+        stands (attempts are append-only)."""
+        try:
+            async with self.pool.acquire() as conn, conn.transaction():
+                await conn.execute(
+                    "INSERT INTO webhook_attempts (subscription, event_seq, attempt, status, error, millis) "
+                    "VALUES ($1, $2, $3, $4, $5, $6)",
+                    d.subscription, d.event_seq, d.attempts + 1, status, error, millis,
+                )  # fmt: skip
+                await conn.execute(
+                    "UPDATE webhook_deliveries SET state = $3, attempts = attempts + 1, "
+                    "next_at = now() + make_interval(secs => $4) WHERE subscription = $1 AND event_seq = $2",
+                    d.subscription, d.event_seq, state, retry_in,
+                )  # fmt: skip
+        except asyncpg.UniqueViolationError:
+            return False
+        return True
 
     async def attempts(self, sid: int, before: tuple[int, int] | None, limit: int) -> list[Attempt]:
         """Attempts for subscription ``sid``, newest first, after the cursor (event_seq, attempt)."""
@@ -356,6 +363,11 @@ class WebhookStore:
     async def try_lock(self, conn: Conn) -> bool:
         got: bool = await conn.fetchval("SELECT pg_try_advisory_lock($1)", _DISPATCH_LOCK)
         return got
+
+    async def confirm(self, conn: Conn) -> None:
+        """Raise unless ``conn``'s session is still alive, and with it a session lock it took (a lost
+        session released every lock it held)."""
+        await conn.fetchval("SELECT 1")
 
     async def unlock(self, conn: Conn) -> None:
         await conn.execute("SELECT pg_advisory_unlock($1)", _DISPATCH_LOCK)
