@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import functools
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -104,11 +103,6 @@ class Wiring:
 def health() -> str:
     """Liveness: the process answers."""
     return "ok\n"
-
-
-#: The leases of the queued runs' jobs; their steps also ask, between runs, whether they still hold them.
-REVERIFY_LEASE = "re-verification"
-SCOPE_LEASE = "scope runs"
 
 
 def leased(lease: str, *tasks: Periodic) -> list[Periodic]:
@@ -226,7 +220,6 @@ async def build_services(
             policy=outbound_policy(settings, settings.reverify_deadline),
         ),
         failures=metrics.background_failures,
-        leased=None if leases is None else functools.partial(leases.hold, REVERIFY_LEASE),
     )
     scope = ScopeService(ScopeStore(pool))
     scope_runner = ScopeRunner(
@@ -241,7 +234,6 @@ async def build_services(
             policy=outbound_policy(settings, min(120.0, settings.scope_deadline)),
         ),
         failures=metrics.background_failures,
-        leased=None if leases is None else functools.partial(leases.hold, SCOPE_LEASE),
     )
     public = PublicService(
         log_service,
@@ -332,8 +324,8 @@ async def build_services(
             aligned=True,  # one snapshot per period of the interval, whichever worker takes it
         ),
         *leased("sitting expiry", Periodic("sitting expiry", sittings.sweep, s.sitting_sweep_interval)),
-        *leased(REVERIFY_LEASE, *reverifier.periodic(stop)),
-        *leased(SCOPE_LEASE, scope_runner.periodic(stop)),
+        *leased("re-verification", *reverifier.periodic(stop)),
+        *leased("scope runs", scope_runner.periodic(stop)),
         *leased("webhook dispatch", services.webhooks.periodic()),
     ]
     return services, background

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import random
 import time
@@ -75,9 +76,20 @@ class Periodic:
     on_lease: Callable[[], Awaitable[object]] | None = None  # run once each time the lease is taken
 
 
-async def always_held() -> bool:
-    """The lease check of a job run without leases (one process, or a test): it is always its own."""
-    return True
+#: The lease of the leased task whose step is running in this asyncio task, and the leases it is held by
+#: (set by :func:`run` for the task it runs; each task started by :func:`start` has a context of its own).
+_LEASE: contextvars.ContextVar[tuple[Leases, str] | None] = contextvars.ContextVar(
+    "trustscore_periodic_lease", default=None
+)
+
+
+async def still_held() -> bool:
+    """Within a leased task's step: whether this process still holds the task's lease (taking it if it is
+    free; False when the lease connection is lost: store/leases.py). A step that does many units of work
+    (queued runs) asks before each unit after its first, so that a process that lost the lease part-way
+    stops, where the process that took it over goes on. Outside a leased task's step: True."""
+    current = _LEASE.get()
+    return True if current is None else await current[0].hold(current[1])
 
 
 def period_of(interval: float, at: float) -> int:
@@ -120,12 +132,16 @@ async def settle_failed_run(
     retry: Callable[[float], Awaitable[object]],
 ) -> str:
     """After a queued run's (scope runs, re-verification) ``attempts``-th attempt failed: ``close`` it if
-    that was its last, else ``retry`` it after :func:`retry_delay`; return what was done, for its log line."""
+    that was its last, else ``retry`` it after :func:`retry_delay`; return what was done, for its log line.
+    ``close`` or ``retry`` returning False means the claim was overtaken (its hold had passed and another
+    worker claimed the run): nothing was changed."""
     if attempts >= max_attempts:
-        await close()
+        if await close() is False:
+            return "not closed: the attempt was overtaken by a later claim"
         return f"closed after {attempts} attempts"
     delay = retry_delay(retry_s, attempts)
-    await retry(delay)
+    if await retry(delay) is False:
+        return "not postponed: the attempt was overtaken by a later claim"
     return f"due again in {delay:.0f} s"
 
 
@@ -147,7 +163,25 @@ async def run(
     now: Callable[[], float] = time.time,
 ) -> None:
     """Run ``task`` until ``stop`` is set (checked before every step and after every wait); a task with
-    a lease runs its step only while ``leases`` holds it (always, when ``leases`` is None)."""
+    a lease runs its step only while ``leases`` holds it (always, when ``leases`` is None), and its step
+    may ask :func:`still_held`."""
+    token = _LEASE.set(None if task.lease is None or leases is None else (leases, task.lease))
+    try:
+        await _run(task, stop, failures, wait, draw, leases, lease_poll, now)
+    finally:
+        _LEASE.reset(token)
+
+
+async def _run(
+    task: Periodic,
+    stop: asyncio.Event,
+    failures: Counter | None,
+    wait: Wait,
+    draw: Callable[[], float],
+    leases: Leases | None,
+    lease_poll: float,
+    now: Callable[[], float],
+) -> None:
     # An aligned task runs at once: the current period may still lack its step.
     delay = 0.0 if task.aligned else task.first_delay + task.jitter * draw()
     in_a_row = 0
@@ -221,7 +255,6 @@ __all__ = [
     "MAX_BACKOFF",
     "Leases",
     "Periodic",
-    "always_held",
     "backoff",
     "describe",
     "period_of",
@@ -229,6 +262,7 @@ __all__ = [
     "run",
     "settle_failed_run",
     "start",
+    "still_held",
     "until_next_period",
     "wait_or_stop",
 ]

@@ -31,7 +31,7 @@ from trustscore.outbound.guard import OutboundPolicy
 from trustscore.outbound.reverify_runner import build_statement, run_once
 from trustscore.reverify import fresh, status
 from trustscore.services.log import LogService
-from trustscore.services.periodic import Periodic, always_held, describe, period_of, settle_failed_run
+from trustscore.services.periodic import Periodic, describe, period_of, settle_failed_run, still_held
 from trustscore.store.reverify import ReverifyStore, Run
 
 log = logging.getLogger(__name__)
@@ -71,16 +71,17 @@ class Reverifier:
         failures: Counter | None = None,  # failed runs, as the background jobs' failed steps
         leased: Callable[[], Awaitable[bool]] | None = None,
     ) -> None:
-        """``leased`` says whether this process still holds the job's lease (services/periodic.py): asked
-        before each run after a step's first, so that a process that lost the lease part-way through a
-        step stops claiming runs (the process that took the job over carries them out)."""
+        """``leased`` says whether this process still holds the job's lease (default: the lease of the
+        periodic task running the step, ``periodic.still_held``): asked before each run after a step's
+        first, so that a process that lost the lease part-way through a step stops claiming runs (the
+        process that took the job over carries them out)."""
         self.log = log_service
         self.store = store
         self.key = key
         self.exam_dirs = exam_dirs
         self.config = config
         self.failures = failures
-        self.leased = leased or always_held
+        self.leased = leased or still_held
         self._swept = 0  # reports below this index have been considered for a run
 
     async def _root(self, size: int) -> bytes:
@@ -123,13 +124,17 @@ class Reverifier:
         except NotYetAvailable:  # nothing integrated yet: no report to re-verify
             return 0
         size = await self.store.period_checkpoint(start_ms, cp.size)
+        if size is None:
+            log.warning("re-verification schedule: period %d has not begun by the database's clock "
+                        "(this process's clock is ahead): nothing scheduled", start_ms)  # fmt: skip
+            return 0
         return await self.schedule_at(size, cp.root if size == cp.size else await self._root(size))
 
     async def schedule_at(self, size: int, root: bytes) -> int:
         """A scheduled run on each agent's latest report in the log's first ``size`` entries, seeded by
         ``root`` (that tree's); none for an agent whose previous run is still pending (the schedule runs
         beside the worker, so runs slower than the interval would otherwise pile up without bound and
-        starve the runs that new reports bring)."""
+        starve the runs that new reports bring), nor for one with a report after those entries."""
         # New reports get their own run first: a scheduled run seeded by the same checkpoint would have the
         # same (agent, report, seed) and take the report run's place.
         await self.sweep()
@@ -139,6 +144,10 @@ class Reverifier:
         for index, leaf in await self.log.store.leaves_of_kind(EXAM_REPORT.predicate_type, size - 1):
             report = audit.parse_leaf(leaf)
             latest[report.statement.facts.subject] = (index, report.statement_hash)
+        # An agent that reported again after the checkpoint has its new report re-verified by that
+        # report's own run: a run on the report before it (the latest up to ``size``, when a period is
+        # scheduled again later in the period) would hold the endpoint to answers the agent has replaced.
+        busy |= await self.store.reporting_since(size - 1)
         scheduled = 0
         for agent, (index, digest) in sorted(latest.items()):
             if agent in endpoints and agent not in busy:
@@ -196,12 +205,14 @@ class Reverifier:
                         run.agent, run.report_index, describe(exc), done)  # fmt: skip
         return True
 
-    async def _finish(self, run: Run, *, entry_index: int | None, same_as_index: int | None) -> None:
+    async def _finish(self, run: Run, *, entry_index: int | None, same_as_index: int | None) -> bool:
         """Close ``run``; a claim overtaken after its hold changes nothing (the later claim's outcome
-        stands) and says so in the log."""
-        if not await self.store.finish(run, entry_index=entry_index, same_as_index=same_as_index):
-            log.info("re-verification of %s report %d: attempt %d was overtaken by a later claim",
-                     run.agent, run.report_index, run.attempts)  # fmt: skip
+        stands), says so in the log and returns False."""
+        if await self.store.finish(run, entry_index=entry_index, same_as_index=same_as_index):
+            return True
+        log.info("re-verification of %s report %d: attempt %d was overtaken by a later claim",
+                 run.agent, run.report_index, run.attempts)  # fmt: skip
+        return False
 
     async def _carry_out(self, run: Run) -> None:
         report_leaf = await self.store.leaf(run.report_index)

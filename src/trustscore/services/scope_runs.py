@@ -49,7 +49,7 @@ from trustscore.outbound.guard import OutboundFailed, OutboundPolicy, OutboundRe
 from trustscore.outbound.reverify_runner import GuardedHttpAgent, _Asker
 from trustscore.scope.runs import skip_reason
 from trustscore.services.log import LogService
-from trustscore.services.periodic import Periodic, always_held, describe, settle_failed_run
+from trustscore.services.periodic import Periodic, describe, settle_failed_run, still_held
 from trustscore.store.scope import ScopeStore
 
 log = logging.getLogger(__name__)
@@ -148,9 +148,10 @@ class ScopeRunner:
         failures: Counter | None = None,  # failed runs, as the background jobs' failed steps
         leased: Callable[[], Awaitable[bool]] | None = None,
     ) -> None:
-        """``leased`` says whether this process still holds the job's lease (services/periodic.py): asked
-        before each run after a step's first, so that a process that lost the lease part-way through a
-        step stops claiming runs (the process that took the job over carries them out)."""
+        """``leased`` says whether this process still holds the job's lease (default: the lease of the
+        periodic task running the step, ``periodic.still_held``): asked before each run after a step's
+        first, so that a process that lost the lease part-way through a step stops claiming runs (the
+        process that took the job over carries them out)."""
         self.log = log_service
         self.store = store
         self.key = key
@@ -158,7 +159,7 @@ class ScopeRunner:
         self.config = config
         self.clock = clock
         self.failures = failures
-        self.leased = leased or always_held
+        self.leased = leased or still_held
         self._period: int | None = None  # the last period the weekly runs were scheduled for
         self._cards_from: int | None = None  # where this process's sweep of cards goes on (None: the mark)
         self._marked: int | None = None  # the mark this process last wrote
@@ -278,13 +279,15 @@ class ScopeRunner:
 
     async def _finish(
         self, agent: str, run_key: str, attempt: int, *, entry_index: int | None, reason: str | None
-    ) -> None:
+    ) -> bool:
         """Close the run claimed as ``attempt``; a claim overtaken after its hold changes nothing (the
-        later claim's outcome stands) and says so in the log."""
-        if not await self.store.finish_run(
+        later claim's outcome stands), says so in the log and returns False."""
+        if await self.store.finish_run(
             agent, run_key, attempt=attempt, entry_index=entry_index, reason=reason
         ):
-            log.info("scope run %s of %s: attempt %d was overtaken by a later claim", run_key, agent, attempt)
+            return True
+        log.info("scope run %s of %s: attempt %d was overtaken by a later claim", run_key, agent, attempt)
+        return False
 
     async def _carry_out(self, agent: str, run_key: str, trigger: Trigger, attempt: int) -> None:
         cards = (await self.store.newest_cards([agent])).get(agent)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import asyncpg
 
 from trustscore.kinds.cards import CARD_PREDICATE_TYPES, AgentCard
+from trustscore.kinds.exam_report import EXAM_REPORT
 from trustscore.ledger import audit
 from trustscore.store.log import index_by_nonce, newest_of_kinds
 
@@ -40,20 +41,31 @@ class ReverifyStore:
         )
         return status.endswith(" 1")
 
-    async def period_checkpoint(self, period_start_ms: int, size: int) -> int:
+    async def period_checkpoint(self, period_start_ms: int, size: int) -> int | None:
         """The checkpoint size that seeds the scheduled runs of the period starting at ``period_start_ms``:
         ``size`` when this is the first scheduling of the period, else the size fixed by the first
-        (migration 0023). Two statements: the second reads what a concurrent first one committed."""
+        (migration 0023); None, with nothing fixed, for a period that has not begun by the database's
+        clock (a worker whose clock runs ahead must not fix a future period's seeds). Two statements:
+        the second reads what a concurrent first one committed."""
         await self.pool.execute(
-            "INSERT INTO reverify_periods (period_start_ms, checkpoint_size) VALUES ($1, $2) "
-            "ON CONFLICT (period_start_ms) DO NOTHING",
+            "INSERT INTO reverify_periods (period_start_ms, checkpoint_size) SELECT $1::bigint, $2::bigint "
+            "WHERE $1::bigint <= extract(epoch FROM now()) * 1000 ON CONFLICT (period_start_ms) DO NOTHING",
             period_start_ms,
             size,
         )
-        fixed: int = await self.pool.fetchval(
+        fixed: int | None = await self.pool.fetchval(
             "SELECT checkpoint_size FROM reverify_periods WHERE period_start_ms = $1", period_start_ms
         )
         return fixed
+
+    async def reporting_since(self, index: int) -> set[str]:
+        """The agents with an exam report at ``index`` or later (the log's subject column)."""
+        rows = await self.pool.fetch(
+            "SELECT DISTINCT subject FROM entries WHERE kind = $1 AND idx >= $2",
+            EXAM_REPORT.predicate_type,
+            index,
+        )
+        return {r["subject"] for r in rows}
 
     async def pending_agents(self) -> set[str]:
         """Agents with a run not yet carried out."""
@@ -65,8 +77,8 @@ class ReverifyStore:
         (after a failure, or held by a claim) and rows another worker is claiming are skipped (migration
         0020).
 
-        A claim is a lease on the run: nobody else claims it until ``hold`` seconds have passed, which is
-        longer than a run may take, so a worker that lost the job's lease while carrying a run out (its
+        A claim is a lease on the run: nobody else claims it until ``hold`` seconds have passed, longer
+        than the run's deadline (an item begun just before the deadline may still go on past it), so a worker that lost the job's lease while carrying a run out (its
         lease connection dropped: another worker took the job over) does not have it carried out a second
         time beside it. A run whose worker died is claimed again once its hold has passed. The attempt
         count is the claim's fence: :meth:`finish` and :meth:`retry_later` change the run only while

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
 import msgspec
+import pytest
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
@@ -62,30 +65,48 @@ async def scheduled(pool: asyncpg.Pool, agent: str) -> list[tuple[bytes, int]]:
     return [(bytes(r["seed"]), r["checkpoint_size"]) for r in rows]
 
 
-async def test_a_period_is_scheduled_once_however_many_workers_schedule_it(tmp_path: Path, dsn: str) -> None:
+async def report(client: AsyncTestClient[Litestar], agent: keys.SigningKey, persona: str = "good") -> None:
+    run = run_exam(load_exam("integrity@1", ExamDirs()), agent_from_spec(f"python:{AGENTS}:{persona}"))
+    await post(client, "/v1/reports", sign_run(run, agent))
+
+
+async def runs_closed(pool: asyncpg.Pool, agent: str) -> None:
+    """Wait until every run of ``agent`` is closed (the app's worker carries them out: the endpoint is
+    unreachable, which is an outcome, not a failure)."""
+    for _ in range(600):
+        if await pool.fetchval("SELECT bool_and(state = 'done') FROM reverify_runs WHERE agent = $1", agent):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the runs of {agent} never closed")
+
+
+@dataclass
+class World:
+    client: AsyncTestClient[Litestar]
+    pool: asyncpg.Pool
+    log: LogService
+    worker: Callable[[], Reverifier]  # a new process's re-verifier, on the same database
+    agent: keys.SigningKey  # declares an endpoint, has reported once; its report's own run is closed
+    period: float  # the start of a period that nothing has scheduled, 30 days ago
+
+
+@pytest.fixture
+async def world(tmp_path: Path, dsn: str) -> AsyncIterator[World]:
     settings = Settings(data_dir=tmp_path / "data", integrate_interval=0.05, reverify_deadline=2.0)
     async with AsyncTestClient(app=create_app(settings, dsn)) as client:
         agent, card = new_card("reverified", endpoint="https://agent.example/a2a")
         await post(client, "/v1/log/entries", card)
-        run = run_exam(load_exam("integrity@1", ExamDirs()), agent_from_spec(f"python:{AGENTS}:good"))
-        await post(client, "/v1/reports", sign_run(run, agent))
+        await report(client, agent)
         pool = await db.create_pool(dsn, min_size=1, max_size=4)
         try:
-            for _ in range(600):  # the report's own run (its endpoint refused or unreachable: still closed)
-                if await pool.fetchval(
-                    "SELECT bool_and(state = 'done') FROM reverify_runs WHERE agent = $1", agent.id
-                ):
-                    break
-                await asyncio.sleep(0.05)
-            else:
-                raise AssertionError("the report's own run never closed")
+            await runs_closed(pool, agent.id)
             await post(client, "/v1/log/entries", new_card("other")[1])  # past the report's own seed
             log_service = LogService(
                 LogStore(pool), keys.read_key_file(settings.log_key_file), settings.log_origin, max_batch=100
             )
-            first_size = await integrated(log_service)
+            await integrated(log_service)
 
-            def worker() -> Reverifier:  # a process of its own, on the same database
+            def worker() -> Reverifier:
                 return Reverifier(
                     log_service,
                     ReverifyStore(pool),
@@ -94,23 +115,57 @@ async def test_a_period_is_scheduled_once_however_many_workers_schedule_it(tmp_p
                     ReverifyConfig(interval=DAY),
                 )
 
-            start = (time.time() // DAY + 30) * DAY  # a period nobody has scheduled yet
-            due = start + 100.0
-            assert sorted(
-                await asyncio.gather(worker().schedule_period(due), worker().schedule_period(due))
-            ) == [0, 1]
-            [(seed, size)] = await scheduled(pool, agent.id)
-            assert size == first_size
-            # The run is carried out; the log grows; a worker takes the job over within the same period
-            # (before: a second round, seeded by the newer checkpoint).
-            await pool.execute("UPDATE reverify_runs SET state = 'done' WHERE agent = $1", agent.id)
-            await post(client, "/v1/log/entries", new_card("later")[1])
-            assert await integrated(log_service) > first_size
-            assert await worker().schedule_period(start + DAY / 2) == 0
-            assert await scheduled(pool, agent.id) == [(seed, first_size)]
-            # The next period has a round of its own, from the checkpoint newest when it was scheduled.
-            assert await worker().schedule_period(start + DAY + 100.0) == 1
-            rounds = await scheduled(pool, agent.id)
-            assert len(rounds) == 2 and rounds[1][1] > first_size and rounds[1][0] != seed
+            yield World(client, pool, log_service, worker, agent, (time.time() // DAY - 30) * DAY)
         finally:
             await pool.close()
+
+
+async def test_a_period_is_scheduled_once_however_many_workers_schedule_it(world: World) -> None:
+    pool, agent, start = world.pool, world.agent, world.period
+    first_size = await integrated(world.log)
+    # Two workers at once (an old holder finishing its step beside the new one) agree on the checkpoint.
+    both = await asyncio.gather(
+        world.worker().schedule_period(start + 100), world.worker().schedule_period(start + 200)
+    )
+    assert sorted(both) == [0, 1]
+    [(seed, size)] = await scheduled(pool, agent.id)
+    assert size == first_size
+    # The run is carried out; the log grows; a worker takes the job over within the same period
+    # (before: a second round, seeded by the newer checkpoint, whose mismatch would count again).
+    await pool.execute("UPDATE reverify_runs SET state = 'done' WHERE agent = $1", agent.id)
+    await post(world.client, "/v1/log/entries", new_card("later")[1])
+    assert await integrated(world.log) > first_size
+    assert await world.worker().schedule_period(start + DAY / 2) == 0
+    assert await scheduled(pool, agent.id) == [(seed, first_size)]
+    # The next period has a round of its own, from the checkpoint newest when it was scheduled.
+    assert await world.worker().schedule_period(start + DAY + 100) == 1
+    rounds = await scheduled(pool, agent.id)
+    assert len(rounds) == 2 and rounds[1][1] > first_size and rounds[1][0] != seed
+
+
+async def test_a_period_scheduled_again_never_reverifies_a_report_the_agent_replaced(world: World) -> None:
+    """(Found by review.) An agent skipped at the period's first scheduling (a run of its was pending)
+    that reports again later in the period is not given, when the period is scheduled again (a restart),
+    a run on its report before the period's checkpoint: the endpoint would be held to replaced answers."""
+    pool, agent, start = world.pool, world.agent, world.period
+    await pool.execute("UPDATE reverify_runs SET state = 'pending' WHERE agent = $1", agent.id)
+    assert await world.worker().schedule_period(start + 100) == 0  # busy: skipped
+    await pool.execute("UPDATE reverify_runs SET state = 'done' WHERE agent = $1", agent.id)
+    await report(world.client, agent, "careless")  # a new report, after the period's checkpoint
+    await runs_closed(pool, agent.id)
+    await integrated(world.log)
+    assert await world.worker().schedule_period(start + DAY / 2) == 0
+    assert await scheduled(pool, agent.id) == []
+
+
+async def test_a_worker_whose_clock_runs_ahead_fixes_no_future_period(world: World) -> None:
+    """(Found by review.) A period that has not begun by the database's clock is not scheduled: its
+    seeds would be fixed, and known, long before it comes."""
+    ahead = (time.time() // DAY + 400) * DAY
+    assert await world.worker().schedule_period(ahead + 100) == 0
+    assert (
+        await world.pool.fetchval(
+            "SELECT count(*) FROM reverify_periods WHERE period_start_ms = $1", round(ahead * 1000)
+        )
+        == 0
+    )

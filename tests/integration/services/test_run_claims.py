@@ -94,7 +94,7 @@ async def test_a_claimed_scope_run_is_not_claimed_again_and_an_overtaken_claim_c
     assert await row(pool, "scope_runs", "ts1_a") == ("done", 2, 42)
 
 
-def test_a_claim_holds_its_run_longer_than_the_run_may_take() -> None:
+def test_a_claim_holds_its_run_past_its_deadline() -> None:
     for config in (
         ReverifyConfig(),
         ReverifyConfig(deadline_s=4.0),

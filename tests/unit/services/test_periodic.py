@@ -160,6 +160,33 @@ async def test_a_leased_step_runs_only_while_the_lease_is_held_and_on_lease_runs
     assert takes == [1, 4]
 
 
+async def test_a_leased_step_learns_when_its_lease_is_lost_part_way() -> None:
+    """A step doing many units of work (queued runs) asks ``still_held`` before each unit after its first:
+    within a leased task's step it asks the task's lease again; outside one it is always True."""
+    stop = asyncio.Event()
+    seen: list[bool] = []
+
+    async def step() -> None:
+        seen.append(await periodic.still_held())  # the lease connection is lost meanwhile
+        stop.set()
+
+    leases = FakeLeases([True, False])
+    await periodic.run(
+        Periodic("t", step, interval=1.0, lease="L"), stop, wait=FakeClock(stop, 9).wait, leases=leases
+    )
+    assert seen == [False] and leases.tries == 2
+    assert await periodic.still_held()  # not in a leased step (and the step's lease did not leak here)
+    stop.clear()
+    unleased: list[bool] = []
+
+    async def plain() -> None:
+        unleased.append(await periodic.still_held())
+        stop.set()
+
+    await periodic.run(Periodic("u", plain, interval=1.0), stop, leases=leases)
+    assert unleased == [True] and leases.tries == 2
+
+
 async def test_an_aligned_task_runs_at_once_then_at_the_start_of_each_period() -> None:
     """At start an aligned task runs at once (its period may still lack its step: the previous holder
     died, the process was down at the boundary), then at the start of each period."""
@@ -250,3 +277,20 @@ async def test_the_period_after_a_failed_one_is_filled_when_the_failure_ends_in_
     )
     periods = await hourly_snapshots(clock, times, [False, False, True, True])
     assert periods == [1, 1, 2, 3]
+
+
+async def test_a_failed_run_whose_claim_was_overtaken_says_nothing_was_changed() -> None:
+    async def overtaken(*_: object) -> bool:
+        return False
+
+    async def changed(*_: object) -> bool:
+        return True
+
+    assert await periodic.settle_failed_run(3, 3, 60.0, overtaken, overtaken) == (
+        "not closed: the attempt was overtaken by a later claim"
+    )
+    assert await periodic.settle_failed_run(1, 3, 60.0, overtaken, overtaken) == (
+        "not postponed: the attempt was overtaken by a later claim"
+    )
+    assert await periodic.settle_failed_run(3, 3, 60.0, changed, changed) == "closed after 3 attempts"
+    assert await periodic.settle_failed_run(2, 3, 60.0, changed, changed) == "due again in 240 s"
