@@ -84,10 +84,13 @@ _LEASE: contextvars.ContextVar[tuple[Leases, str] | None] = contextvars.ContextV
 
 
 async def still_held() -> bool:
-    """Within a leased task's step: whether this process still holds the task's lease (taking it if it is
-    free; False when the lease connection is lost: store/leases.py). A step that does many units of work
-    (queued runs) asks before each unit after its first, so that a process that lost the lease part-way
-    stops, where the process that took it over goes on. Outside a leased task's step: True."""
+    """Within a leased task's step: whether this process still holds the task's lease (False when the
+    lease connection is lost: store/leases.py; a lease found free is taken again, as at the next step).
+    A step that does many units of work (queued runs) asks before each unit after its first, so that a
+    process that lost the lease part-way stops, where the process that took it over goes on. Outside a
+    leased task's step: True. The answer comes from a context variable, which an asyncio task created
+    within a step copies and keeps: a long-lived helper task started there (a coalescer, the log's
+    committer) must not ask."""
     current = _LEASE.get()
     return True if current is None else await current[0].hold(current[1])
 

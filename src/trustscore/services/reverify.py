@@ -117,17 +117,20 @@ class Reverifier:
         falls in: a run on each agent's latest report, seeded by the checkpoint the period's first
         scheduling found newest (migration 0023). Scheduling a period again (a retry, a restart, a
         takeover of the lease, two workers at once) derives the same seeds, so it adds only what the
-        first left out: one round per agent and period. An aligned job (periodic.py)."""
+        first left out: one round per agent and period. An aligned job (periodic.py); NotYetAvailable
+        for a period the database's clock has not nearly reached (``ReverifyStore.period_checkpoint``),
+        which the job then retries."""
         start_ms = round(period_of(self.config.interval, due) * self.config.interval * 1000)
         try:
             cp = await self.log.latest_checkpoint(fresh=True)
         except NotYetAvailable:  # nothing integrated yet: no report to re-verify
             return 0
         size = await self.store.period_checkpoint(start_ms, cp.size)
-        if size is None:
-            log.warning("re-verification schedule: period %d has not begun by the database's clock "
-                        "(this process's clock is ahead): nothing scheduled", start_ms)  # fmt: skip
-            return 0
+        if size is None:  # a failed step: the aligned job tries the same period again (periodic.py)
+            raise NotYetAvailable(
+                f"the period starting at {start_ms} ms has not begun by the database's clock: this "
+                "process's clock is ahead of it"
+            )
         return await self.schedule_at(size, cp.root if size == cp.size else await self._root(size))
 
     async def schedule_at(self, size: int, root: bytes) -> int:

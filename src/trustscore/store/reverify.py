@@ -11,6 +11,10 @@ from trustscore.kinds.exam_report import EXAM_REPORT
 from trustscore.ledger import audit
 from trustscore.store.log import index_by_nonce, newest_of_kinds
 
+#: How far ahead of the database's clock a worker's may be and still fix the checkpoint of a period the
+#: database has not reached yet (its seeds are then known that much earlier).
+CLOCK_TOLERANCE_MS = 60_000
+
 
 @dataclass(frozen=True)
 class Run:
@@ -44,14 +48,16 @@ class ReverifyStore:
     async def period_checkpoint(self, period_start_ms: int, size: int) -> int | None:
         """The checkpoint size that seeds the scheduled runs of the period starting at ``period_start_ms``:
         ``size`` when this is the first scheduling of the period, else the size fixed by the first
-        (migration 0023); None, with nothing fixed, for a period that has not begun by the database's
-        clock (a worker whose clock runs ahead must not fix a future period's seeds). Two statements:
-        the second reads what a concurrent first one committed."""
+        (migration 0023); None, with nothing fixed, for a period that does not begin within
+        :data:`CLOCK_TOLERANCE_MS` by the database's clock (a worker whose clock runs far ahead must not
+        fix a future period's seeds; one a little ahead, as two hosts' clocks are, must not miss its
+        period). Two statements: the second reads what a concurrent first one committed."""
         await self.pool.execute(
             "INSERT INTO reverify_periods (period_start_ms, checkpoint_size) SELECT $1::bigint, $2::bigint "
-            "WHERE $1::bigint <= extract(epoch FROM now()) * 1000 ON CONFLICT (period_start_ms) DO NOTHING",
+            "WHERE $1::bigint <= extract(epoch FROM now()) * 1000 + $3 ON CONFLICT (period_start_ms) DO NOTHING",
             period_start_ms,
             size,
+            CLOCK_TOLERANCE_MS,
         )
         fixed: int | None = await self.pool.fetchval(
             "SELECT checkpoint_size FROM reverify_periods WHERE period_start_ms = $1", period_start_ms

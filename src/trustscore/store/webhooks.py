@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
+from trustscore.errors import StorageError
 from trustscore.kinds.cards import CARD_PREDICATE_TYPES, AgentCard
 from trustscore.kinds.events import EVENT, Event
 from trustscore.kinds.reverification import REVERIFICATION, Reverification
@@ -296,9 +297,10 @@ class WebhookStore:
         self, d: Due, status: int | None, error: str | None, millis: int, state: str, retry_in: float
     ) -> bool:
         """Log attempt ``d.attempts + 1`` and move the delivery to ``state`` (pending: retry in ``retry_in``
-        s); False, with nothing changed, when that attempt is logged already: another dispatcher made it
-        too (one whose lock's session was lost while it sent: services/webhooks.py), and its record
-        stands (attempts are append-only)."""
+        s); False, with nothing changed, when another dispatcher recorded that attempt first (one whose
+        lock's session was lost while it sent: services/webhooks.py): its record stands (attempts are
+        append-only). The delivery's count moves from ``d.attempts`` only (compare and set); a count
+        that does not match its logged attempts is an error, raised, never skipped round after round."""
         try:
             async with self.pool.acquire() as conn, conn.transaction():
                 await conn.execute(
@@ -306,13 +308,25 @@ class WebhookStore:
                     "VALUES ($1, $2, $3, $4, $5, $6)",
                     d.subscription, d.event_seq, d.attempts + 1, status, error, millis,
                 )  # fmt: skip
-                await conn.execute(
+                moved: str = await conn.execute(
                     "UPDATE webhook_deliveries SET state = $3, attempts = attempts + 1, "
-                    "next_at = now() + make_interval(secs => $4) WHERE subscription = $1 AND event_seq = $2",
-                    d.subscription, d.event_seq, state, retry_in,
+                    "next_at = now() + make_interval(secs => $4) "
+                    "WHERE subscription = $1 AND event_seq = $2 AND attempts = $5",
+                    d.subscription, d.event_seq, state, retry_in, d.attempts,
                 )  # fmt: skip
+                if moved != "UPDATE 1":
+                    raise StorageError(
+                        f"delivery ({d.subscription}, {d.event_seq}): its attempt count is not "
+                        f"{d.attempts}, though attempt {d.attempts + 1} was not logged"
+                    )
         except asyncpg.UniqueViolationError:
-            return False
+            recorded = await self.pool.fetchval(
+                "SELECT attempts > $3 FROM webhook_deliveries WHERE subscription = $1 AND event_seq = $2",
+                d.subscription, d.event_seq, d.attempts,
+            )  # fmt: skip
+            if recorded:
+                return False
+            raise
         return True
 
     async def attempts(self, sid: int, before: tuple[int, int] | None, limit: int) -> list[Attempt]:

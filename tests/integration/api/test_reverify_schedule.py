@@ -25,6 +25,7 @@ from litestar.testing import AsyncTestClient
 
 from tests.helpers import new_card
 from trustscore.api.app import create_app
+from trustscore.errors import NotYetAvailable
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, load_exam
 from trustscore.ledger import keys
 from trustscore.sdk import agent_from_spec, run_exam
@@ -158,14 +159,18 @@ async def test_a_period_scheduled_again_never_reverifies_a_report_the_agent_repl
     assert await scheduled(pool, agent.id) == []
 
 
-async def test_a_worker_whose_clock_runs_ahead_fixes_no_future_period(world: World) -> None:
-    """(Found by review.) A period that has not begun by the database's clock is not scheduled: its
-    seeds would be fixed, and known, long before it comes."""
+async def test_a_worker_whose_clock_runs_ahead_fixes_no_future_period_and_misses_none(world: World) -> None:
+    """(Found by review.) A period that does not begin within a minute by the database's clock is not
+    scheduled, and the step fails so that the aligned job tries the same period again: its seeds would
+    be fixed, and known, long before it comes. A clock a little ahead (two hosts' clocks) still
+    schedules its period: the job wakes just after each boundary by its own clock."""
     ahead = (time.time() // DAY + 400) * DAY
-    assert await world.worker().schedule_period(ahead + 100) == 0
-    assert (
-        await world.pool.fetchval(
-            "SELECT count(*) FROM reverify_periods WHERE period_start_ms = $1", round(ahead * 1000)
-        )
-        == 0
-    )
+    with pytest.raises(NotYetAvailable, match="clock is ahead"):
+        await world.worker().schedule_period(ahead + 100)
+    count = "SELECT count(*) FROM reverify_periods WHERE period_start_ms = $1"
+    assert await world.pool.fetchval(count, round(ahead * 1000)) == 0
+    worker = world.worker()
+    worker.config = ReverifyConfig(interval=1.0)
+    boundary = time.time() // 1 + 1  # the next second, ahead of the database's clock by up to a second
+    assert await worker.schedule_period(boundary + 0.001) == 1
+    assert await world.pool.fetchval(count, round(boundary * 1000)) == 1

@@ -11,6 +11,7 @@ import asyncpg
 import pytest
 
 from tests.integration.store.test_scope_marks import log_card
+from trustscore.errors import StorageError
 from trustscore.ledger import keys
 from trustscore.outbound.guard import OutboundPolicy
 from trustscore.services.webhooks import WebhookConfig, WebhookService
@@ -44,6 +45,23 @@ async def test_an_attempt_recorded_by_another_dispatcher_is_left_as_it_was(pool:
     row = await pool.fetchrow("SELECT state, attempts FROM webhook_deliveries")
     assert row is not None and (row["state"], row["attempts"]) == ("delivered", 1)
     assert await pool.fetchval("SELECT count(*) FROM webhook_attempts") == 1
+
+
+async def test_a_delivery_whose_count_does_not_match_its_attempts_fails_loudly(pool: asyncpg.Pool) -> None:
+    """(Found by review.) A count out of step with the logged attempts (a manual reset, a partial restore)
+    is an error, not "recorded by another dispatcher": skipped quietly, the delivery would be sent again
+    every round."""
+    store = WebhookStore(pool)
+    due = await delivery(pool)
+    assert await store.record(due, None, "timed out", 5000, "pending", 0.0)
+    await pool.execute("UPDATE webhook_deliveries SET attempts = 0")  # out of step: attempt 1 is logged
+    with pytest.raises(asyncpg.UniqueViolationError):
+        await store.record(due, 204, None, 12, "delivered", 0.0)
+    await pool.execute("UPDATE webhook_deliveries SET attempts = 5")  # ahead: attempt 1 was not the last
+    ahead = Due(due.subscription, due.event_seq, 1, due.url, due.event_id, due.payload)
+    with pytest.raises(StorageError, match="attempt count is not 1"):
+        await store.record(ahead, 204, None, 12, "delivered", 0.0)
+    assert await pool.fetchval("SELECT count(*) FROM webhook_attempts") == 1  # nothing half-written
 
 
 async def test_a_dispatcher_whose_lock_session_is_lost_stops_after_the_round_in_hand(
