@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
+import hashlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -125,6 +127,14 @@ def _card(leaf: bytes) -> AgentCard | None:
     return p if isinstance(p, AgentCard) else None
 
 
+def week_turn(period: int, agent: str) -> bytes:
+    """``agent``'s place in the order the weekly runs of ``period`` are scheduled in: a hash of both. When
+    the queue's bound (``max_pending``) refuses the period's last agents, they are other agents each
+    period, in no order an agent can choose. Sorted by id, the same agents were refused every period,
+    and a key can be ground until its id sorts last: an agent could so never be asked."""
+    return hashlib.sha256(f"scope-week:{period}:{agent}".encode()).digest()
+
+
 def _declares_anew(cards: list[tuple[int, bytes]]) -> bool:
     """Whether an agent's newest card (``cards``: its newest first, with the one before it if any) gets a
     run of its own: it declares capabilities and an endpoint, and the card before it declared otherwise
@@ -213,7 +223,9 @@ class ScopeRunner:
         the database (after a crash part-way the period is scheduled again; runs are keyed by period).
         Only that exact period is skipped: a mark set by a clock ahead of this one, or under another
         interval, does not silence this process. A run refused (its agent had one pending, which reads
-        the newest card anyway, or 10,000 waited) waits for the next period, as it did before the mark."""
+        the newest card anyway, or 10,000 waited) waits for the next period, as it did before the mark.
+        Agents are taken in the period's own order (:func:`week_turn`), so those the bound refuses
+        change from period to period."""
         period = self.period()
         if period == self._period:
             return 0
@@ -223,7 +235,9 @@ class ScopeRunner:
             return 0
         scheduled = 0
         swept = self._cards_from
-        for agent, cards in sorted((await self.store.newest_cards(None)).items()):
+        newest = await self.store.newest_cards(None)
+        for agent in sorted(newest, key=functools.partial(week_turn, period)):
+            cards = newest[agent]
             if skip_reason(_card(cards[0][1])) is not None:
                 continue
             if swept is not None and cards[0][0] >= swept and _declares_anew(cards):

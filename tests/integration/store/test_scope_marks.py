@@ -17,7 +17,7 @@ from trustscore.exams.loader import ExamDirs
 from trustscore.kinds.cards import CapabilityDeclaration
 from trustscore.ledger import keys
 from trustscore.ledger.submission import check, prepare
-from trustscore.services.scope_runs import ScopeRunConfig, ScopeRunner
+from trustscore.services.scope_runs import ScopeRunConfig, ScopeRunner, week_turn
 from trustscore.store.log import LogStore
 from trustscore.store.scope import ScopeStore
 
@@ -38,11 +38,15 @@ async def log_card(pool: asyncpg.Pool, key: keys.SigningKey, model_version: str)
     return appended.index
 
 
-def runner(pool: asyncpg.Pool, at: dt.datetime | None = None) -> ScopeRunner:
+def runner(
+    pool: asyncpg.Pool, at: dt.datetime | None = None, config: ScopeRunConfig | None = None
+) -> ScopeRunner:
     """A new process's runner (a restart, or a lease takeover)."""
     clock: Any = (lambda: at) if at is not None else dt.datetime.now
     kw = {} if at is None else {"clock": clock}
-    return ScopeRunner(None, ScopeStore(pool), keys.SigningKey.generate(), ExamDirs(), ScopeRunConfig(), **kw)  # type: ignore[arg-type]
+    config = config or ScopeRunConfig()
+    key = keys.SigningKey.generate()
+    return ScopeRunner(None, ScopeStore(pool), key, ExamDirs(), config, **kw)  # type: ignore[arg-type]
 
 
 async def test_one_process_with_its_clock_ahead_silences_weekly_runs_for_every_process(
@@ -149,3 +153,32 @@ async def test_a_card_not_swept_yet_gets_its_own_run_not_the_weeks(pool: asyncpg
     assert not await store.run_known(fresh.id, f"week:{one.period()}")
     assert await one.sweep_cards() == 1
     assert await store.run_known(fresh.id, f"card:{first}")
+
+
+async def test_when_the_queue_is_full_the_agents_left_for_the_next_week_change_every_week(
+    pool: asyncpg.Pool,
+) -> None:
+    """(A limit found in session 9, fixed here.) With more agents than the queue holds, the weekly runs
+    that do not fit wait for the next period. Taken in order of agent id, the same agents never fitted,
+    week after week, and an agent could grind a key whose id sorts last; taken in each period's own
+    order (a hash of period and agent), every agent gets its turn."""
+    agents = [keys.SigningKey.from_seed(bytes([i]) * 32) for i in range(6)]
+    for key in agents:
+        await log_card(pool, key, "m1")
+    store = ScopeStore(pool)
+    start = dt.datetime(2031, 3, 3, 12, tzinfo=dt.UTC)
+    asked: set[str] = set()
+    by_id_last = sorted(k.id for k in agents)[2:]  # an order by id refused these every week
+    for week in range(4):
+        weekly = runner(pool, start + dt.timedelta(days=7 * week), ScopeRunConfig(max_pending=2))
+        assert await weekly.schedule_weekly() == 2  # the queue holds two
+        period = weekly.period()
+        order = sorted((k.id for k in agents), key=lambda agent: week_turn(period, agent))
+        pending = {
+            r["agent"] for r in await pool.fetch("SELECT agent FROM scope_runs WHERE state = 'pending'")
+        }
+        assert pending == set(order[:2])  # the period's first two
+        asked |= pending
+        for agent in pending:  # carried out before the next week
+            await store.finish_run(agent, f"week:{period}", attempt=0, entry_index=None, reason="done")
+    assert asked >= set(by_id_last[:2]) and len(asked) >= 5
