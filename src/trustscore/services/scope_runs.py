@@ -127,12 +127,19 @@ def _card(leaf: bytes) -> AgentCard | None:
     return p if isinstance(p, AgentCard) else None
 
 
-def week_turn(period: int, agent: str) -> bytes:
-    """``agent``'s place in the order the weekly runs of ``period`` are scheduled in: a hash of both. When
-    the queue's bound (``max_pending``) refuses the period's last agents, they are other agents each
-    period, in no order an agent can choose. Sorted by id, the same agents were refused every period,
-    and a key can be ground until its id sorts last: an agent could so never be asked."""
-    return hashlib.sha256(f"scope-week:{period}:{agent}".encode()).digest()
+def week_salt(key: SigningKey, period: int) -> bytes:
+    """The secret of ``period``'s scheduling order: the server's (deterministic Ed25519) signature over
+    the period, the same in every process holding its key, unknown to agents until the period comes."""
+    return key.sign(f"scope-week:{period}".encode())
+
+
+def week_turn(salt: bytes, agent: str) -> bytes:
+    """``agent``'s place in the order a period's weekly runs are scheduled in: a hash of the period's
+    :func:`week_salt` and the agent's id. When the queue's bound (``max_pending``) refuses the period's
+    last agents, which agents they are is drawn afresh each period and cannot be foreseen. Sorted by id,
+    the same agents were refused every period, and a key can be ground until its id sorts last; an
+    unkeyed hash of the period could be ground too, for as many future periods as an agent likes."""
+    return hashlib.sha256(salt + agent.encode()).digest()
 
 
 def _declares_anew(cards: list[tuple[int, bytes]]) -> bool:
@@ -224,8 +231,8 @@ class ScopeRunner:
         Only that exact period is skipped: a mark set by a clock ahead of this one, or under another
         interval, does not silence this process. A run refused (its agent had one pending, which reads
         the newest card anyway, or 10,000 waited) waits for the next period, as it did before the mark.
-        Agents are taken in the period's own order (:func:`week_turn`), so those the bound refuses
-        change from period to period."""
+        Agents are taken in the period's own order (:func:`week_turn`), so those the bound refuses are
+        drawn afresh each period."""
         period = self.period()
         if period == self._period:
             return 0
@@ -236,7 +243,7 @@ class ScopeRunner:
         scheduled = 0
         swept = self._cards_from
         newest = await self.store.newest_cards(None)
-        for agent in sorted(newest, key=functools.partial(week_turn, period)):
+        for agent in sorted(newest, key=functools.partial(week_turn, week_salt(self.key, period))):
             cards = newest[agent]
             if skip_reason(_card(cards[0][1])) is not None:
                 continue

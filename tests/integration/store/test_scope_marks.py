@@ -17,7 +17,7 @@ from trustscore.exams.loader import ExamDirs
 from trustscore.kinds.cards import CapabilityDeclaration
 from trustscore.ledger import keys
 from trustscore.ledger.submission import check, prepare
-from trustscore.services.scope_runs import ScopeRunConfig, ScopeRunner, week_turn
+from trustscore.services.scope_runs import ScopeRunConfig, ScopeRunner, week_salt, week_turn
 from trustscore.store.log import LogStore
 from trustscore.store.scope import ScopeStore
 
@@ -39,13 +39,16 @@ async def log_card(pool: asyncpg.Pool, key: keys.SigningKey, model_version: str)
 
 
 def runner(
-    pool: asyncpg.Pool, at: dt.datetime | None = None, config: ScopeRunConfig | None = None
+    pool: asyncpg.Pool,
+    at: dt.datetime | None = None,
+    config: ScopeRunConfig | None = None,
+    key: keys.SigningKey | None = None,
 ) -> ScopeRunner:
     """A new process's runner (a restart, or a lease takeover)."""
     clock: Any = (lambda: at) if at is not None else dt.datetime.now
     kw = {} if at is None else {"clock": clock}
     config = config or ScopeRunConfig()
-    key = keys.SigningKey.generate()
+    key = key or keys.SigningKey.generate()
     return ScopeRunner(None, ScopeStore(pool), key, ExamDirs(), config, **kw)  # type: ignore[arg-type]
 
 
@@ -161,19 +164,22 @@ async def test_when_the_queue_is_full_the_agents_left_for_the_next_week_change_e
     """(A limit found in session 9, fixed here.) With more agents than the queue holds, the weekly runs
     that do not fit wait for the next period. Taken in order of agent id, the same agents never fitted,
     week after week, and an agent could grind a key whose id sorts last; taken in each period's own
-    order (a hash of period and agent), every agent gets its turn."""
+    order (a hash of the server's signature over the period and the agent's id), those left out are
+    drawn afresh each period."""
     agents = [keys.SigningKey.from_seed(bytes([i]) * 32) for i in range(6)]
     for key in agents:
         await log_card(pool, key, "m1")
-    store = ScopeStore(pool)
+    store, server = ScopeStore(pool), keys.SigningKey.from_seed(b"v" * 32)
     start = dt.datetime(2031, 3, 3, 12, tzinfo=dt.UTC)
     asked: set[str] = set()
     by_id_last = sorted(k.id for k in agents)[2:]  # an order by id refused these every week
     for week in range(4):
-        weekly = runner(pool, start + dt.timedelta(days=7 * week), ScopeRunConfig(max_pending=2))
+        at = start + dt.timedelta(days=7 * week)
+        weekly = runner(pool, at, ScopeRunConfig(max_pending=2), server)  # any process: the server's key
         assert await weekly.schedule_weekly() == 2  # the queue holds two
         period = weekly.period()
-        order = sorted((k.id for k in agents), key=lambda agent: week_turn(period, agent))
+        salt = week_salt(server, period)
+        order = sorted((k.id for k in agents), key=lambda agent: week_turn(salt, agent))
         pending = {
             r["agent"] for r in await pool.fetch("SELECT agent FROM scope_runs WHERE state = 'pending'")
         }
