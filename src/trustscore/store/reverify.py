@@ -84,12 +84,13 @@ class ReverifyStore:
         0020).
 
         A claim is a lease on the run: nobody else claims it until ``hold`` seconds have passed, longer
-        than the run's deadline (an item begun just before the deadline may still go on past it), so a worker that lost the job's lease while carrying a run out (its
-        lease connection dropped: another worker took the job over) does not have it carried out a second
-        time beside it. A run whose worker died is claimed again once its hold has passed. The attempt
-        count is the claim's fence: :meth:`finish` and :meth:`retry_later` change the run only while
-        its attempts are still the claim's, so a claimer overtaken after its hold never overwrites the
-        outcome of the claim that took the run after it."""
+        than the run's deadline (an item begun just before the deadline may still go on past it), so a
+        worker that lost the job's lease while carrying a run out (its lease connection dropped: another
+        worker took the job over) does not have it carried out a second time beside it. A run whose
+        worker died is claimed again once its hold has passed. The attempt count is the claim's fence:
+        :meth:`finish` and :meth:`retry_later` change the run only while its attempts are still the
+        claim's, so a claimer overtaken after its hold never overwrites the outcome of the claim that
+        took the run after it."""
         async with self.pool.acquire() as conn, conn.transaction():
             r = await conn.fetchrow(
                 "SELECT agent, report_index, seed, trigger, checkpoint_size, endpoint, attempts FROM reverify_runs "
