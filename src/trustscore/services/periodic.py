@@ -127,6 +127,12 @@ def retry_delay(base: float, attempts: int) -> float:
     return min(base * 4.0 ** (attempts - 1), 6 * 3600.0)
 
 
+def claim_hold(deadline_s: float) -> float:
+    """Seconds a claimed queued run (scope runs, re-verification) is its claimer's alone: its deadline,
+    then half as long again (at least 10 s) to grade and log what it found."""
+    return deadline_s + max(10.0, deadline_s / 2)
+
+
 async def settle_failed_run(
     attempts: int,
     max_attempts: int,
@@ -259,6 +265,7 @@ __all__ = [
     "Leases",
     "Periodic",
     "backoff",
+    "claim_hold",
     "describe",
     "period_of",
     "retry_delay",

@@ -31,7 +31,14 @@ from trustscore.outbound.guard import OutboundPolicy
 from trustscore.outbound.reverify_runner import build_statement, run_once
 from trustscore.reverify import fresh, status
 from trustscore.services.log import LogService
-from trustscore.services.periodic import Periodic, describe, period_of, settle_failed_run, still_held
+from trustscore.services.periodic import (
+    Periodic,
+    claim_hold,
+    describe,
+    period_of,
+    settle_failed_run,
+    still_held,
+)
 from trustscore.store.reverify import ReverifyStore, Run
 
 log = logging.getLogger(__name__)
@@ -55,9 +62,9 @@ class ReverifyConfig:
 
     @property
     def hold(self) -> float:
-        """Seconds a claimed run is its claimer's alone (store/reverify.py, ``ReverifyStore.claim``): its
-        deadline, then half as long again (at least 10 s) to grade and log what it found."""
-        return self.deadline_s + max(10.0, self.deadline_s / 2)
+        """Seconds a claimed run is its claimer's alone (store/reverify.py, ``ReverifyStore.claim``): see
+        :func:`~trustscore.services.periodic.claim_hold`."""
+        return claim_hold(self.deadline_s)
 
 
 class Reverifier:

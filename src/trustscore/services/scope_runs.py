@@ -51,7 +51,7 @@ from trustscore.outbound.guard import OutboundFailed, OutboundPolicy, OutboundRe
 from trustscore.outbound.reverify_runner import GuardedHttpAgent, _Asker
 from trustscore.scope.runs import skip_reason
 from trustscore.services.log import LogService
-from trustscore.services.periodic import Periodic, describe, settle_failed_run, still_held
+from trustscore.services.periodic import Periodic, claim_hold, describe, settle_failed_run, still_held
 from trustscore.store.scope import ScopeStore
 
 log = logging.getLogger(__name__)
@@ -83,9 +83,9 @@ class ScopeRunConfig:
 
     @property
     def hold(self) -> float:
-        """Seconds a claimed run is its claimer's alone (store/scope.py, ``ScopeStore.claim_run``): its
-        deadline, then half as long again (at least 10 s) to grade and log what it found."""
-        return self.deadline_s + max(10.0, self.deadline_s / 2)
+        """Seconds a claimed run is its claimer's alone (store/scope.py, ``ScopeStore.claim_run``): see
+        :func:`~trustscore.services.periodic.claim_hold`."""
+        return claim_hold(self.deadline_s)
 
 
 def _error(text: str | None) -> str | None:
