@@ -127,6 +127,10 @@ def _card(leaf: bytes) -> AgentCard | None:
     return p if isinstance(p, AgentCard) else None
 
 
+def _first(cards: list[tuple[int, bytes]] | None) -> tuple[int, bytes] | None:
+    return cards[0] if cards else None
+
+
 def week_salt(key: SigningKey, period: int) -> bytes:
     """The secret of ``period``'s scheduling order: the server's (deterministic Ed25519) signature over
     the period, the same in every process holding its key, unknown to agents until the period comes."""
@@ -142,14 +146,19 @@ def week_turn(salt: bytes, agent: str) -> bytes:
     return hashlib.sha256(salt + agent.encode()).digest()
 
 
-def _declares_anew(cards: list[tuple[int, bytes]]) -> bool:
-    """Whether an agent's newest card (``cards``: its newest first, with the one before it if any) gets a
-    run of its own: it declares capabilities and an endpoint, and the card before it declared otherwise
-    (or there is none)."""
-    card = _card(cards[0][1])
+def _declares_anew(newest: bytes, before: tuple[int, bytes] | None) -> bool:
+    """Whether an agent's newest card (its leaf) gets a run of its own: it declares capabilities and an
+    endpoint, and ``before``, the agent's newest card that the sweep had already passed (None: there is
+    none), declared otherwise.
+
+    Compared with what was swept, not with the card just before the newest: an agent that logged a
+    changed card and then the same declarations again (another name, a card re-issued) before the sweep
+    read the first, or while a restart sent the sweep back to its mark, would otherwise have its change
+    compared with itself and never run."""
+    card = _card(newest)
     if card is None or skip_reason(card) is not None:
         return False
-    old = _card(cards[1][1]) if len(cards) > 1 else None
+    old = _card(before[1]) if before is not None else None
     return old is None or declarations_digest(old) != declarations_digest(card)
 
 
@@ -209,10 +218,10 @@ class ScopeRunner:
         # An agent whose newest card here cannot declare capabilities (a v1 card) gets no run: not read.
         # A newer card of it past this page is swept with the next page.
         agents = sorted(agent for agent, kind in newest.items() if kind in DECLARING_PREDICATE_TYPES)
-        found = await self.store.newest_cards(agents, await self.store.log_size()) if agents else {}
-        for agent, cards in sorted(found.items()):
-            if _declares_anew(cards):
-                index = cards[0][0]
+        found = await self.store.newest_cards(agents, await self.store.log_size(), 1) if agents else {}
+        passed = await self.store.newest_cards(agents, start, 1) if agents else {}
+        for agent, [(index, leaf)] in sorted(found.items()):
+            if _declares_anew(leaf, _first(passed.get(agent))):
                 outcome = await self._schedule(agent, f"card:{index}", "declarations")
                 scheduled += outcome == "added"
                 if outcome == "refused":
@@ -242,12 +251,14 @@ class ScopeRunner:
             return 0
         scheduled = 0
         swept = self._cards_from
-        newest = await self.store.newest_cards(None)
+        newest = await self.store.newest_cards(None, count=1)
+        unswept = {a for a, [(index, _)] in newest.items() if swept is not None and index >= swept}
+        passed = await self.store.newest_cards(sorted(unswept), swept, 1) if unswept else {}
         for agent in sorted(newest, key=functools.partial(week_turn, week_salt(self.key, period))):
-            cards = newest[agent]
-            if skip_reason(_card(cards[0][1])) is not None:
+            [(_, leaf)] = newest[agent]
+            if skip_reason(_card(leaf)) is not None:
                 continue
-            if swept is not None and cards[0][0] >= swept and _declares_anew(cards):
+            if agent in unswept and _declares_anew(leaf, _first(passed.get(agent))):
                 # A card this process has not swept yet that the next sweep gives a run of its own: that
                 # run, not the week's, is the agent's (one pending run per agent: whichever came first
                 # would have held the other back).
@@ -311,7 +322,7 @@ class ScopeRunner:
         return False
 
     async def _carry_out(self, agent: str, run_key: str, trigger: Trigger, attempt: int) -> None:
-        cards = (await self.store.newest_cards([agent])).get(agent)
+        cards = (await self.store.newest_cards([agent], count=1)).get(agent)
         card_index, card = (cards[0][0], _card(cards[0][1])) if cards else (0, None)
         reason = skip_reason(card)
         if reason is None and card is not None and card.endpoint:

@@ -47,11 +47,11 @@ class ScopeStore:
         return [(r["idx"], bytes(r["leaf"])) for r in rows]
 
     async def newest_cards(
-        self, agents: list[str] | None, before: int | None = None
+        self, agents: list[str] | None, before: int | None = None, count: int = 2
     ) -> dict[str, list[tuple[int, bytes]]]:
-        """The two newest cards (index, leaf), newest first, of each of ``agents`` (None: every agent),
-        below index ``before`` if given (the log's size: then each lookup reads only the newest cards even
-        of an agent with thousands of versions, store.log.newest_of_kinds).
+        """The ``count`` newest cards (index, leaf), newest first, of each of ``agents`` (None: every
+        agent), below index ``before`` if given (the log's size: then each lookup reads only the newest
+        cards even of an agent with thousands of versions, store.log.newest_of_kinds).
 
         Named agents are looked up one by one (two entries of each from the ``(subject, kind, idx)``
         index): one query over every card of the log, filtered by agent, cost a scan of the kind index over
@@ -59,12 +59,14 @@ class ScopeStore:
         during card ingest, bench/README.md), and so did each lookup while the index was on subject alone
         (migrations/0021_entries_subject_kind.sql)."""
         if agents is not None:
-            return await newest_of_kinds(self.pool, agents, CARD_PREDICATE_TYPES, 2, before)
+            return await newest_of_kinds(self.pool, agents, CARD_PREDICATE_TYPES, count, before)
         rows = await self.pool.fetch(
             "SELECT subject, idx, leaf FROM (SELECT subject, idx, leaf, row_number() OVER "
-            "(PARTITION BY subject ORDER BY idx DESC) AS rn FROM entries WHERE kind = ANY($1::text[])) t "
-            "WHERE rn <= 2 ORDER BY subject, idx DESC",
+            "(PARTITION BY subject ORDER BY idx DESC) AS rn FROM entries WHERE kind = ANY($1::text[]) "
+            "AND ($3::bigint IS NULL OR idx < $3)) t WHERE rn <= $2 ORDER BY subject, idx DESC",
             list(CARD_PREDICATE_TYPES),
+            count,
+            before,
         )
         out: dict[str, list[tuple[int, bytes]]] = {}
         for r in rows:

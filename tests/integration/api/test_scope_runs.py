@@ -261,10 +261,10 @@ class CountingStore(ScopeStore):
     looked_up: list[list[str] | None]
 
     async def newest_cards(
-        self, agents: list[str] | None, before: int | None = None
+        self, agents: list[str] | None, before: int | None = None, count: int = 2
     ) -> dict[str, list[tuple[int, bytes]]]:
         self.looked_up.append(agents)
-        return await super().newest_cards(agents, before)
+        return await super().newest_cards(agents, before, count)
 
 
 async def test_a_restarted_runner_goes_on_from_where_the_sweep_of_cards_stopped(

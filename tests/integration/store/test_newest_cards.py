@@ -30,3 +30,23 @@ async def test_named_agents_get_what_the_scan_of_every_card_gives(pool: asyncpg.
     assert await store.newest_cards([]) == {}
     newest, previous = everyone[ids[0]]
     assert newest[0] == 7 and previous[0] == 4  # newest first
+
+
+async def test_the_scan_and_the_lookup_agree_below_an_index_and_for_one_card(pool: asyncpg.Pool) -> None:
+    """The sweep compares an agent's newest card with its newest card below the page it sweeps, and the
+    weekly scheduling reads only each agent's newest card: both arguments, on both paths."""
+    signers = [keys.SigningKey.generate() for _ in range(3)]
+    known: dict[str, bytes] = {}
+    for n, who in enumerate([0, 1, 0, 2, 0, 2, 0]):
+        card = check(prepare(msgspec.to_builtins(card_envelope(signers[who], f"v{n}"))), known.get)
+        known[card.signer] = bytes(signers[who].public_key)
+        await LogStore(pool).append([card])
+    store = ScopeStore(pool)
+    ids = [s.id for s in signers]
+    below = await store.newest_cards(None, 5, 1)
+    assert {k: [i for i, _ in v] for k, v in below.items()} == {ids[0]: [4], ids[1]: [1], ids[2]: [3]}
+    assert await store.newest_cards(ids, 5, 1) == below
+    newest = await store.newest_cards(None, count=1)
+    assert {k: [i for i, _ in v] for k, v in newest.items()} == {ids[0]: [6], ids[1]: [1], ids[2]: [5]}
+    assert await store.newest_cards(ids, None, 1) == newest
+    assert await store.newest_cards(None, 0, 1) == {}

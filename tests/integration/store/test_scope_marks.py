@@ -24,10 +24,10 @@ from trustscore.store.scope import ScopeStore
 DECLARATIONS = json.loads(Path("examples/agents/scope_declarations.json").read_text())
 
 
-async def log_card(pool: asyncpg.Pool, key: keys.SigningKey, model_version: str) -> int:
+async def log_card(pool: asyncpg.Pool, key: keys.SigningKey, model_version: str, name: str = "scoped") -> int:
     env = card_envelope(
         key,
-        "scoped",
+        name,
         endpoint="https://agent.example/api",
         model_version=model_version,
         declarations=[msgspec.convert(d, CapabilityDeclaration) for d in DECLARATIONS["declarations"]],
@@ -110,6 +110,76 @@ async def test_a_refused_declaration_change_is_retried_by_the_same_process(pool:
     assert await runner(pool).sweep_cards() == 0  # a new process finds nothing left to do
 
 
+async def change_logged_twice_after_a_sweep(
+    pool: asyncpg.Pool,
+) -> tuple[keys.SigningKey, ScopeRunner, ScopeStore, int]:
+    """An agent whose first card was swept and run; then a new declared model version, logged twice
+    (the second time under another name). Returns the agent's key, the runner, the store and the index
+    of the newest card."""
+    key = keys.SigningKey.generate()
+    first = await log_card(pool, key, "m1")
+    one = runner(pool)
+    assert await one.sweep_cards() == 1
+    store = ScopeStore(pool)
+    await store.finish_run(key.id, f"card:{first}", attempt=0, entry_index=None, reason="done")
+    await log_card(pool, key, "m2")  # a new declared model version ...
+    again = await log_card(pool, key, "m2", name="renamed")  # ... and the same declarations again
+    return key, one, store, again
+
+
+async def test_a_declaration_change_logged_again_before_the_sweep_still_gets_its_run(
+    pool: asyncpg.Pool,
+) -> None:
+    """An agent changes its declarations and, before the sweep reads the change, logs the same
+    declarations once more (another name; any re-issued card). The sweep compared the newest card with
+    the card just before it, the change with itself: no run, and the changed declarations went untested
+    until the weekly run. It compares with the agent's card the sweep had passed."""
+    key, one, store, again = await change_logged_twice_after_a_sweep(pool)
+    assert await one.sweep_cards() == 1, "the declaration change is never run on its own"
+    assert await store.run_known(key.id, f"card:{again}")
+    assert await one.sweep_cards() == 0
+    assert await runner(pool).sweep_cards() == 0  # a new process finds nothing left to do
+
+
+async def test_a_refused_change_logged_again_is_still_run_after_a_restart(pool: asyncpg.Pool) -> None:
+    """The change is refused for now (the agent's run is pending) and the mark holds at it; the agent
+    then logs the same declarations again. A new process sweeps from the mark and must still see a
+    change: against the card before the mark, not against the changed card."""
+    key = keys.SigningKey.generate()
+    first = await log_card(pool, key, "m1")
+    one = runner(pool)
+    assert await one.sweep_cards() == 1  # card:<first>, pending
+    second = await log_card(pool, key, "m2")
+    assert await one.sweep_cards() == 0  # refused for now
+    store = ScopeStore(pool)
+    assert await store.mark("scope_cards") == second
+    again = await log_card(pool, key, "m2", name="renamed")
+    await store.finish_run(key.id, f"card:{first}", attempt=0, entry_index=None, reason="done")
+    restarted = runner(pool)
+    assert await restarted.sweep_cards() == 1, "the refused change is lost by the restart"
+    assert await store.run_known(key.id, f"card:{again}")
+
+
+async def test_an_agents_first_two_cards_swept_together_get_a_run(pool: asyncpg.Pool) -> None:
+    """An agent's first card with declarations gets a run; logged twice before the first sweep (or
+    before a new log's first sweep), the first was compared with the second and neither was run."""
+    key = keys.SigningKey.generate()
+    await log_card(pool, key, "m1")
+    again = await log_card(pool, key, "m1", name="renamed")
+    assert await runner(pool).sweep_cards() == 1
+    assert await ScopeStore(pool).run_known(key.id, f"card:{again}")
+
+
+async def test_the_week_leaves_an_unswept_change_logged_again_to_the_sweep(pool: asyncpg.Pool) -> None:
+    """The weekly scheduling foresees which unswept cards the next sweep runs on their own, by the
+    sweep's own rule: a change logged twice after the sweep is the card's run, not the week's."""
+    key, one, store, again = await change_logged_twice_after_a_sweep(pool)
+    assert await one.schedule_weekly() == 0
+    assert not await store.run_known(key.id, f"week:{one.period()}")
+    assert await one.sweep_cards() == 1
+    assert await store.run_known(key.id, f"card:{again}")
+
+
 async def log_plain_card(pool: asyncpg.Pool, key: keys.SigningKey) -> int:
     """An agent-card/v1: it declares nothing."""
     env = card_envelope(key, "plain", endpoint="https://agent.example/api")
@@ -131,7 +201,7 @@ async def test_the_sweep_reads_only_agents_whose_newest_card_can_declare(pool: a
     store.looked_up = []
     sweeper = ScopeRunner(None, store, keys.SigningKey.generate(), ExamDirs(), ScopeRunConfig())  # type: ignore[arg-type]
     assert await sweeper.sweep_cards() == 1
-    assert store.looked_up == [[upgraded.id]]
+    assert store.looked_up == [[upgraded.id], [upgraded.id]]  # its newest card, and the one swept before
     assert await store.run_known(upgraded.id, f"card:{newest}")
     assert not await store.run_known(dropped.id, f"card:{newest - 2}")
     assert await store.mark("scope_cards") == newest + 1
