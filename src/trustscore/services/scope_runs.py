@@ -146,20 +146,28 @@ def week_turn(salt: bytes, agent: str) -> bytes:
     return hashlib.sha256(salt + agent.encode()).digest()
 
 
-def _declares_anew(newest: bytes, before: tuple[int, bytes] | None) -> bool:
-    """Whether an agent's newest card (its leaf) gets a run of its own: it declares capabilities and an
-    endpoint, and ``before``, the agent's newest card that the sweep had already passed (None: there is
-    none), declared otherwise.
+def _declares_anew(cards: list[tuple[int, bytes]], passed: tuple[int, bytes] | None) -> bool:
+    """Whether an agent's newest card gets a run of its own: it declares capabilities and an endpoint,
+    and it declares otherwise than the card just before it or than ``passed``, the agent's newest card
+    below the swept page (None for either: there is none).
 
-    Compared with what was swept, not with the card just before the newest: an agent that logged a
-    changed card and then the same declarations again (another name, a card re-issued) before the sweep
-    read the first, or while a restart sent the sweep back to its mark, would otherwise have its change
-    compared with itself and never run."""
-    card = _card(newest)
+    Both comparisons, because each alone misses a change: against the card before it only, a change
+    logged and then logged again (another name, a card re-issued) in one page, or while a restart sent
+    the sweep back to its mark, was compared with itself; against the passed card only, a change and a
+    return to the passed declarations in one page looked like no change (the weekly scheduling had
+    skipped the agent for the change's run), as did a change from a card swept after a held mark.
+    ``cards``: the newest first, with the one before it if any."""
+    card = _card(cards[0][1])
     if card is None or skip_reason(card) is not None:
         return False
-    old = _card(before[1]) if before is not None else None
-    return old is None or declarations_digest(old) != declarations_digest(card)
+    olds = [cards[1] if len(cards) > 1 else None, passed]
+    digest = declarations_digest(card)
+    return any(old is None or _digest(old[1]) != digest for old in olds)
+
+
+def _digest(leaf: bytes) -> str | None:
+    card = _card(leaf)
+    return None if card is None else declarations_digest(card)
 
 
 class ScopeRunner:
@@ -218,10 +226,11 @@ class ScopeRunner:
         # An agent whose newest card here cannot declare capabilities (a v1 card) gets no run: not read.
         # A newer card of it past this page is swept with the next page.
         agents = sorted(agent for agent, kind in newest.items() if kind in DECLARING_PREDICATE_TYPES)
-        found = await self.store.newest_cards(agents, await self.store.log_size(), 1) if agents else {}
+        found = await self.store.newest_cards(agents, await self.store.log_size()) if agents else {}
         passed = await self.store.newest_cards(agents, start, 1) if agents else {}
-        for agent, [(index, leaf)] in sorted(found.items()):
-            if _declares_anew(leaf, _first(passed.get(agent))):
+        for agent, cards in sorted(found.items()):
+            if _declares_anew(cards, _first(passed.get(agent))):
+                index = cards[0][0]
                 outcome = await self._schedule(agent, f"card:{index}", "declarations")
                 scheduled += outcome == "added"
                 if outcome == "refused":
@@ -251,17 +260,22 @@ class ScopeRunner:
             return 0
         scheduled = 0
         swept = self._cards_from
-        newest = await self.store.newest_cards(None, count=1)
-        unswept = {a for a, [(index, _)] in newest.items() if swept is not None and index >= swept}
+        newest = await self.store.newest_cards(None)
+        unswept = {a for a, cards in newest.items() if swept is not None and cards[0][0] >= swept}
         passed = await self.store.newest_cards(sorted(unswept), swept, 1) if unswept else {}
         for agent in sorted(newest, key=functools.partial(week_turn, week_salt(self.key, period))):
-            [(_, leaf)] = newest[agent]
-            if skip_reason(_card(leaf)) is not None:
+            cards = newest[agent]
+            if skip_reason(_card(cards[0][1])) is not None:
                 continue
-            if agent in unswept and _declares_anew(leaf, _first(passed.get(agent))):
+            if (
+                agent in unswept
+                and _declares_anew(cards, _first(passed.get(agent)))
+                and not await self.store.run_known(agent, f"card:{cards[0][0]}")
+            ):
                 # A card this process has not swept yet that the next sweep gives a run of its own: that
                 # run, not the week's, is the agent's (one pending run per agent: whichever came first
-                # would have held the other back).
+                # would have held the other back). Not when that run is known already (another process
+                # swept the card): the sweep would add nothing, and the agent would go without a run.
                 continue
             scheduled += await self._schedule(agent, f"week:{period}", "schedule") == "added"
         await self.store.set_mark("scope_period", start)

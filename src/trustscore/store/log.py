@@ -787,12 +787,16 @@ async def sequenced_size(db: asyncpg.Pool | asyncpg.Connection | asyncpg.pool.Po
 # end (migrations/0021_entries_subject_kind.sql): "kind = ANY(...)" on the index's middle column cannot be
 # read in idx order, so it read and sorted every entry of those kinds about the subject (an agent with
 # 18,000 card versions: 57 ms a lookup, found by review), and without that index it read the kind index
-# over every card of the log (a plan of intersected indexes).
+# over every card of the log (a plan of intersected indexes). The bound is a COALESCE, not "$3 IS NULL OR
+# idx < $3": under a generic plan (which a cached statement may get after five runs) the OR was a filter,
+# and a lookup below an old index read every newer entry of the subject too (found by review). A generic
+# plan still reads all the subject's entries below the bound and sorts them (partitions pruned only at
+# run time); custom plans read only the newest.
 NEWEST_OF_KINDS = (
     "SELECT t.subject, c.idx, c.leaf FROM unnest($1::text[]) AS t(subject) CROSS JOIN LATERAL ("
     "SELECT e.idx, e.leaf FROM unnest($2::text[]) AS k(kind) CROSS JOIN LATERAL ("
     "SELECT idx, leaf FROM entries WHERE subject = t.subject AND kind = k.kind "
-    "AND ($3::bigint IS NULL OR idx < $3) ORDER BY idx DESC LIMIT $4) e "
+    "AND idx < COALESCE($3::bigint, 9223372036854775807) ORDER BY idx DESC LIMIT $4) e "
     "ORDER BY e.idx DESC LIMIT $4) c ORDER BY t.subject, c.idx DESC"
 )
 

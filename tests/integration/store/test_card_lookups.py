@@ -69,6 +69,19 @@ async def test_card_lookups_read_the_agents_newest_cards(pool: asyncpg.Pool) -> 
             # (an Append over the partitions, the empty one ahead scanned as a heap): bounded by its own
             # cards, never the log's (docs/operations.md, "Upgrading to migration 0021").
             assert await _rows_read(conn, [busy.id], kinds, None, 2) <= VERSIONS + 4
+        # Under a generic plan (a cached statement may get one after five runs) a lookup below a bound
+        # reads none of the subject's entries at or above it (review: with "$3 IS NULL OR idx < $3" the
+        # bound was a filter, and a lookup below the middle read all 2,000 versions). A generic plan still
+        # reads every version below the bound (partitions are pruned only at run time): a limit.
+        await conn.execute("SET plan_cache_mode = force_generic_plan")
+        await conn.execute(f"PREPARE newest(text[], text[], bigint, int) AS {NEWEST_OF_KINDS}")
+        try:
+            args = f"ARRAY['{busy.id}'], ARRAY[{', '.join(repr(k) for k in kinds)}], {middle}, 1"
+            text = await conn.fetchval(f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE newest({args})")
+            assert _index_rows_read(json.loads(text)[0]["Plan"]) <= VERSIONS // 2
+        finally:
+            await conn.execute("DEALLOCATE newest")
+            await conn.execute("RESET plan_cache_mode")
     # And what they answer: newest first, below ``before`` when given, unknown subjects left out.
     got = await newest_of_kinds(pool, [busy.id, signers[0].id, "ts1_" + "0" * 40], kinds, 2)
     assert [i for i, _ in got[busy.id]] == [versions[-1].index, versions[-2].index]

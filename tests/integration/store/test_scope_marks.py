@@ -180,6 +180,86 @@ async def test_the_week_leaves_an_unswept_change_logged_again_to_the_sweep(pool:
     assert await store.run_known(key.id, f"card:{again}")
 
 
+async def test_a_change_and_a_return_in_one_page_after_the_week_skipped_the_agent_still_run(
+    pool: asyncpg.Pool,
+) -> None:
+    """(Review of the comparison with the passed card.) The week skips an agent whose unswept change the
+    sweep will run; the agent then returns to its swept declarations before that sweep. Compared with
+    the passed card only, the return looked like no change: neither the week's run nor a card run."""
+    key = keys.SigningKey.generate()
+    store = ScopeStore(pool)
+    first = await log_card(pool, key, "m1")
+    one = runner(pool)
+    assert await one.sweep_cards() == 1
+    await store.finish_run(key.id, f"card:{first}", attempt=0, entry_index=None, reason="done")
+    await log_card(pool, key, "m2")  # a change, not swept yet
+    assert await one.schedule_weekly() == 0  # left to the sweep
+    back = await log_card(pool, key, "m1", name="back")  # the first card's declarations again
+    assert await one.sweep_cards() == 1
+    assert await store.run_known(key.id, f"card:{back}"), "no run at all this period"
+
+
+async def test_a_change_from_a_card_swept_after_a_held_mark_is_run_after_a_restart(
+    pool: asyncpg.Pool,
+) -> None:
+    """(Review.) Another agent's refused card holds the mark; this agent's card A is swept and run past
+    it, then it returns to the declarations it had below the mark. A new process sweeps from the mark:
+    the return is a change from A, though not from the card below the mark."""
+    other, key = keys.SigningKey.generate(), keys.SigningKey.generate()
+    store = ScopeStore(pool)
+    await log_card(pool, other, "m1")
+    below = await log_card(pool, key, "m1")
+    one = runner(pool)
+    assert await one.sweep_cards() == 2
+    await store.finish_run(key.id, f"card:{below}", attempt=0, entry_index=None, reason="done")
+    held = await log_card(pool, other, "m2")
+    assert await one.sweep_cards() == 0  # refused (the other agent's run is pending): the mark holds
+    changed = await log_card(pool, key, "m2")
+    assert await one.sweep_cards() == 1
+    await store.finish_run(key.id, f"card:{changed}", attempt=0, entry_index=None, reason="done")
+    assert await store.mark("scope_cards") == held
+    back = await log_card(pool, key, "m1", name="back")
+    await runner(pool).sweep_cards()
+    assert await store.run_known(key.id, f"card:{back}"), "the change is not run after the restart"
+
+
+class SmallPages(ScopeStore):
+    """Pages of two cards: a sweep more than a page behind without 10,000 cards."""
+
+    async def cards_since(self, index: int, limit: int = 10_000) -> tuple[dict[str, str], int]:
+        return await super().cards_since(index, 2)
+
+
+async def test_the_week_does_not_leave_an_agent_to_a_card_run_already_known(pool: asyncpg.Pool) -> None:
+    """(Review; older than the comparison.) A new process sweeps from a held mark, more than a page
+    behind; an agent's newest card lies past its first page, and the previous process already ran that
+    card. The week left the agent to the sweep, which found the run known and added nothing: no run in
+    the period. The week now skips only a card whose run is not known."""
+    other, key = keys.SigningKey.generate(), keys.SigningKey.generate()
+    store = ScopeStore(pool)
+    week0 = dt.datetime(2031, 3, 3, 12, tzinfo=dt.UTC)
+    await log_card(pool, other, "m1")
+    first = await log_card(pool, key, "m1")
+    one = runner(pool, week0)
+    assert await one.sweep_cards() == 2
+    await store.finish_run(key.id, f"card:{first}", attempt=0, entry_index=None, reason="done")
+    held = await log_card(pool, other, "m2")
+    for _ in range(3):
+        await log_plain_card(pool, keys.SigningKey.generate())
+    changed = await log_card(pool, key, "m2")
+    assert await one.sweep_cards() == 1  # the other agent's card refused, card:<changed> added
+    await store.finish_run(key.id, f"card:{changed}", attempt=0, entry_index=None, reason="done")
+    assert await store.mark("scope_cards") == held
+    later = week0 + dt.timedelta(days=7)
+    config, server = ScopeRunConfig(), keys.SigningKey.generate()
+    two = ScopeRunner(None, SmallPages(pool), server, ExamDirs(), config, clock=lambda: later)  # type: ignore[arg-type]
+    await two.sweep_cards()  # one page: the held card and a plain one
+    await two.schedule_weekly()
+    for _ in range(3):
+        await two.sweep_cards()
+    assert await store.run_known(key.id, f"week:{two.period()}"), "no run this period"
+
+
 async def log_plain_card(pool: asyncpg.Pool, key: keys.SigningKey) -> int:
     """An agent-card/v1: it declares nothing."""
     env = card_envelope(key, "plain", endpoint="https://agent.example/api")
