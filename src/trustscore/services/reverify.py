@@ -23,7 +23,7 @@ from trustscore.exams.loader import ExamDirs, list_exams
 from trustscore.exams.reporting import exam_for
 from trustscore.kinds.exam_report import EXAM_REPORT, ExamReport
 from trustscore.kinds.graded import GradedEvidence
-from trustscore.kinds.reverification import REVERIFICATION, Reverification, sampling
+from trustscore.kinds.reverification import REVERIFICATION, Reverification, run_nonce, sampling
 from trustscore.ledger import audit, dsse, merkle, statements
 from trustscore.ledger.keys import SigningKey
 from trustscore.ledger.submission import prepare
@@ -195,7 +195,7 @@ class Reverifier:
             # crashed it, or it was killed from outside: a kill uses up an attempt too).
             if self.failures is not None:
                 self.failures.labels(task=TASK).inc()
-            await self._finish(run, entry_index=None, same_as_index=None)
+            await self._close(run)
             log.warning("re-verification of %s report %d closed: claimed %d times, never finished",
                         run.agent, run.report_index, run.attempts)  # fmt: skip
             return True
@@ -208,12 +208,20 @@ class Reverifier:
                 run.attempts,
                 self.config.max_attempts,
                 self.config.retry_s,
-                lambda: self._finish(run, entry_index=None, same_as_index=None),
+                lambda: self._close(run),
                 lambda delay: self.store.retry_later(run, delay),
             )
             log.warning("re-verification of %s report %d failed (%s); %s",
                         run.agent, run.report_index, describe(exc), done)  # fmt: skip
         return True
+
+    async def _close(self, run: Run) -> bool:
+        """Close a run after its last attempt, with its entry if an attempt logged one before it failed or
+        its process ended (the run's nonce finds it)."""
+        logged = await self.store.entry_by_nonce(
+            self.key.id, run_nonce(run.agent, run.report_index, run.seed)
+        )
+        return await self._finish(run, entry_index=logged, same_as_index=None)
 
     async def _finish(self, run: Run, *, entry_index: int | None, same_as_index: int | None) -> bool:
         """Close ``run``; a claim overtaken after its hold changes nothing (the later claim's outcome

@@ -299,7 +299,7 @@ class ScopeRunner:
             # crashed it, or it was killed from outside: a kill uses up an attempt too).
             if self.failures is not None:
                 self.failures.labels(task=TASK).inc()
-            await self._finish(agent, run_key, attempt, entry_index=None, reason="never finished")
+            await self._close(agent, run_key, attempt, "never finished")
             log.warning(
                 "scope run %s of %s closed: claimed %d times, never finished", run_key, agent, attempt
             )
@@ -317,11 +317,19 @@ class ScopeRunner:
                 attempt,
                 self.config.max_attempts,
                 self.config.retry_s,
-                lambda: self._finish(agent, run_key, attempt, entry_index=None, reason=reason[:MAX_ERROR]),
+                lambda: self._close(agent, run_key, attempt, reason[:MAX_ERROR]),
                 lambda delay: self.store.retry_later(agent, run_key, delay, attempt=attempt),
             )
             log.warning("scope run %s of %s failed (%s); %s", run_key, agent, describe(exc), done)
         return True
+
+    async def _close(self, agent: str, run_key: str, attempt: int, reason: str) -> bool:
+        """Close a run after its last attempt: done with its entry if an attempt logged one before it
+        failed or its process ended (the run's nonce finds it), else skipped with ``reason``."""
+        logged = await self.store.entry_by_nonce(self.key.id, run_nonce(agent, run_key))
+        return await self._finish(
+            agent, run_key, attempt, entry_index=logged, reason=None if logged is not None else reason
+        )
 
     async def _finish(
         self, agent: str, run_key: str, attempt: int, *, entry_index: int | None, reason: str | None

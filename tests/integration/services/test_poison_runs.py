@@ -15,15 +15,23 @@ due, and a run is closed after its last attempt.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 
 import asyncpg
+import msgspec
 import pytest
 
+from trustscore.canonical import b64encode
 from trustscore.exams.loader import ExamDirs
-from trustscore.ledger import keys
+from trustscore.kinds import cards
+from trustscore.kinds.reverification import run_nonce as reverify_run_nonce
+from trustscore.kinds.scope_run import run_nonce as scope_run_nonce
+from trustscore.ledger import dsse, keys, statements
+from trustscore.ledger.submission import check, prepare
 from trustscore.services.metrics import Metrics
 from trustscore.services.reverify import Reverifier, ReverifyConfig
 from trustscore.services.scope_runs import ScopeRunConfig, ScopeRunner
+from trustscore.store.log import LogStore
 from trustscore.store.reverify import ReverifyStore, Run
 from trustscore.store.scope import ScopeStore
 
@@ -198,3 +206,71 @@ async def test_a_run_that_never_finishes_is_closed_after_its_attempts_and_failur
     assert await store.schedule_run("ts1_buggy", "week:1", "schedule", 100)
     assert await runner.work_once()
     assert 'trustscore_background_failures_total{task="scope runs"} 2.0' in metrics.render().decode()
+
+
+async def logged_with(pool: asyncpg.Pool, key: keys.SigningKey, nonce: str) -> int:
+    """An entry signed by ``key`` with ``nonce`` (a card: any statement the runner's key signed with the
+    run's nonce stands for what an attempt logged before it failed or its process ended)."""
+    card = cards.AgentCard(
+        nonce=nonce,
+        issued_at=statements.format_time(dt.datetime.now(dt.UTC)),
+        public_key=b64encode(key.public_key),
+        name="runner",
+        capabilities=[],
+    )
+    payload = statements.make_statement(cards.AGENT_CARD, cards.card_subject(key.public_key), card)
+    envelope = msgspec.to_builtins(dsse.sign(payload, [key]))
+    [appended] = await LogStore(pool).append([check(prepare(envelope), {key.id: bytes(key.public_key)}.get)])
+    return appended.index
+
+
+async def test_a_scope_run_whose_attempt_logged_its_entry_is_closed_with_it(
+    pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(Limit noted since session 10.) An attempt that logged the run's entry and then failed, or whose
+    process ended, left a run closed as skipped without it, though its result is in the log; the run's
+    nonce finds it, as a retry's does."""
+    store, config, key = ScopeStore(pool), ScopeRunConfig(), keys.SigningKey.generate()
+    runner = ScopeRunner(None, store, key, ExamDirs(), config)  # type: ignore[arg-type]
+    for agent in ("ts1_crashed", "ts1_failed"):
+        assert await store.schedule_run(agent, "week:1", "schedule", 100)
+    crashed = await logged_with(pool, key, scope_run_nonce("ts1_crashed", "week:1"))
+    failed = await logged_with(pool, key, scope_run_nonce("ts1_failed", "week:1"))
+    await pool.execute(f"UPDATE scope_runs SET attempts = {config.max_attempts} WHERE agent = 'ts1_crashed'")
+    await pool.execute(
+        f"UPDATE scope_runs SET attempts = {config.max_attempts - 1} WHERE agent = 'ts1_failed'"
+    )
+
+    async def carry_out(agent: str, run_key: str, trigger: str, attempt: int) -> None:
+        raise ConnectionResetError("the database went away after the entry was logged")
+
+    monkeypatch.setattr(runner, "_carry_out", carry_out)
+    assert await runner.work_once() and await runner.work_once()
+    assert await store.runs_of("ts1_crashed") == [("week:1", "schedule", "done", crashed, None)]
+    assert await store.runs_of("ts1_failed") == [("week:1", "schedule", "done", failed, None)]
+
+
+async def test_a_reverification_run_whose_attempt_logged_its_entry_is_closed_with_it(
+    pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, config, key = ReverifyStore(pool), ReverifyConfig(), keys.SigningKey.generate()
+    reverifier = Reverifier(None, store, key, ExamDirs(), config)  # type: ignore[arg-type]
+    seed = b"s" * 32
+    for agent, index in (("ts1_crashed", 7), ("ts1_failed", 8)):
+        assert await store.schedule(Run(agent, index, seed, "schedule", 10, "https://a.example", 0))
+    crashed = await logged_with(pool, key, reverify_run_nonce("ts1_crashed", 7, seed))
+    failed = await logged_with(pool, key, reverify_run_nonce("ts1_failed", 8, seed))
+    await pool.execute(
+        f"UPDATE reverify_runs SET attempts = {config.max_attempts} WHERE agent = 'ts1_crashed'"
+    )
+    await pool.execute(
+        f"UPDATE reverify_runs SET attempts = {config.max_attempts - 1} WHERE agent = 'ts1_failed'"
+    )
+
+    async def carry_out(run: Run) -> None:
+        raise ConnectionResetError("the database went away after the entry was logged")
+
+    monkeypatch.setattr(reverifier, "_carry_out", carry_out)
+    assert await reverifier.work_once() and await reverifier.work_once()
+    assert await store.runs_of("ts1_crashed") == [(7, "done", crashed, None)]
+    assert await store.runs_of("ts1_failed") == [(8, "done", failed, None)]
