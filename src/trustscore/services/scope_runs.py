@@ -260,23 +260,24 @@ class ScopeRunner:
             return 0
         scheduled = 0
         swept = self._cards_from
-        newest = await self.store.newest_cards(None)
-        unswept = {a for a, cards in newest.items() if swept is not None and cards[0][0] >= swept}
-        passed = await self.store.newest_cards(sorted(unswept), swept, 1) if unswept else {}
+        newest = await self.store.newest_cards(None, count=1)
+        unswept = sorted(a for a, cards in newest.items() if swept is not None and cards[0][0] >= swept)
+        two = await self.store.newest_cards(unswept, None, 2) if unswept else {}
+        passed = await self.store.newest_cards(unswept, swept, 1) if unswept else {}
         for agent in sorted(newest, key=functools.partial(week_turn, week_salt(self.key, period))):
-            cards = newest[agent]
+            cards = two.get(agent) or newest[agent]
             if skip_reason(_card(cards[0][1])) is not None:
                 continue
-            if (
-                agent in unswept
-                and _declares_anew(cards, _first(passed.get(agent)))
-                and not await self.store.run_known(agent, f"card:{cards[0][0]}")
-            ):
-                # A card this process has not swept yet that the next sweep gives a run of its own: that
+            if agent in two and _declares_anew(cards, _first(passed.get(agent))):
+                # A card this process has not swept yet that the sweep's rule gives a run of its own: that
                 # run, not the week's, is the agent's (one pending run per agent: whichever came first
-                # would have held the other back). Not when that run is known already (another process
-                # swept the card): the sweep would add nothing, and the agent would go without a run.
-                continue
+                # would have held the other back). Scheduled here, not left to the next sweep: a restart
+                # or another process sweeps from another position and may decide otherwise (review), and
+                # the period is marked done for every process. A card run known already gives the week's.
+                outcome = await self._schedule(agent, f"card:{cards[0][0]}", "declarations")
+                if outcome != "known":
+                    scheduled += outcome == "added"
+                    continue
             scheduled += await self._schedule(agent, f"week:{period}", "schedule") == "added"
         await self.store.set_mark("scope_period", start)
         self._period = period
@@ -323,9 +324,10 @@ class ScopeRunner:
             log.warning("scope run %s of %s failed (%s); %s", run_key, agent, describe(exc), done)
         return True
 
-    async def _close(self, agent: str, run_key: str, attempt: int, reason: str) -> bool:
-        """Close a run after its last attempt: done with its entry if an attempt logged one before it
-        failed or its process ended (the run's nonce finds it), else skipped with ``reason``."""
+    async def _close(self, agent: str, run_key: str, attempt: int, reason: str | None) -> bool:
+        """Close a run without logging an entry (after its last attempt, or skipped): done with its entry
+        if an earlier attempt logged one before it failed or its process ended (the run's nonce finds it),
+        else skipped with ``reason``."""
         logged = await self.store.entry_by_nonce(self.key.id, run_nonce(agent, run_key))
         return await self._finish(
             agent, run_key, attempt, entry_index=logged, reason=None if logged is not None else reason
@@ -356,7 +358,7 @@ class ScopeRunner:
                 pass  # unreachable is the agent's failure: asked, and recorded as such
         if reason is not None or card is None or not card.endpoint:
             log.info("scope run %s of %s skipped: %s", run_key, agent, reason)
-            await self._finish(agent, run_key, attempt, entry_index=None, reason=reason)
+            await self._close(agent, run_key, attempt, reason)
             return
         decls, non = declarations_of(card)
         form = scope_form(decls, non)

@@ -170,33 +170,62 @@ async def test_an_agents_first_two_cards_swept_together_get_a_run(pool: asyncpg.
     assert await ScopeStore(pool).run_known(key.id, f"card:{again}")
 
 
-async def test_the_week_leaves_an_unswept_change_logged_again_to_the_sweep(pool: asyncpg.Pool) -> None:
-    """The weekly scheduling foresees which unswept cards the next sweep runs on their own, by the
-    sweep's own rule: a change logged twice after the sweep is the card's run, not the week's."""
+async def test_the_week_gives_an_unswept_change_logged_again_its_card_run(pool: asyncpg.Pool) -> None:
+    """The weekly scheduling gives an unswept card the run the sweep's rule gives it, in the week's
+    place: a change logged twice after the sweep is the card's run, not the week's."""
     key, one, store, again = await change_logged_twice_after_a_sweep(pool)
-    assert await one.schedule_weekly() == 0
+    assert await one.schedule_weekly() == 1
     assert not await store.run_known(key.id, f"week:{one.period()}")
-    assert await one.sweep_cards() == 1
     assert await store.run_known(key.id, f"card:{again}")
+    assert await one.sweep_cards() == 0  # known already
 
 
 async def test_a_change_and_a_return_in_one_page_after_the_week_skipped_the_agent_still_run(
     pool: asyncpg.Pool,
 ) -> None:
-    """(Review of the comparison with the passed card.) The week skips an agent whose unswept change the
-    sweep will run; the agent then returns to its swept declarations before that sweep. Compared with
-    the passed card only, the return looked like no change: neither the week's run nor a card run."""
+    """(Review of the comparison with the passed card.) The week left an agent with an unswept change to
+    the sweep; the agent then returned to its swept declarations before that sweep. Compared with the
+    passed card only, the return looked like no change: neither the week's run nor a card run. The week
+    now schedules the change's run, and the return gets its own after it."""
     key = keys.SigningKey.generate()
     store = ScopeStore(pool)
     first = await log_card(pool, key, "m1")
     one = runner(pool)
     assert await one.sweep_cards() == 1
     await store.finish_run(key.id, f"card:{first}", attempt=0, entry_index=None, reason="done")
-    await log_card(pool, key, "m2")  # a change, not swept yet
-    assert await one.schedule_weekly() == 0  # left to the sweep
+    changed = await log_card(pool, key, "m2")  # a change, not swept yet
+    assert await one.schedule_weekly() == 1  # the change's own run, in the week's place
     back = await log_card(pool, key, "m1", name="back")  # the first card's declarations again
+    assert await one.sweep_cards() == 0  # refused for now: the change's run is pending
+    await store.finish_run(key.id, f"card:{changed}", attempt=0, entry_index=None, reason="done")
     assert await one.sweep_cards() == 1
-    assert await store.run_known(key.id, f"card:{back}"), "no run at all this period"
+    assert await store.run_known(key.id, f"card:{back}"), "the return is never run"
+
+
+WEEK0 = dt.datetime(2031, 3, 3, 12, tzinfo=dt.UTC)
+
+
+async def change_swept_past_a_held_mark(
+    pool: asyncpg.Pool, at: dt.datetime, plain: int = 0
+) -> tuple[keys.SigningKey, ScopeRunner, ScopeStore]:
+    """Another agent's changed card is refused for now (its first run is pending), so the mark holds at
+    it; after ``plain`` v1 cards of others, this agent's change is swept past the mark and run. Returns
+    the agent's key, the runner (its clock at ``at``) and the store."""
+    other, key = keys.SigningKey.generate(), keys.SigningKey.generate()
+    store = ScopeStore(pool)
+    await log_card(pool, other, "m1")
+    below = await log_card(pool, key, "m1")
+    one = runner(pool, at)
+    assert await one.sweep_cards() == 2
+    await store.finish_run(key.id, f"card:{below}", attempt=0, entry_index=None, reason="done")
+    held = await log_card(pool, other, "m2")
+    for _ in range(plain):
+        await log_plain_card(pool, keys.SigningKey.generate())
+    changed = await log_card(pool, key, "m2")
+    assert await one.sweep_cards() == 1  # the other agent's card refused, card:<changed> added
+    await store.finish_run(key.id, f"card:{changed}", attempt=0, entry_index=None, reason="done")
+    assert await store.mark("scope_cards") == held
+    return key, one, store
 
 
 async def test_a_change_from_a_card_swept_after_a_held_mark_is_run_after_a_restart(
@@ -205,22 +234,31 @@ async def test_a_change_from_a_card_swept_after_a_held_mark_is_run_after_a_resta
     """(Review.) Another agent's refused card holds the mark; this agent's card A is swept and run past
     it, then it returns to the declarations it had below the mark. A new process sweeps from the mark:
     the return is a change from A, though not from the card below the mark."""
-    other, key = keys.SigningKey.generate(), keys.SigningKey.generate()
-    store = ScopeStore(pool)
-    await log_card(pool, other, "m1")
-    below = await log_card(pool, key, "m1")
-    one = runner(pool)
-    assert await one.sweep_cards() == 2
-    await store.finish_run(key.id, f"card:{below}", attempt=0, entry_index=None, reason="done")
-    held = await log_card(pool, other, "m2")
-    assert await one.sweep_cards() == 0  # refused (the other agent's run is pending): the mark holds
-    changed = await log_card(pool, key, "m2")
-    assert await one.sweep_cards() == 1
-    await store.finish_run(key.id, f"card:{changed}", attempt=0, entry_index=None, reason="done")
-    assert await store.mark("scope_cards") == held
+    key, _, store = await change_swept_past_a_held_mark(pool, WEEK0)
     back = await log_card(pool, key, "m1", name="back")
-    await runner(pool).sweep_cards()
+    await runner(pool, WEEK0).sweep_cards()
     assert await store.run_known(key.id, f"card:{back}"), "the change is not run after the restart"
+
+
+async def test_a_change_the_week_left_to_the_sweep_is_not_lost_by_a_restart(pool: asyncpg.Pool) -> None:
+    """(Second review.) The week left an agent with an unswept change to this process's next sweep and
+    marked the period done; the process then ended. A new process sweeps from a mark held further back,
+    where the same cards look like no change: no card run, and no week's run either. The week now
+    schedules the card's run itself."""
+    key, one, store = await change_swept_past_a_held_mark(pool, WEEK0)
+    later = WEEK0 + dt.timedelta(days=7)
+    one.clock = lambda: later
+    await log_card(pool, key, "m1", name="c1")  # back to the declarations below the mark ...
+    newest = await log_card(pool, key, "m1", name="n")  # ... twice
+    await one.schedule_weekly()
+    two = runner(pool, later)  # the first process ended before its next sweep
+    for _ in range(3):
+        await two.sweep_cards()
+    assert await two.schedule_weekly() == 0  # the period is marked
+    period = two.period()
+    assert await store.run_known(key.id, f"card:{newest}") or await store.run_known(
+        key.id, f"week:{period}"
+    ), "no run at all this period"
 
 
 class SmallPages(ScopeStore):
@@ -234,23 +272,9 @@ async def test_the_week_does_not_leave_an_agent_to_a_card_run_already_known(pool
     """(Review; older than the comparison.) A new process sweeps from a held mark, more than a page
     behind; an agent's newest card lies past its first page, and the previous process already ran that
     card. The week left the agent to the sweep, which found the run known and added nothing: no run in
-    the period. The week now skips only a card whose run is not known."""
-    other, key = keys.SigningKey.generate(), keys.SigningKey.generate()
-    store = ScopeStore(pool)
-    week0 = dt.datetime(2031, 3, 3, 12, tzinfo=dt.UTC)
-    await log_card(pool, other, "m1")
-    first = await log_card(pool, key, "m1")
-    one = runner(pool, week0)
-    assert await one.sweep_cards() == 2
-    await store.finish_run(key.id, f"card:{first}", attempt=0, entry_index=None, reason="done")
-    held = await log_card(pool, other, "m2")
-    for _ in range(3):
-        await log_plain_card(pool, keys.SigningKey.generate())
-    changed = await log_card(pool, key, "m2")
-    assert await one.sweep_cards() == 1  # the other agent's card refused, card:<changed> added
-    await store.finish_run(key.id, f"card:{changed}", attempt=0, entry_index=None, reason="done")
-    assert await store.mark("scope_cards") == held
-    later = week0 + dt.timedelta(days=7)
+    the period. A card run known already now gives the week's run."""
+    key, _, store = await change_swept_past_a_held_mark(pool, WEEK0, plain=3)
+    later = WEEK0 + dt.timedelta(days=7)
     config, server = ScopeRunConfig(), keys.SigningKey.generate()
     two = ScopeRunner(None, SmallPages(pool), server, ExamDirs(), config, clock=lambda: later)  # type: ignore[arg-type]
     await two.sweep_cards()  # one page: the held card and a plain one
@@ -290,8 +314,8 @@ async def test_the_sweep_reads_only_agents_whose_newest_card_can_declare(pool: a
 async def test_a_card_not_swept_yet_gets_its_own_run_not_the_weeks(pool: asyncpg.Pool) -> None:
     """A card logged between a step's sweep and its weekly scheduling used to get the week's run first,
     which then held its declarations run back (one pending run per agent; found as a flaky service test).
-    The week skips it: the next sweep schedules the card's own run. An agent whose unswept new card
-    declares nothing new still gets the week's run."""
+    The week gives it the card's own run instead (the sweep then finds it known). An agent whose unswept
+    new card declares nothing new still gets the week's run."""
     steady = keys.SigningKey.generate()
     swept = await log_card(pool, steady, "m1")
     one = runner(pool)
@@ -300,12 +324,12 @@ async def test_a_card_not_swept_yet_gets_its_own_run_not_the_weeks(pool: asyncpg
     fresh = keys.SigningKey.generate()
     first = await log_card(pool, fresh, "m1")  # after the sweep, before the week's scheduling
     await log_card(pool, steady, "m1")  # the same declarations again: no run of its own
-    assert await one.schedule_weekly() == 1  # the steady agent's week; not the fresh agent's
+    assert await one.schedule_weekly() == 2  # the steady agent's week; the fresh agent's card run
     store = ScopeStore(pool)
     assert await store.run_known(steady.id, f"week:{one.period()}")
     assert not await store.run_known(fresh.id, f"week:{one.period()}")
-    assert await one.sweep_cards() == 1
     assert await store.run_known(fresh.id, f"card:{first}")
+    assert await one.sweep_cards() == 0
 
 
 async def test_when_the_queue_is_full_the_agents_left_for_the_next_week_change_every_week(
