@@ -34,6 +34,7 @@ from trustscore.api.sitting_routes import SittingController
 from trustscore.api.tile_routes import TileController
 from trustscore.api.webhook_routes import WebhookController
 from trustscore.api.wiring import DEPENDENCIES, STATE_KEY, Services
+from trustscore.errors import InvalidInput
 from trustscore.exams.loader import ExamDirs
 from trustscore.grading import sandbox
 from trustscore.ledger import keys
@@ -438,6 +439,8 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         Every query string is checked (trustscore.api.query). POSTs that write no log entries cost one
         each; those that do need a token left and are charged per entry by the services (reads are not
         limited here; a rate of 0 takes nothing)."""
+        if "\x00" in request.scope["path"]:  # no id, index or file name holds one; PostgreSQL refuses it
+            raise InvalidInput("the path must not contain NUL (%00)")
         if request.method == "OPTIONS":
             path = next(iter(request.route_handler.paths), "")
             return Response(None, status_code=204, headers={"Allow": allowed.get(path, "OPTIONS")})

@@ -7,6 +7,7 @@ whom it is about, its nonce). Adding a kind is one struct, one check function an
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -123,13 +124,33 @@ def _check_common(p: Predicate) -> None:
 
 
 def parse_time(text: str, *, what: str) -> dt.datetime:
-    """An RFC 3339 UTC timestamp ending in Z."""
+    """An RFC 3339 UTC timestamp ending in Z, as an aware datetime.
+
+    Lenient as it always was, since entries already logged are parsed with it: ``fromisoformat`` also
+    takes other ISO 8601 forms, and a date alone (``2025-01-01Z``) is read as its midnight UTC (it gave a
+    naive datetime, and every comparison with it failed). What a submitter may send from now on is
+    :func:`check_time_text`'s form, checked at intake."""
     if not text.endswith("Z"):
         raise InvalidInput(f"{what} must be an RFC 3339 UTC time ending in Z")
     try:
-        return dt.datetime.fromisoformat(text[:-1] + "+00:00")
+        at = dt.datetime.fromisoformat(text[:-1] + "+00:00")
     except ValueError as exc:
         raise InvalidInput(f"{what} is not an RFC 3339 time") from exc
+    return at if at.tzinfo is not None else at.replace(tzinfo=dt.UTC)
+
+
+#: The one form of time a new statement may carry: RFC 3339's date-time in UTC, with a ``T``, seconds
+#: and up to 6 fractional digits (``format_time`` writes 6).
+RFC3339_UTC = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?Z")
+
+
+def check_time_text(text: str, *, what: str) -> dt.datetime:
+    """A time in a statement submitted now: :data:`RFC3339_UTC`'s form, parsed (intake only)."""
+    if not RFC3339_UTC.fullmatch(text):
+        raise InvalidInput(
+            f"{what} must be an RFC 3339 UTC time like 2026-01-31T12:00:00Z, got {text[:40]!r}"
+        )
+    return parse_time(text, what=what)
 
 
 #: The earliest time a submitter may claim for its statement or its evidence (the Unix epoch): no agent's
@@ -141,7 +162,7 @@ EARLIEST_CLAIMED = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 def check_claimed_time(text: str, *, what: str, latest: dt.datetime) -> dt.datetime:
     """A time a submitter claims, parsed; refused before :data:`EARLIEST_CLAIMED` and after ``latest``
     (the server's clock plus the allowed skew: evidence dated in the future would escape decay)."""
-    at = parse_time(text, what=what)
+    at = check_time_text(text, what=what)
     if at > latest:
         raise InvalidInput(f"{what} {text} is in the future")
     if at < EARLIEST_CLAIMED:
@@ -166,9 +187,40 @@ def make_statement(kind: Kind[P], subject: Subject, predicate: P) -> bytes:
 
 
 def check_url(url: str, *, what: str) -> None:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname or len(url) > 2048:
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError as exc:  # an unclosed IPv6 bracket, say
+        raise InvalidInput(f"{what} must be an http(s) URL: {exc}") from None
+    if parts.scheme not in ("http", "https") or not host or len(url) > 2048:
         raise InvalidInput(f"{what} must be an http(s) URL")
+
+
+def check_new_url(url: str, *, what: str) -> None:
+    """An http(s) URL in a statement submitted now (intake only: entries already logged keep the rule
+    they were admitted by, :func:`check_url`): printable ASCII without spaces, no user or password, a port
+    in range."""
+    check_url(url, what=what)
+    if not url.isascii() or not url.isprintable() or " " in url:
+        raise InvalidInput(f"{what} must be printable ASCII without spaces")
+    parts = urlsplit(url)
+    if parts.username is not None or parts.password is not None:
+        raise InvalidInput(f"{what} must not carry a user or password")
+    try:
+        parts.port  # noqa: B018 - raises for a port out of range
+    except ValueError as exc:
+        raise InvalidInput(f"{what}: {exc}") from None
+
+
+def check_new(stmt: ParsedStatement) -> None:
+    """Rules for statements submitted from now on, checked at intake only (a log already written is
+    replayed under the rules its entries were admitted by): the statement's ``issued_at`` in
+    :data:`RFC3339_UTC`'s form, and a declared endpoint a clean URL (:func:`check_new_url`)."""
+    predicate = stmt.predicate
+    check_time_text(predicate.issued_at, what="issued_at")
+    endpoint = getattr(predicate, "endpoint", None)
+    if isinstance(endpoint, str):
+        check_new_url(endpoint.removeprefix("a2a:"), what="endpoint")
 
 
 def check_endpoint(url: str, *, what: str) -> None:

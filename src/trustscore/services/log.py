@@ -20,7 +20,7 @@ from trustscore.errors import (
 )
 from trustscore.kinds import catalog as kinds_all
 from trustscore.kinds.admission import Registration, admit, registration_of
-from trustscore.ledger import checkpoint, dsse, merkle, note
+from trustscore.ledger import checkpoint, dsse, merkle, note, statements
 from trustscore.ledger.keys import SigningKey, is_key_id
 from trustscore.ledger.submission import CheckedEntry, Prepared, check, prepare
 from trustscore.services.coalesce import Coalescer
@@ -224,6 +224,7 @@ class LogService:
             for pos in range(start, stop):
                 lookup, key = lookup_at(pos)
                 try:
+                    statements.check_new(prepared[pos].statement)
                     entry = check(prepared[pos], key)
                     signers = [s.keyid for s in prepared[pos].envelope.signatures]
                     admit(entry.statement, signers, lookup, self.log_key.id)

@@ -255,6 +255,8 @@ class SittingService:
             raise Conflict(f"sitting {index} is past its deadline")
         if len(outputs) > MAX_DIALOGUE_TURNS or any(len(o) > MAX_MOVE_CHARS for o in outputs):
             raise InvalidInput(f"at most {MAX_DIALOGUE_TURNS} moves of {MAX_MOVE_CHARS} characters")
+        if not all(_storable(o) for o in outputs):  # PostgreSQL's jsonb holds neither (was a 500)
+            raise InvalidInput("a move must contain no NUL (U+0000) and no lone surrogate")
         item = next(
             (i for i in (await self._items(row)) if i.id == item_id and i.ask.kind == "dialogue"), None
         )
@@ -382,3 +384,14 @@ class SittingService:
 
 
 __all__ = ["Closed", "FormPart", "Opened", "PublicItem", "SittingConfig", "SittingService"]
+
+
+def _storable(text: str) -> bool:
+    """Whether ``text`` can be stored in PostgreSQL text or jsonb: no NUL, valid UTF-8 (no lone surrogate)."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -1,0 +1,125 @@
+"""Requests a fuzzing session (session 16) found answered with a 500, read without bound, or admitted
+into the log malformed. Each is now a 400/413 problem+json that writes nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+from litestar import Litestar
+from litestar.testing import AsyncTestClient
+
+from tests.helpers import new_card
+from tests.integration.api.test_claimed_times import settlement
+from tests.integration.api.test_sittings import open_sitting, register
+from trustscore.api.a2a_bureau import MAX_A2A_BODY
+from trustscore.canonical import b64encode
+from trustscore.kinds import cards
+from trustscore.ledger import dsse, keys, statements
+
+Client = AsyncTestClient[Litestar]
+
+
+def refused(r: Any, status: int = 400) -> str:
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"].startswith("application/problem+json"), r.headers
+    detail: str = r.json()["detail"]
+    return detail
+
+
+async def size(client: Client) -> int:
+    return len((await client.get("/v1/log/entries", params={"start": 0})).json()["entries"])
+
+
+async def test_the_a2a_endpoint_bounds_its_body_and_refuses_what_is_not_json(client: Client) -> None:
+    """The SDK's app read a body of any size (150 MB, +460 MB of memory) and answered a lone surrogate in
+    a JSON-RPC id with a plain-text 500."""
+    big = b'{"jsonrpc":"2.0","id":1,"method":"x","params":{"x":"' + b"a" * MAX_A2A_BODY + b'"}}'
+    headers = {"content-type": "application/json"}
+    assert "bytes at most" in refused(await client.post("/a2a/", content=big, headers=headers), 413)
+    surrogate = b'{"jsonrpc":"2.0","id":"\\ud800","method":"tools/list"}'
+    assert "not JSON" in refused(await client.post("/a2a/", content=surrogate, headers=headers))
+    ok = await client.post("/a2a/", content=b'{"jsonrpc":"2.0","id":1,"method":"x"}', headers=headers)
+    assert ok.status_code == 200 and ok.json()["error"]["code"] == -32601  # the SDK answers as before
+
+
+@pytest.mark.parametrize(
+    "path", ["/v1/agents/%00", "/v1/agents/%00/rating", "/v1/log/keys/%00", "/static/a%00.css"]
+)
+async def test_a_nul_in_the_path_is_refused(client: Client, path: str) -> None:
+    """PostgreSQL refuses NUL in text (a 500 on every agent route), and so did the static file lookup."""
+    assert "NUL" in refused(await client.get(path))
+
+
+async def test_a_nul_in_a_page_path_is_a_400_page(client: Client) -> None:
+    r = await client.get("/agents/%00")
+    assert r.status_code == 400 and "NUL" in r.text
+
+
+@pytest.mark.parametrize("when", ["2025-01-01Z", "20250101Z", "2025-W01-1Z", "2025-01-01T10:00Z"])
+async def test_a_claimed_time_not_in_rfc_3339_form_is_refused(client: Client, when: str) -> None:
+    """``fromisoformat`` read a date alone as a naive datetime, and comparing it with the clock raised."""
+    seller, seller_card = new_card("seller")
+    buyer, buyer_card = new_card("buyer")
+    for card in (seller_card, buyer_card):
+        assert (await client.post("/v1/log/entries", content=msgspec.json.encode(card))).status_code == 201
+    before = await size(client)
+    r = await client.post("/v1/settlements", content=settlement(seller, buyer, "d", settled_at=when))
+    assert "RFC 3339" in refused(r)
+    assert await size(client) == before
+
+
+def card_with(key: keys.SigningKey, **fields: Any) -> bytes:
+    """An agent-card/v1 with ``fields`` as given (no client-side check)."""
+    base: dict[str, Any] = {
+        "nonce": "ab" * 16,
+        "issued_at": statements.format_time(statements.EARLIEST_CLAIMED),
+        "public_key": b64encode(key.public_key),
+        "name": "fuzzed",
+        "capabilities": [],
+    }
+    card = msgspec.convert({**base, **fields}, cards.AgentCard)
+    payload = statements.make_statement(cards.AGENT_CARD, cards.card_subject(key.public_key), card)
+    return msgspec.json.encode(dsse.sign(payload, [key]))
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"issued_at": "2025-01-01Z"}, "RFC 3339"),
+        ({"issued_at": "2025-W01-1Z"}, "RFC 3339"),
+        ({"endpoint": "http://[::1/"}, "http(s) URL"),
+        ({"endpoint": "https://user:pass@agent.example/"}, "user or password"),
+        ({"endpoint": "https://agent.example:99999/"}, "out of range"),
+        ({"endpoint": "https://agent.example/\x00"}, "printable ASCII"),
+        ({"endpoint": "https://agent.example/a\nb"}, "printable ASCII"),
+    ],
+)
+async def test_a_card_with_a_malformed_time_or_endpoint_is_refused(
+    client: Client, fields: dict[str, Any], says: str
+) -> None:
+    """Such cards were logged for good (an unclosed IPv6 bracket was a 500); the log's existing entries
+    are still read under the rules they were admitted by (statements.check_new is intake only)."""
+    before = await size(client)
+    r = await client.post("/v1/log/entries", content=card_with(keys.SigningKey.generate(), **fields))
+    assert says in refused(r)
+    assert await size(client) == before
+    fine = await client.post("/v1/log/entries", content=card_with(keys.SigningKey.generate()))
+    assert fine.status_code == 201, fine.text
+
+
+def test_the_lenient_parse_of_logged_times_is_aware() -> None:
+    """A logged entry with a date alone is read as that date's midnight UTC, never as a naive time."""
+    at = statements.parse_time("2025-01-01Z", what="t")
+    assert at.tzinfo is not None and statements.format_time(at) == "2025-01-01T00:00:00.000000Z"
+
+
+async def test_a_dialogue_move_postgresql_cannot_store_is_refused(client: Client) -> None:
+    key = await register(client)
+    opened = await open_sitting(client, key, "negotiation@1")
+    sitting, token, item = opened["sitting"], opened["token"], opened["items"][0]["id"]
+    for move in (b"\\u0000", b"\\ud800"):  # JSON escapes of NUL and of a lone surrogate
+        body = b'{"token": "%s", "item_id": "%s", "outputs": ["%s"]}' % (token.encode(), item.encode(), move)
+        r = await client.post(f"/v1/sittings/{sitting}/dialogue", content=body)
+        refused(r)
