@@ -166,7 +166,9 @@ async def _checked_body(scope: Scope, receive: Receive) -> Receive:
     that is not JSON as RFC 8259 has it (400: a lone surrogate in an id made the SDK answer a plain-text
     500, found by fuzzing); the body is then handed on to the SDK as one message."""
     for name, value in scope.get("headers", ()):
-        if name == b"content-length" and (not value.isdigit() or int(value) > MAX_A2A_BODY):
+        if name == b"content-length" and not value.isdigit():
+            raise InvalidInput("Content-Length must be a decimal number of bytes")
+        if name == b"content-length" and int(value) > MAX_A2A_BODY:
             raise PayloadTooLarge(
                 f"the request body is larger than this route accepts ({MAX_A2A_BODY} bytes at most)"
             )

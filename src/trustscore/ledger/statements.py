@@ -207,19 +207,27 @@ def check_new_url(url: str, *, what: str) -> None:
     if parts.username is not None or parts.password is not None:
         raise InvalidInput(f"{what} must not carry a user or password")
     try:
-        parts.port  # noqa: B018 - raises for a port out of range
+        port = parts.port  # raises for a port out of range
     except ValueError as exc:
         raise InvalidInput(f"{what}: {exc}") from None
+    if port == 0:
+        raise InvalidInput(f"{what}: port 0 is out of range")
+
+
+#: Kinds whose ``endpoint`` an agent declares (its cards). Other kinds carrying an endpoint (a
+#: re-verification, a scope run) copy one from a card already logged, which may predate
+#: :func:`check_new_url`: refusing them would leave such an agent's runs unrecordable (found by review).
+DECLARED_ENDPOINT_KINDS = frozenset({"agent-card"})
 
 
 def check_new(stmt: ParsedStatement) -> None:
     """Rules for statements submitted from now on, checked at intake only (a log already written is
     replayed under the rules its entries were admitted by): the statement's ``issued_at`` in
-    :data:`RFC3339_UTC`'s form, and a declared endpoint a clean URL (:func:`check_new_url`)."""
+    :data:`RFC3339_UTC`'s form, and an endpoint a card declares a clean URL (:func:`check_new_url`)."""
     predicate = stmt.predicate
     check_time_text(predicate.issued_at, what="issued_at")
     endpoint = getattr(predicate, "endpoint", None)
-    if isinstance(endpoint, str):
+    if isinstance(endpoint, str) and stmt.kind.name in DECLARED_ENDPOINT_KINDS:
         check_new_url(endpoint.removeprefix("a2a:"), what="endpoint")
 
 

@@ -3,6 +3,7 @@ into the log malformed. Each is now a 400/413 problem+json that writes nothing."
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import msgspec
@@ -13,8 +14,9 @@ from litestar.testing import AsyncTestClient
 from tests.helpers import new_card
 from tests.integration.api.test_claimed_times import settlement
 from tests.integration.api.test_sittings import open_sitting, register
-from trustscore.api.a2a_bureau import MAX_A2A_BODY
+from trustscore.api.a2a_bureau import MAX_A2A_BODY, _checked_body
 from trustscore.canonical import b64encode
+from trustscore.errors import InvalidInput, PayloadTooLarge
 from trustscore.kinds import cards
 from trustscore.ledger import dsse, keys, statements
 
@@ -92,6 +94,7 @@ def card_with(key: keys.SigningKey, **fields: Any) -> bytes:
         ({"endpoint": "http://[::1/"}, "http(s) URL"),
         ({"endpoint": "https://user:pass@agent.example/"}, "user or password"),
         ({"endpoint": "https://agent.example:99999/"}, "out of range"),
+        ({"endpoint": "https://agent.example:0/"}, "out of range"),
         ({"endpoint": "https://agent.example/\x00"}, "printable ASCII"),
         ({"endpoint": "https://agent.example/a\nb"}, "printable ASCII"),
     ],
@@ -123,3 +126,33 @@ async def test_a_dialogue_move_postgresql_cannot_store_is_refused(client: Client
         body = b'{"token": "%s", "item_id": "%s", "outputs": ["%s"]}' % (token.encode(), item.encode(), move)
         r = await client.post(f"/v1/sittings/{sitting}/dialogue", content=body)
         refused(r)
+
+
+def test_only_a_cards_endpoint_is_held_to_the_new_rule() -> None:
+    """(Review.) A re-verification or scope run copies its endpoint from a card already logged, maybe
+    under the old rule: refusing it would leave that agent's runs unrecordable."""
+    old_card_endpoint = "https://user:pass@agent.example:99999/"
+    ran = types.SimpleNamespace(issued_at="2026-12-03T00:00:00Z", endpoint=old_card_endpoint)
+    run: Any = types.SimpleNamespace(predicate=ran, kind=types.SimpleNamespace(name="reverification"))
+    statements.check_new(run)
+    card: Any = types.SimpleNamespace(predicate=ran, kind=cards.AGENT_CARD)
+    with pytest.raises(InvalidInput, match="user or password"):
+        statements.check_new(card)
+
+
+async def test_the_a2a_endpoint_counts_a_chunked_body_and_refuses_a_bad_length(client: Client) -> None:
+    """A body without Content-Length (chunked) is counted as it arrives (the test client cannot stream
+    one, so the reader is driven directly)."""
+    sent = 0
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        sent += 1
+        return {"type": "http.request", "body": b" " * 65536, "more_body": True}
+
+    scope: Any = {"type": "http", "method": "POST", "headers": []}
+    with pytest.raises(PayloadTooLarge):
+        await _checked_body(scope, receive)  # type: ignore[arg-type]
+    assert sent == MAX_A2A_BODY // 65536 + 1  # stopped at the first chunk past the bound
+    headers = {"content-type": "application/json", "content-length": "12x"}
+    assert "Content-Length" in refused(await client.post("/a2a/", content=b"{}", headers=headers))
