@@ -165,13 +165,15 @@ async def _checked_body(scope: Scope, receive: Receive) -> Receive:
     """Read a POST's body, at most :data:`MAX_A2A_BODY` bytes (413 problem+json beyond), and refuse one
     that is not JSON as RFC 8259 has it (400: a lone surrogate in an id made the SDK answer a plain-text
     500, found by fuzzing); the body is then handed on to the SDK as one message."""
+    too_large = PayloadTooLarge(
+        f"the request body is larger than this route accepts ({MAX_A2A_BODY} bytes at most)"
+    )
     for name, value in scope.get("headers", ()):
-        if name == b"content-length" and not value.isdigit():
-            raise InvalidInput("Content-Length must be a decimal number of bytes")
-        if name == b"content-length" and int(value) > MAX_A2A_BODY:
-            raise PayloadTooLarge(
-                f"the request body is larger than this route accepts ({MAX_A2A_BODY} bytes at most)"
-            )
+        if name == b"content-length":
+            if not value.isdigit():
+                raise InvalidInput("Content-Length must be a decimal number of bytes")
+            if int(value) > MAX_A2A_BODY:
+                raise too_large
     body = bytearray()
     while True:
         message = await receive()
@@ -179,9 +181,7 @@ async def _checked_body(scope: Scope, receive: Receive) -> Receive:
             raise InvalidInput("the request ended before its body")
         body += message.get("body", b"")
         if len(body) > MAX_A2A_BODY:
-            raise PayloadTooLarge(
-                f"the request body is larger than this route accepts ({MAX_A2A_BODY} bytes at most)"
-            )
+            raise too_large
         if not message.get("more_body", False):
             break
     try:

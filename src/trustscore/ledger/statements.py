@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import msgspec
 
@@ -186,7 +186,8 @@ def make_statement(kind: Kind[P], subject: Subject, predicate: P) -> bytes:
     )
 
 
-def check_url(url: str, *, what: str) -> None:
+def check_url(url: str, *, what: str) -> SplitResult:
+    """An http(s) URL with a host, at most 2048 characters; its parts."""
     try:
         parts = urlsplit(url)
         host = parts.hostname
@@ -194,16 +195,16 @@ def check_url(url: str, *, what: str) -> None:
         raise InvalidInput(f"{what} must be an http(s) URL: {exc}") from None
     if parts.scheme not in ("http", "https") or not host or len(url) > 2048:
         raise InvalidInput(f"{what} must be an http(s) URL")
+    return parts
 
 
 def check_new_url(url: str, *, what: str) -> None:
     """An http(s) URL in a statement submitted now (intake only: entries already logged keep the rule
     they were admitted by, :func:`check_url`): printable ASCII without spaces, no user or password, a port
     in range."""
-    check_url(url, what=what)
+    parts = check_url(url, what=what)
     if not url.isascii() or not url.isprintable() or " " in url:
         raise InvalidInput(f"{what} must be printable ASCII without spaces")
-    parts = urlsplit(url)
     if parts.username is not None or parts.password is not None:
         raise InvalidInput(f"{what} must not carry a user or password")
     try:
