@@ -7,6 +7,7 @@ whom it is about, its nonce). Adding a kind is one struct, one check function an
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -221,15 +222,48 @@ def check_new_url(url: str, *, what: str) -> None:
 DECLARED_ENDPOINT_KINDS = frozenset({"agent-card"})
 
 
-def check_new(stmt: ParsedStatement) -> None:
+def check_new(stmt: ParsedStatement, payload: bytes) -> None:
     """Rules for statements submitted from now on, checked at intake only (a log already written is
-    replayed under the rules its entries were admitted by): the statement's ``issued_at`` in
-    :data:`RFC3339_UTC`'s form, and an endpoint a card declares a clean URL (:func:`check_new_url`)."""
+    replayed under the rules its entries were admitted by): no key repeated in an object of ``payload``
+    (:func:`check_unique_keys`), the statement's ``issued_at`` in :data:`RFC3339_UTC`'s form, and an
+    endpoint a card declares a clean URL (:func:`check_new_url`)."""
+    check_unique_keys(payload)
     predicate = stmt.predicate
     check_time_text(predicate.issued_at, what="issued_at")
     endpoint = getattr(predicate, "endpoint", None)
     if isinstance(endpoint, str) and stmt.kind.name in DECLARED_ENDPOINT_KINDS:
         check_new_url(endpoint.removeprefix("a2a:"), what="endpoint")
+
+
+_any_decoder = msgspec.json.Decoder()
+_compact_encoder = msgspec.json.Encoder()
+
+
+def check_unique_keys(payload: bytes) -> None:
+    """Refuse a statement whose JSON repeats a key in one object (``"\\u0061"`` and ``"a"`` are one key).
+    RFC 8259 leaves the value of a repeated key to the parser: this server's keeps the last, a verifier's
+    may keep the first, and the signed bytes would then say one thing to the bureau and another to whoever
+    recomputes a rating from the log.
+
+    Fast path: a payload its own compact re-encoding reproduces byte for byte holds each key once, and
+    every statement the SDK makes is such (canonical JSON). Any other layout is read key by key."""
+    try:
+        if _compact_encoder.encode(_any_decoder.decode(payload)) == payload:
+            return
+        json.loads(payload.decode("utf-8"), object_pairs_hook=_no_repeated_key)
+    except RecursionError as exc:
+        raise InvalidInput(f"payload: {TOO_DEEP}") from exc
+    except (msgspec.DecodeError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError included
+        raise InvalidInput(f"payload is not JSON: {exc}") from exc
+
+
+def _no_repeated_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):  # InvalidInput is no ValueError: json.loads lets it through as it is
+        names = [k for k, _ in pairs]
+        repeated = next(k for n, k in enumerate(names) if k in names[:n])
+        raise InvalidInput(f"payload repeats the key {repeated[:100]!r} in one object")
+    return obj
 
 
 def check_endpoint(url: str, *, what: str) -> None:

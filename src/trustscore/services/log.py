@@ -224,7 +224,7 @@ class LogService:
             for pos in range(start, stop):
                 lookup, key = lookup_at(pos)
                 try:
-                    statements.check_new(prepared[pos].statement)
+                    statements.check_new(prepared[pos].statement, prepared[pos].payload)
                     entry = check(prepared[pos], key)
                     signers = [s.keyid for s in prepared[pos].envelope.signatures]
                     admit(entry.statement, signers, lookup, self.log_key.id)

@@ -134,10 +134,10 @@ def test_only_a_cards_endpoint_is_held_to_the_new_rule() -> None:
     old_card_endpoint = "https://user:pass@agent.example:99999/"
     ran = types.SimpleNamespace(issued_at="2026-12-03T00:00:00Z", endpoint=old_card_endpoint)
     run: Any = types.SimpleNamespace(predicate=ran, kind=types.SimpleNamespace(name="reverification"))
-    statements.check_new(run)
+    statements.check_new(run, b"{}")
     card: Any = types.SimpleNamespace(predicate=ran, kind=cards.AGENT_CARD)
     with pytest.raises(InvalidInput, match="user or password"):
-        statements.check_new(card)
+        statements.check_new(card, b"{}")
 
 
 async def test_the_a2a_endpoint_counts_a_chunked_body_and_refuses_a_bad_length(client: Client) -> None:
