@@ -15,12 +15,14 @@ from typing import Any
 
 import msgspec
 from litestar import Litestar
+from litestar.enums import ScopeType
 from litestar.handlers import asgi
-from litestar.types import Receive, Scope, Send
+from litestar.types import HTTPResponseStartEvent, Receive, Scope, Send
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 
+from trustscore.api.problems import MEDIA_TYPE, PROBLEM_TYPE_BASE
 from trustscore.api.public_routes import agent_out, encode_rating, leaderboard_out
 from trustscore.services.agent_search import AgentSearch
 from trustscore.services.ladder import LadderService
@@ -72,6 +74,29 @@ class ServicesBureau:
         return public.log.verifier_key
 
 
+async def _no_event_stream(scope: Scope, send: Send) -> None:
+    body = msgspec.json.encode(
+        {
+            "type": PROBLEM_TYPE_BASE + "method-not-allowed",
+            "title": "Method not allowed",
+            "status": 405,
+            "detail": "this MCP server is stateless and offers no event stream: send requests by POST",
+            "instance": scope["path"],
+        }
+    )
+    start: HTTPResponseStartEvent = {
+        "type": "http.response.start",
+        "status": 405,
+        "headers": [
+            (b"content-type", MEDIA_TYPE.encode()),
+            (b"allow", b"POST"),
+            (b"content-length", str(len(body)).encode()),
+        ],
+    }
+    await send(start)
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
 def _builtins(value: Any) -> dict[str, Any]:
     out: dict[str, Any] = msgspec.to_builtins(value)
     return out
@@ -91,6 +116,11 @@ class McpMount:
 
         @asgi(MOUNT_PATH, is_mount=True, copy_scope=True, include_in_schema=False)
         async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == ScopeType.HTTP and scope["method"] == "GET":
+                # The SDK held a GET's event stream open for good, though a stateless server never
+                # sends a message of its own; the transport lets a server answer 405 instead.
+                await _no_event_stream(scope, send)
+                return
             await self.app(scope, receive, send)  # type: ignore[arg-type]
 
         self.handler = mcp_endpoint

@@ -260,9 +260,11 @@ def check_unique_keys(payload: bytes) -> None:
 def _no_repeated_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     obj = dict(pairs)
     if len(obj) != len(pairs):  # InvalidInput is no ValueError: json.loads lets it through as it is
-        names = [k for k, _ in pairs]
-        repeated = next(k for n, k in enumerate(names) if k in names[:n])
-        raise InvalidInput(f"payload repeats the key {repeated[:100]!r} in one object")
+        seen: set[str] = set()
+        for name, _ in pairs:
+            if name in seen:
+                raise InvalidInput(f"payload repeats the key {name[:100]!r} in one object")
+            seen.add(name)
     return obj
 
 

@@ -156,3 +156,14 @@ async def test_the_a2a_endpoint_counts_a_chunked_body_and_refuses_a_bad_length(c
     assert sent == MAX_A2A_BODY // 65536 + 1  # stopped at the first chunk past the bound
     headers = {"content-type": "application/json", "content-length": "12x"}
     assert "Content-Length" in refused(await client.post("/a2a/", content=b"{}", headers=headers))
+
+
+@pytest.mark.timeout(30)  # before the fix the GET never returned
+@pytest.mark.parametrize("path", ["/mcp", "/mcp/"])
+async def test_the_mcp_endpoint_offers_no_event_stream(client: Client, path: str) -> None:
+    """The server is stateless and never sends a message of its own, yet a GET opened an event stream
+    that never ended (300 held open at once, found by fuzzing). The MCP transport lets a server answer
+    405 instead, and the SDK's client then goes on without the stream."""
+    r = await client.get(path, headers={"accept": "text/event-stream"}, follow_redirects=True)
+    assert "POST" in refused(r, 405)
+    assert r.headers["allow"] == "POST"
