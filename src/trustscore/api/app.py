@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import logging
 from collections.abc import AsyncIterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,7 @@ from trustscore.api import openapi
 from trustscore.api.addresses import ENTRY_ROUTES, client_address
 from trustscore.api.attestation_routes import AttestationController
 from trustscore.api.evidence_routes import EvidenceController
+from trustscore.api.head import answer_head
 from trustscore.api.integrations import Integrations
 from trustscore.api.ladder_routes import LadderController
 from trustscore.api.log_routes import LogController
@@ -344,6 +346,11 @@ async def replica_line(log_service: LogService, read_pool: asyncpg.Pool) -> str:
     return f"replica: checkpoint {size} of {primary} ({primary - size} behind; {replay})"
 
 
+def _with_head(methods: AbstractSet[str]) -> set[str]:
+    """A route's methods as OPTIONS names them: HEAD wherever GET is (api/head.py)."""
+    return {*methods, "HEAD"} if "GET" in methods else set(methods)
+
+
 def create_app(settings: Settings, dsn: str) -> Litestar:
     """The app for ``settings`` on the PostgreSQL at ``dsn`` (migrated at start-up)."""
     wiring = Wiring()
@@ -479,6 +486,9 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         openapi_config=OpenAPIConfig(title="trustscore", version=__version__, path="/schema"),
         logging_config=None,  # logging is configured by the process (trustscore.logs), not the app
     )
-    allowed.update((r.path, ", ".join(sorted(r.methods))) for r in app.routes if isinstance(r, HTTPRoute))
+    app.asgi_handler = answer_head(app.asgi_handler)
+    allowed.update(
+        (r.path, ", ".join(sorted(_with_head(r.methods)))) for r in app.routes if isinstance(r, HTTPRoute)
+    )
     openapi.finish(app.openapi_schema, settings.served_models)  # built once here, served as finished
     return app

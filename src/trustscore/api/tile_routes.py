@@ -15,6 +15,7 @@ from litestar.params import FromPath
 from trustscore.api.conditional import accepts_gzip, etag_matches
 from trustscore.api.openapi import READ_PROBLEMS
 from trustscore.api.wiring import services_of
+from trustscore.errors import InvalidInput
 from trustscore.services.tiles import TileService
 
 TEXT = "text/plain; charset=utf-8"
@@ -79,8 +80,15 @@ class TileController(Controller):
         """A hash tile ``<L>/<N>[.p/<W>]`` (256 hashes of level 8L, 32 bytes each) or an entry bundle
         ``entries/<N>[.p/<W>]`` (leaves with big-endian uint16 lengths); 404 beyond the latest checkpoint.
         Bundles are gzipped for clients that accept it. A matching ``If-None-Match`` is a 304."""
+        path = "tile/" + tile_path.lstrip("/")
+        # The router has already merged repeated slashes, dropped a trailing one and decoded escapes: the
+        # path as sent must be the one form (docs/tiles.md), or a cache would keep one tile under many
+        # names (/tile/0//000 was served, immutable, found by fuzzing).
+        sent = request.scope.get("raw_path", b"")
+        if not sent.endswith(b"/" + path.encode()):
+            raise InvalidInput(f"tile path {sent[:100].decode('latin-1')!r} is not in its one form (/{path})")
         gzip_ok = accepts_gzip(request.headers.get("accept-encoding", ""))
-        tile, data, gzipped = await tile_service.tile("tile/" + tile_path.lstrip("/"), gzip_ok=gzip_ok)
+        tile, data, gzipped = await tile_service.tile(path, gzip_ok=gzip_ok)
         etag = f'"{hashlib.sha256(data).hexdigest()}"'  # of the bytes sent: one per representation
         headers = {"ETag": etag, "Cache-Control": IMMUTABLE if tile.full else PARTIAL}
         if tile.is_entries:

@@ -130,6 +130,19 @@ async def test_tiles_beyond_the_checkpoint_and_bad_paths(client: Client) -> None
         assert "tile path" in r.json()["detail"]
 
 
+async def test_a_tile_is_served_under_its_one_path_only(client: Client) -> None:
+    """The router merged repeated slashes, dropped a trailing one and decoded escapes before the tile
+    route read its path, so one full tile was served, immutable, under many names (found by fuzzing)."""
+    size = await append_cards(client, 260)
+    await wait_for_size(client, size)
+    assert (await client.get("/tile/0/000")).status_code == 200
+    for other in ("/tile/0//000", "/tile//0/000", "/tile/0/000/", "/tile/0/%30%30%30", "/tile/entries//000",
+                  "/tile/%30/000", "/tile/0/000%2F"):  # fmt: skip
+        r = await client.get(other)
+        assert r.status_code == 400, (other, r.status_code)
+        assert "one form (/tile/" in r.json()["detail"] or "tile path" in r.json()["detail"], r.text
+
+
 async def test_an_entry_too_large_for_a_bundle_is_a_problem_naming_it(client: Client, dsn: str) -> None:
     """tlog-tiles bundles carry uint16 lengths; an entry of more bytes cannot be put in one."""
     size = await append_cards(client, 1)

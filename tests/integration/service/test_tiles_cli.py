@@ -73,6 +73,14 @@ def test_cli_reads_the_log_from_tiles(server: ServerProcess, tmp_path: Path) -> 
         outs[how] = (e.read_bytes(), s.read_bytes())
     assert outs["--server"] == outs["--tiles"]
 
+    # HEAD, as caches revalidate, over uvicorn on one kept-alive connection: the GET's headers, no body,
+    # and the connection's next answer intact.
+    with httpx.Client(base_url=server.url) as http:
+        head = http.head("/tile/0/000")
+        assert head.status_code == 200 and head.content == b""
+        assert head.headers["content-length"] == "8192" and "immutable" in head.headers["cache-control"]
+        assert len(http.get("/tile/0/000").content) == 8192
+
     # A static mirror: a plain directory any web server or CDN can serve, read back as it is.
     mirror = tmp_path / "mirror"
     r = cli("log", "mirror", "--tiles", server.url, "--verifier-key", vkey, "--out", mirror)
