@@ -97,6 +97,12 @@ class NonceReplay(Conflict):
     title = "Nonce already used"
 
 
+class Forbidden(TrustscoreError):
+    code = "forbidden"
+    status = 403
+    title = "Forbidden"
+
+
 class NotFound(TrustscoreError):
     code = "not-found"
     status = 404

@@ -20,7 +20,7 @@ from litestar.routes import HTTPRoute
 
 from trustscore import __version__
 from trustscore.api import openapi
-from trustscore.api.addresses import ENTRY_ROUTES, client_address
+from trustscore.api.addresses import ENTRY_ROUTES, client_address, refuse_cross_origin
 from trustscore.api.attestation_routes import AttestationController
 from trustscore.api.evidence_routes import EvidenceController
 from trustscore.api.head import answer_head
@@ -454,6 +454,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         check_query(request)
         if request.method != "POST":
             return None
+        refuse_cross_origin(request)
         # The router has set scope["path"] to the path it matched, normalised and without the root path
         # (``request.url.path`` puts the root path back: behind --root-path no entry route matched it).
         if request.scope["path"] in ENTRY_ROUTES:
