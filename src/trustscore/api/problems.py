@@ -16,6 +16,15 @@ MEDIA_TYPE = "application/problem+json"
 log = logging.getLogger(__name__)
 
 
+def _instance(request: Request[Any, Any, Any]) -> str:
+    """The request's path for a problem's ``instance``: ``request.url`` parses the Host header, and a
+    malformed one (``Host: x:1.``) made every error a 500 (found by review)."""
+    try:
+        return request.url.path
+    except ValueError:
+        return str(request.scope.get("root_path", "")) + str(request.scope.get("path", ""))
+
+
 def problem(status: int, code: str, title: str, detail: str, instance: str, **extra: Any) -> Response[Any]:
     body = {
         "type": PROBLEM_TYPE_BASE + code,
@@ -33,10 +42,10 @@ def _trustscore_error(request: Request[Any, Any, Any], exc: TrustscoreError) -> 
         log.error("%s: %s", exc.code, exc.message)
     retry_after = exc.extra.get("retry_after")
     if retry_after is None:
-        return problem(exc.status, exc.code, exc.title, exc.message, request.url.path)
+        return problem(exc.status, exc.code, exc.title, exc.message, _instance(request))
     # An extension member (RFC 9457 section 3.2) and the standard header say when to try again.
     response = problem(
-        exc.status, exc.code, exc.title, exc.message, request.url.path, retry_after=retry_after
+        exc.status, exc.code, exc.title, exc.message, _instance(request), retry_after=retry_after
     )
     response.headers["Retry-After"] = str(retry_after)
     return response
@@ -63,7 +72,7 @@ def _http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response
         detail = f"the request body is larger than this route accepts ({_body_limit(request)} bytes at most)"
     code = _CODES.get(exc.status_code, "http-error")
     title = code.replace("-", " ").capitalize()
-    response = problem(exc.status_code, code, title, detail, request.url.path)
+    response = problem(exc.status_code, code, title, detail, _instance(request))
     if exc.headers:
         response.headers.update(exc.headers)
     return response
@@ -71,7 +80,7 @@ def _http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response
 
 def _too_deep(request: Request[Any, Any, Any], exc: RecursionError) -> Response[Any]:
     """A body nested beyond the JSON decoder's depth limit, wherever it is decoded: a client error."""
-    return problem(400, "invalid-input", "Invalid input", TOO_DEEP, request.url.path)
+    return problem(400, "invalid-input", "Invalid input", TOO_DEEP, _instance(request))
 
 
 def _body_limit(request: Request[Any, Any, Any]) -> object:
@@ -81,8 +90,8 @@ def _body_limit(request: Request[Any, Any, Any]) -> object:
 
 
 def _unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
-    log.exception("unhandled error on %s", request.url.path, exc_info=exc)
-    return problem(500, "internal", "Internal error", "an unexpected error occurred", request.url.path)
+    log.exception("unhandled error on %s", _instance(request), exc_info=exc)
+    return problem(500, "internal", "Internal error", "an unexpected error occurred", _instance(request))
 
 
 EXCEPTION_HANDLERS: dict[int | type[Exception], Any] = {

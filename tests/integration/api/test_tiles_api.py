@@ -136,6 +136,7 @@ async def test_a_tile_is_served_under_its_one_path_only(client: Client) -> None:
     size = await append_cards(client, 260)
     await wait_for_size(client, size)
     assert (await client.get("/tile/0/000")).status_code == 200
+    assert (await client.get("/tile/0/000?v=1")).status_code == 200  # a query string is not the path
     for other in ("/tile/0//000", "/tile//0/000", "/tile/0/000/", "/tile/0/%30%30%30", "/tile/entries//000",
                   "/tile/%30/000", "/tile/0/000%2F"):  # fmt: skip
         r = await client.get(other)

@@ -3,6 +3,7 @@ tlog-tiles, over HTTP and from a static directory mirror, and refusing a tampere
 
 from __future__ import annotations
 
+import http.client
 import os
 import shutil
 import subprocess
@@ -75,11 +76,18 @@ def test_cli_reads_the_log_from_tiles(server: ServerProcess, tmp_path: Path) -> 
 
     # HEAD, as caches revalidate, over uvicorn on one kept-alive connection: the GET's headers, no body,
     # and the connection's next answer intact.
-    with httpx.Client(base_url=server.url) as http:
-        head = http.head("/tile/0/000")
+    with httpx.Client(base_url=server.url) as web:
+        head = web.head("/tile/0/000")
         assert head.status_code == 200 and head.content == b""
         assert head.headers["content-length"] == "8192" and "immutable" in head.headers["cache-control"]
-        assert len(http.get("/tile/0/000").content) == 8192
+        assert len(web.get("/tile/0/000").content) == 8192
+    # Leading slashes the router folds away (the test client cannot send them: review of f217c4c).
+    host, port = server.url.removeprefix("http://").split(":")
+    for other in ("//tile/0/000", "///tile/0/000"):
+        raw = http.client.HTTPConnection(host, int(port), timeout=10)
+        raw.request("GET", other)
+        assert raw.getresponse().status == 400, other
+        raw.close()
 
     # A static mirror: a plain directory any web server or CDN can serve, read back as it is.
     mirror = tmp_path / "mirror"
