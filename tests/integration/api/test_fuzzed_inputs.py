@@ -167,3 +167,46 @@ async def test_the_mcp_endpoint_offers_no_event_stream(client: Client, path: str
     r = await client.get(path, headers={"accept": "text/event-stream"}, follow_redirects=True)
     assert "POST" in refused(r, 405)
     assert r.headers["allow"] == "POST"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/log/entries?start=1e0",
+        "/v1/log/entries?start=1.0",
+        "/v1/log/entries?start=0.99999999999999999",
+        "/v1/log/entries?end=%D9%A1",
+        "/v1/agents?limit=1e1",
+        "/v1/log/proof/inclusion?index=1e0&size=5",
+        "/v1/log/proof/consistency?from=1.0&to=5",
+        "/v1/sittings/0_5",
+        "/v1/sittings/+5",
+        "/v1/sittings/%205",
+        "/v1/sittings/%D9%A5",
+        "/v1/sittings/05",
+        "/log/entries/0_5",
+        "/log/entries/-0",
+    ],
+)
+async def test_an_integer_not_in_its_one_decimal_form_is_refused(client: Client, path: str) -> None:
+    """Each was read as the integer it resembles: one resource under many names (found by fuzzing)."""
+    r = await client.get(path)
+    assert r.status_code == 400, (path, r.status_code, r.text[:200])
+    assert "decimal digits" in r.text
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/log/entries?start=0&end=1",
+        "/v1/agents?limit=10",
+        "/log/entries/0",
+        "/v1/log/proof/inclusion?index=0&size=1",
+    ],
+)
+async def test_integers_in_their_one_form_are_read(client: Client, path: str) -> None:
+    assert (
+        await client.post("/v1/log/entries", content=card_with(keys.SigningKey.generate()))
+    ).status_code == 201
+    r = await client.get(path)
+    assert r.status_code != 400, (path, r.text[:200])
