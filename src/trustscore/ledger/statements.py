@@ -225,11 +225,14 @@ DECLARED_ENDPOINT_KINDS = frozenset({"agent-card"})
 def check_new(stmt: ParsedStatement, payload: bytes) -> None:
     """Rules for statements submitted from now on, checked at intake only (a log already written is
     replayed under the rules its entries were admitted by): no key repeated in an object of ``payload``
-    (:func:`check_unique_keys`), the statement's ``issued_at`` in :data:`RFC3339_UTC`'s form, and an
-    endpoint a card declares a clean URL (:func:`check_new_url`)."""
+    (:func:`check_unique_keys`), the statement's ``issued_at`` (and a report's ``started_at``) in
+    :data:`RFC3339_UTC`'s form, and an endpoint a card declares a clean URL (:func:`check_new_url`)."""
     check_unique_keys(payload)
     predicate = stmt.predicate
     check_time_text(predicate.issued_at, what="issued_at")
+    started_at = getattr(predicate, "started_at", None)  # reports and sitting reports: read by no formula
+    if isinstance(started_at, str):
+        check_time_text(started_at, what="started_at")
     endpoint = getattr(predicate, "endpoint", None)
     if isinstance(endpoint, str) and stmt.kind.name in DECLARED_ENDPOINT_KINDS:
         check_new_url(endpoint.removeprefix("a2a:"), what="endpoint")

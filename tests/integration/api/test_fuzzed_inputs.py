@@ -17,7 +17,11 @@ from tests.integration.api.test_sittings import open_sitting, register
 from trustscore.api.a2a_bureau import MAX_A2A_BODY, _checked_body
 from trustscore.canonical import b64encode
 from trustscore.errors import InvalidInput, PayloadTooLarge
+from trustscore.exams.loader import ExamDirs, load_exam
+from trustscore.exams.reporting import build_report
+from trustscore.grading import Turn
 from trustscore.kinds import cards
+from trustscore.kinds.exam_report import ReportItem
 from trustscore.ledger import dsse, keys, statements
 
 Client = AsyncTestClient[Litestar]
@@ -210,3 +214,20 @@ async def test_integers_in_their_one_form_are_read(client: Client, path: str) ->
     ).status_code == 201
     r = await client.get(path)
     assert r.status_code != 400, (path, r.text[:200])
+
+
+@pytest.mark.parametrize("when", ["2025-01-01Z", "2025-W01-1Z", "2026-11-30T00:00:00+00:00"])
+async def test_a_report_whose_started_at_is_not_in_rfc_3339_form_is_refused(
+    client: Client, when: str
+) -> None:
+    """(Left lenient in session 16, stated then.) Read by no formula, but logged for good as it came."""
+    exam = load_exam("integrity@1", ExamDirs())
+    key, card = new_card("reporter")
+    assert (await client.post("/v1/log/entries", content=msgspec.json.encode(card))).status_code == 201
+    items = [ReportItem(i.id, [Turn("no", 5)], None, 0, "failure") for i in exam.items]
+    before = await size(client)
+    env = build_report(exam, items, adapter="test", started_at=when, elapsed_ms=1, key=key)
+    r = await client.post("/v1/reports", content=msgspec.json.encode(env))
+    assert "started_at" in refused(r) and await size(client) == before
+    fine = build_report(exam, items, adapter="test", started_at="2026-11-30T00:00:00Z", elapsed_ms=1, key=key)
+    assert (await client.post("/v1/reports", content=msgspec.json.encode(fine))).status_code == 201
