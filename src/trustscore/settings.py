@@ -38,6 +38,9 @@ Bytes = Annotated[int, msgspec.Meta(ge=1024, le=1024**3)]
 CacheBytes = Annotated[int, msgspec.Meta(ge=0, le=1024**4)]
 
 
+PublicUrl = Annotated[str, msgspec.Meta(max_length=2048, pattern=r"^https?://[A-Za-z0-9.:\[\]-]+(/[!-~]*)?$")]
+
+
 @dataclass(frozen=True)
 class Settings:
     """The server's settings; each field's environment variable is named beside it."""
@@ -118,6 +121,10 @@ class Settings:
     # TRUSTSCORE_REUSE_PORT: listen with SO_REUSEPORT, so that several processes of the same user serve one
     # port and the kernel spreads connections among them (docs/operations.md, "Several API processes")
     reuse_port: bool = False
+    # TRUSTSCORE_PUBLIC_URL: the http(s) URL readers reach the service at (e.g. https://bureau.example), named
+    # by the agent card, badges and feeds whatever a request's Host says (api/public_url.py); set it behind a
+    # cache. None: each request's own Host, and those responses say Vary: Host
+    public_url: PublicUrl | None = None
 
     @property
     def log_key_file(self) -> Path:

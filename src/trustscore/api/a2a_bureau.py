@@ -23,7 +23,7 @@ from a2a.server.routes import create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore
 from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
-from litestar import Request, get
+from litestar import Request, Response, get
 from litestar.handlers import asgi
 from litestar.types import HTTPRequestEvent, Receive, ReceiveMessage, Scope, Send
 from mcp.server.mcpserver import MCPServer
@@ -31,6 +31,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from starlette.applications import Starlette
 
 from trustscore import __version__
+from trustscore.api.public_url import public_base
 from trustscore.errors import TOO_DEEP, InvalidInput, PayloadTooLarge
 
 A2A_PATH = "/a2a"
@@ -149,9 +150,10 @@ class A2ABureau:
             await self.app(scope, receive, send)  # type: ignore[arg-type]
 
         @get(AGENT_CARD_WELL_KNOWN_PATH, include_in_schema=False, sync_to_thread=False)
-        def agent_card(request: Request[Any, Any, Any]) -> dict[str, Any]:
-            """The bureau's A2A agent card, naming this host's A2A endpoint."""
-            return agent_card_to_dict(bureau_card(str(request.base_url).rstrip("/")))
+        def agent_card(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
+            """The bureau's A2A agent card, naming the service's A2A endpoint (api/public_url.py)."""
+            base, headers = public_base(request)
+            return Response(agent_card_to_dict(bureau_card(base)), headers=headers)
 
         self.handlers = [a2a_endpoint, agent_card]
 

@@ -30,6 +30,7 @@ from trustscore.api.log_routes import LogController
 from trustscore.api.pages import PAGE_HANDLERS, templates
 from trustscore.api.problems import EXCEPTION_HANDLERS
 from trustscore.api.public_routes import PublicController
+from trustscore.api.public_url import STATE_KEY as PUBLIC_URL
 from trustscore.api.query import check_query
 from trustscore.api.scope_routes import ScopeController
 from trustscore.api.sitting_routes import SittingController
@@ -488,6 +489,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         logging_config=None,  # logging is configured by the process (trustscore.logs), not the app
     )
     app.asgi_handler = answer_head(app.asgi_handler)
+    app.state[PUBLIC_URL] = settings.public_url.rstrip("/") if settings.public_url else None
     allowed.update(
         (r.path, ", ".join(sorted(_with_head(r.methods)))) for r in app.routes if isinstance(r, HTTPRoute)
     )

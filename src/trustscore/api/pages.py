@@ -27,6 +27,7 @@ from markupsafe import Markup
 from trustscore.api.openapi import MAX_INDEX
 from trustscore.api.pages_api import Pages, PagesApiController
 from trustscore.api.public_routes import RatingOut, parse_cursor, rating_out
+from trustscore.api.public_url import public_base
 from trustscore.api.wiring import services_of
 from trustscore.errors import InvalidInput, TrustscoreError
 from trustscore.kinds.graded import DIMENSIONS
@@ -201,7 +202,7 @@ class PagesController(Controller):
         services = services_of(request.app.state)
         agent_id = request.path_params["agent_id"]
         model, after = request.query_params.get("model"), request.query_params.get("after")
-        base_url = str(request.base_url).rstrip("/")
+        base_url, headers = public_base(request)
         engine = request.app.template_engine
         assert engine is not None
 
@@ -215,7 +216,7 @@ class PagesController(Controller):
             body = await make()
         else:
             body = await services.pages.page((agent_id, model or "", after or "", base_url), stamp, make)
-        return Response(body, media_type=HTML)
+        return Response(body, media_type=HTML, headers=headers)
 
     @get("/log", name="log")
     async def log(self, pages: Pages) -> Template:

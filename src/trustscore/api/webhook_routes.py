@@ -14,6 +14,7 @@ from litestar.params import FromPath, Parameter, QueryParameter
 from trustscore.api.addresses import client_address
 from trustscore.api.evidence_routes import AppendedOut, write_route
 from trustscore.api.openapi import MAX_INDEX, READ_PROBLEMS, STARTING
+from trustscore.api.public_url import public_base
 from trustscore.canonical import b64encode
 from trustscore.errors import InvalidInput
 from trustscore.kinds.parties import check_key_id
@@ -137,7 +138,7 @@ class WebhookController(Controller):
     ) -> Response[bytes]:
         """An Atom feed of the newest events about every agent."""
         events = await webhooks.events(None, feed_length)
-        return _atom("urn:trustscore:feed", "trustscore: all agents", str(request.url), events)
+        return _atom("urn:trustscore:feed", "trustscore: all agents", request, events)
 
     @get(
         "/agents/{agent_id:str}/feed.atom",
@@ -155,9 +156,13 @@ class WebhookController(Controller):
         """An Atom feed of the newest events about one agent."""
         check_key_id(agent_id, what="agent id")
         events = await webhooks.events(agent_id, feed_length)
-        return _atom(f"urn:trustscore:feed:{agent_id}", f"trustscore: {agent_id}", str(request.url), events)
+        return _atom(f"urn:trustscore:feed:{agent_id}", f"trustscore: {agent_id}", request, events)
 
 
-def _atom(feed_id: str, title: str, url: str, events: list[Any]) -> Response[bytes]:
+def _atom(feed_id: str, title: str, request: Request[Any, Any, Any], events: list[Any]) -> Response[bytes]:
+    """The feed, its self link under the service's public URL (api/public_url.py)."""
+    base, headers = public_base(request)
+    query = request.scope.get("query_string", b"").decode("latin-1")
+    url = base + request.scope["path"] + (f"?{query}" if query else "")
     entries = [feeds.FeedEntry(e.id, e.type, e.agent, e.at, e.payload) for e in events]
-    return Response(feeds.atom(feed_id, title, url, entries), media_type=feeds.MEDIA_TYPE)
+    return Response(feeds.atom(feed_id, title, url, entries), media_type=feeds.MEDIA_TYPE, headers=headers)

@@ -44,6 +44,11 @@ def register(sub: Any) -> None:
         "docs/operations.md); default: reads go to the database too",
     )
     p.add_argument(
+        "--public-url",
+        help="the http(s) URL readers reach the service at, named by the agent card, badges and feeds "
+        "(env TRUSTSCORE_PUBLIC_URL; set it behind a cache); default: each request's Host",
+    )
+    p.add_argument(
         "--reuse-port",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -69,6 +74,7 @@ def resolve_settings(args: argparse.Namespace) -> Settings:
         read_database_url=args.read_database_url,
         role=getattr(args, "role", None),
         reuse_port=getattr(args, "reuse_port", None),
+        public_url=getattr(args, "public_url", None),
     )
 
 
