@@ -7,6 +7,11 @@ writes were ~38 % of the server's CPU under ``wrk`` against ``/healthz``). This 
 transport that holds a write until the next write or the end of the event loop's current iteration,
 whichever comes first, so a head followed by its body at once leaves as one segment, and a write that
 nothing follows (a streamed response's chunk) waits no longer than one loop iteration.
+
+It also bounds the time a client may take to send a request's headers (:data:`HEADER_TIMEOUT`, from
+connecting or from a request's first byte): uvicorn has no such limit, so a client sending nothing, or
+its headers a byte at a time, held a connection for as long as it liked (found by fuzzing; 300 held at
+once). Between requests uvicorn's own keep-alive timeout applies, as before.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any, cast
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 JOIN_BELOW = 1 << 16  # held + next write joined by copying below this size; passed as two buffers above
+HEADER_TIMEOUT = 20.0  # seconds from connecting, or from a request's first byte, to the end of its headers
 
 
 class HeldWriteTransport:
@@ -57,14 +63,44 @@ class HeldWriteTransport:
 
 
 class OneWriteHttpToolsProtocol(HttpToolsProtocol):
-    """:class:`HttpToolsProtocol` writing through a :class:`HeldWriteTransport`."""
+    """:class:`HttpToolsProtocol` writing through a :class:`HeldWriteTransport`, closing a connection
+    whose request headers take longer than :attr:`header_timeout`."""
 
     held: HeldWriteTransport
+    header_timeout = HEADER_TIMEOUT
+    _header_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # Not a subclass of asyncio.Transport, whose methods would shadow the delegation.
         self.held = HeldWriteTransport(cast(asyncio.Transport, transport), self.loop)
         super().connection_made(cast(asyncio.Transport, self.held))
+        self._arm_header_timer()  # a client that connects and sends nothing
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_header_timer()
+        super().connection_lost(exc)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._arm_header_timer()
+
+    def on_headers_complete(self) -> None:
+        self._disarm_header_timer()
+        super().on_headers_complete()
+
+    def _arm_header_timer(self) -> None:
+        self._disarm_header_timer()
+        self._header_timer = self.loop.call_later(self.header_timeout, self._headers_too_slow)
+
+    def _disarm_header_timer(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _headers_too_slow(self) -> None:
+        self._header_timer = None
+        if not self.transport.is_closing():
+            self.transport.close()
 
     def eof_received(self) -> None:
         """The client half-closed. uvloop closes the transport itself once this returns (not through the

@@ -1,0 +1,78 @@
+"""uvicorn with the service's protocol closes a connection whose request headers are too slow: a client
+that connects and sends nothing, or sends its headers a byte at a time, held a connection for as long as
+it liked (found by fuzzing: 300 held at once). A prompt request, and a kept-alive connection between
+requests (uvicorn's own timeout), are unaffected."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import uvicorn
+
+from trustscore.cli.http_protocol import OneWriteHttpToolsProtocol
+
+TIMEOUT = 0.4
+
+
+class QuickProtocol(OneWriteHttpToolsProtocol):
+    header_timeout = TIMEOUT
+
+
+async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] != "http":
+        return
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+@pytest.fixture
+async def port() -> AsyncIterator[int]:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(app, http=QuickProtocol, log_config=None, lifespan="off", timeout_keep_alive=5)
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        await asyncio.sleep(0.01)
+    yield sock.getsockname()[1]
+    server.should_exit = True
+    await task
+
+
+async def closed_within(reader: asyncio.StreamReader, seconds: float) -> bool:
+    try:
+        return await asyncio.wait_for(reader.read(), seconds) == b""
+    except TimeoutError:
+        return False
+
+
+async def test_a_connection_that_sends_nothing_is_closed(port: int) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    assert await closed_within(reader, TIMEOUT * 5)
+    writer.close()
+
+
+async def test_headers_sent_too_slowly_close_the_connection(port: int) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n")
+    for _ in range(int(TIMEOUT * 10)):  # one more header line every 0.1 s: never the end of them
+        await asyncio.sleep(0.1)
+        if writer.is_closing():
+            break
+        writer.write(b"X-Slow: 1\r\n")
+    assert await closed_within(reader, TIMEOUT * 5)
+    writer.close()
+
+
+async def test_prompt_requests_on_a_kept_alive_connection_are_answered(port: int) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    for _ in range(2):
+        writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+        assert head.startswith(b"HTTP/1.1 200") and await reader.readexactly(2) == b"ok"
+        await asyncio.sleep(TIMEOUT * 2)  # idle between requests longer than the header timeout
+    writer.close()
