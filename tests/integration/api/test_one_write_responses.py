@@ -5,13 +5,12 @@ HEAD, 204, a body of several MiB, Connection: close) arrives whole and in order.
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
 import pytest
-import uvicorn
 
+from tests.uvicorn_served import served
 from trustscore.cli.http_protocol import OneWriteHttpToolsProtocol
 
 BIG = bytes(range(256)) * (3 * 4096 + 7)  # ~3 MiB
@@ -66,16 +65,8 @@ class CountedProtocol(OneWriteHttpToolsProtocol):
 
 @pytest.fixture
 async def server() -> AsyncIterator[int]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on", http=CountedProtocol)
-    srv = uvicorn.Server(config)
-    task = asyncio.create_task(srv.serve(sockets=[sock]))
-    while not srv.started:
-        await asyncio.sleep(0.01)
-    yield sock.getsockname()[1]
-    srv.should_exit = True
-    await task
+    async with served(app, CountedProtocol, lifespan="on") as port:
+        yield port
 
 
 async def exchange(port: int, request: bytes, until: bytes | int) -> bytes:

@@ -6,13 +6,12 @@ requests (uvicorn's own timeout), are unaffected."""
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import uvicorn
 
+from tests.uvicorn_served import served
 from trustscore.cli.http_protocol import OneWriteHttpToolsProtocol
 
 TIMEOUT = 0.4
@@ -31,16 +30,8 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 @pytest.fixture
 async def port() -> AsyncIterator[int]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(app, http=QuickProtocol, log_config=None, lifespan="off", timeout_keep_alive=5)
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        await asyncio.sleep(0.01)
-    yield sock.getsockname()[1]
-    server.should_exit = True
-    await task
+    async with served(app, QuickProtocol, lifespan="off", timeout_keep_alive=5) as port:
+        yield port
 
 
 async def closed_within(reader: asyncio.StreamReader, seconds: float) -> bool:
