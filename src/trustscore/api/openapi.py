@@ -32,13 +32,14 @@ from trustscore.services.ratings import DEFAULT_MODEL, RELEASED_MODELS
 
 class Problem(msgspec.Struct):
     """An RFC 9457 problem; ``type`` ends in the error's code (e.g. ``.../problems/nonce-replay``). A 429
-    or 503 that knows when to retry also carries ``retry_after`` (seconds, like the Retry-After header)."""
+    or 503 that knows when to retry also carries ``retry_after`` (seconds, like the Retry-After header).
+    ``instance`` is the request's path, left out beyond 1,024 characters (an error does not echo it)."""
 
     type: str
     title: str
     status: int
     detail: str
-    instance: str
+    instance: str | msgspec.UnsetType = msgspec.UNSET
     retry_after: int | msgspec.UnsetType = msgspec.UNSET
 
 

@@ -13,6 +13,8 @@ from trustscore.errors import TOO_DEEP, TrustscoreError
 PROBLEM_TYPE_BASE = "https://trustscore.dev/problems/"
 MEDIA_TYPE = "application/problem+json"
 
+MAX_INSTANCE = 1024  # characters of the request path a problem names as its instance
+
 log = logging.getLogger(__name__)
 
 
@@ -20,18 +22,20 @@ def _instance(request: Request[Any, Any, Any]) -> str:
     """The request's path for a problem's ``instance``: ``request.url`` parses the Host header, and a
     malformed one (``Host: x:1.``) made every error a 500 (found by review)."""
     try:
-        return request.url.path
+        path = request.url.path
     except ValueError:
-        return str(request.scope.get("root_path", "")) + str(request.scope.get("path", ""))
+        path = str(request.scope.get("root_path", "")) + str(request.scope.get("path", ""))
+    return path if len(path) <= MAX_INSTANCE else ""  # an error does not echo a long input in full
 
 
 def problem(status: int, code: str, title: str, detail: str, instance: str, **extra: Any) -> Response[Any]:
+    """A problem+json response; ``instance`` left out when empty (RFC 9457 makes it optional)."""
     body = {
         "type": PROBLEM_TYPE_BASE + code,
         "title": title,
         "status": status,
         "detail": detail,
-        "instance": instance,
+        **({"instance": instance} if instance else {}),
         **extra,
     }
     return Response(content=body, status_code=status, media_type=MEDIA_TYPE)

@@ -23,6 +23,10 @@ from litestar.params import ParameterKwarg
 
 from trustscore.api.openapi import MAX_INDEX
 from trustscore.errors import InvalidInput
+from trustscore.kinds.parties import check_key_id
+
+#: Path parameters that name a key (an agent, a party or a service key): ``ts1_`` and 40 lowercase hex.
+KEY_ID_PARAMS = frozenset({"agent_id", "key_id"})
 
 #: An integer's one form: no sign but a minus, no leading zero, no separator, ASCII digits only.
 DECIMAL = re.compile(r"0|-?[1-9][0-9]*")
@@ -31,6 +35,11 @@ DECIMAL = re.compile(r"0|-?[1-9][0-9]*")
 def check_query(request: Request[Any, Any, Any]) -> None:
     """Raise :class:`InvalidInput` if a query parameter is repeated or empty, or an integer parameter of
     the path or the query is not in its one form (:data:`DECIMAL`)."""
+    params = request.scope.get("path_params") or {}
+    for name in KEY_ID_PARAMS.intersection(params):
+        # The schema's pattern: a malformed id was a 404 echoing it in full (a 3,000-character id came
+        # back twice), where the badge route already said 400 (found by fuzzing).
+        check_key_id(params[name], what=name.replace("_", " "))
     template = request.scope.get("path_template", "")  # the matched route's, e.g. /v1/sittings/{index}
     if "{" in template and (integers := _integer_path_names(request.route_handler)):
         _check_path_integers(template, request.scope["path"], integers)

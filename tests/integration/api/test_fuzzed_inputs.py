@@ -231,3 +231,29 @@ async def test_a_report_whose_started_at_is_not_in_rfc_3339_form_is_refused(
     assert "started_at" in refused(r) and await size(client) == before
     fine = build_report(exam, items, adapter="test", started_at="2026-11-30T00:00:00Z", elapsed_ms=1, key=key)
     assert (await client.post("/v1/reports", content=msgspec.json.encode(fine))).status_code == 201
+
+
+@pytest.mark.parametrize("path", ["/checkpoint", "/v1/log/checkpoint", "/v1/log/key", "/healthz"])
+async def test_a_text_answer_names_its_charset_once(client: Client, path: str) -> None:
+    """Litestar adds the charset to a text media type; the routes named it too, so it came twice."""
+    r = await client.get(path)
+    assert r.status_code == 200 and r.headers["content-type"] == "text/plain; charset=utf-8"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/agents/" + "a" * 3000,
+        "/v1/agents/ts1_zz/rating",
+        "/v1/agents/TS1_" + "A" * 40 + "/evidence",
+        "/v1/log/keys/nope",
+        "/agents/nope",
+        "/v1/agents/nope/scope-honesty",
+    ],
+)
+async def test_a_malformed_key_id_in_the_path_is_a_short_400(client: Client, path: str) -> None:
+    """It was a 404 echoing the id in full (3,000 characters came back twice; found by fuzzing)."""
+    r = await client.get(path)
+    assert r.status_code == 400 and "ts1_ + 40 lowercase hex" in r.text and len(r.content) < 3000, r.text[
+        :300
+    ]
