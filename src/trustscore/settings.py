@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -189,7 +191,31 @@ def convert(values: dict[str, Any]) -> Settings:
             f"setting ladder_rule ({env_name('ladder_rule')}) = {converted.ladder_rule!r}: "
             f"not a known rule ({', '.join(sorted(LADDER_RULES))})"
         )
+    if converted.public_url is not None and (wrong := _public_url_problem(converted.public_url)):
+        raise ConfigError(
+            f"setting public_url ({env_name('public_url')}) = {converted.public_url!r}: {wrong}"
+        )
     return converted
+
+
+_HOST_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?")
+
+
+def _public_url_problem(url: str) -> str | None:
+    """Why ``url`` cannot prefix the service's links, or None (the pattern has checked its characters)."""
+    if "?" in url or "#" in url:
+        return "a base URL has no query or fragment"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        return f"not a URL ({exc})"
+    host = parts.hostname or ""
+    if port == 0:
+        return "port 0"
+    if not (host.startswith("[") or ":" in host or all(_HOST_LABEL.fullmatch(x) for x in host.split("."))):
+        return f"{host!r} is not a host name"
+    return None
 
 
 def _models_problem(models: tuple[str, ...]) -> str | None:

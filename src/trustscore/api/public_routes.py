@@ -14,6 +14,7 @@ from litestar.params import FromPath, QueryParameter
 from litestar.response.base import ASGIResponse
 
 from trustscore.api.openapi import READ_PROBLEMS, STARTING, operation_class
+from trustscore.api.query import DECIMAL
 from trustscore.api.wiring import services_of
 from trustscore.errors import InvalidInput
 from trustscore.evidence.standing import POLICY_VERSION as STANDING_POLICY
@@ -183,7 +184,10 @@ def parse_cursor(text: str | None) -> tuple[int, int]:
     if text is None:
         return (-1, -1)
     index, dot, seq = text.partition(".")
-    if not (dot and index.isdigit() and seq.isdigit() and len(index) <= 18 and len(seq) <= 9):
+    # DECIMAL, not str.isdigit: "²" is a digit to isdigit and no number to int (a 500, found by review)
+    if not (
+        dot and DECIMAL.fullmatch(index) and DECIMAL.fullmatch(seq) and len(index) <= 18 and len(seq) <= 9
+    ):
         raise InvalidInput("after must be a cursor of the form INDEX.SEQ from a previous page")
     return (int(index), int(seq))
 

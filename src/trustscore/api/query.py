@@ -12,7 +12,7 @@ keep apart (found by fuzzing). Those are 400s too.
 from __future__ import annotations
 
 import re
-from functools import cache
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import msgspec
@@ -24,6 +24,8 @@ from litestar.params import ParameterKwarg
 from trustscore.api.openapi import MAX_INDEX
 from trustscore.errors import InvalidInput
 from trustscore.kinds.parties import check_key_id
+
+_OPT_PREFIX = "trustscore.query."
 
 #: Path parameters that name a key (an agent, a party or a service key): ``ts1_`` and 40 lowercase hex.
 KEY_ID_PARAMS = frozenset({"agent_id", "key_id"})
@@ -67,14 +69,31 @@ def _path_parameters(handler: HTTPRouteHandler) -> list[tuple[str, str]]:
     return [(name, kind) for name, _, kind in found]
 
 
-@cache
 def _integer_path_names(handler: HTTPRouteHandler) -> frozenset[str]:
+    return _kept(handler, "integer_path_names", _find_integer_path_names)
+
+
+def _integer_query_names(handler: HTTPRouteHandler) -> frozenset[str]:
+    return _kept(handler, "integer_query_names", _find_integer_query_names)
+
+
+def _kept(
+    handler: HTTPRouteHandler, key: str, find: Callable[[HTTPRouteHandler], frozenset[str]]
+) -> frozenset[str]:
+    """``find(handler)``, worked out at its first request and kept in the handler's ``opt`` (a cache
+    keyed by handler kept every app of a test session alive: 2.7 MB each, found by review)."""
+    kept = handler.opt.get(_OPT_PREFIX + key)
+    if kept is None:
+        kept = handler.opt[_OPT_PREFIX + key] = find(handler)
+    return kept
+
+
+def _find_integer_path_names(handler: HTTPRouteHandler) -> frozenset[str]:
     return frozenset(name for name, kind in _path_parameters(handler) if kind == "int")
 
 
-@cache
-def _integer_query_names(handler: HTTPRouteHandler) -> frozenset[str]:
-    """The query names of ``handler``'s integer parameters (once per handler: read at start-up)."""
+def _find_integer_query_names(handler: HTTPRouteHandler) -> frozenset[str]:
+    """The query names of ``handler``'s integer parameters."""
     in_path = {name for name, _ in _path_parameters(handler)}
     names = set()
     for name, field in handler.parsed_fn_signature.parameters.items():
@@ -83,8 +102,9 @@ def _integer_query_names(handler: HTTPRouteHandler) -> frozenset[str]:
         types = field.inner_types if field.is_union else (field,)
         if any(t.is_subclass_of(int) and not t.is_subclass_of(bool) for t in types):
             kwarg = field.kwarg_definition
-            query = kwarg.query if isinstance(kwarg, ParameterKwarg) else None
-            names.add(query or name)
+            # QueryParameter(name="from") sets name, Parameter(query="from") query (found by review)
+            alias = (kwarg.query or kwarg.name) if isinstance(kwarg, ParameterKwarg) else None
+            names.add(alias or name)
     return frozenset(names)
 
 

@@ -15,6 +15,7 @@ from trustscore.api.addresses import client_address
 from trustscore.api.evidence_routes import AppendedOut, write_route
 from trustscore.api.openapi import MAX_INDEX, READ_PROBLEMS, STARTING
 from trustscore.api.public_url import public_base
+from trustscore.api.query import DECIMAL
 from trustscore.canonical import b64encode
 from trustscore.errors import InvalidInput
 from trustscore.kinds.parties import check_key_id
@@ -59,7 +60,9 @@ def parse_cursor(text: str | None) -> tuple[int, int] | None:
     if text is None:
         return None
     seq, dot, attempt = text.partition(".")
-    if not (dot and seq.isdigit() and attempt.isdigit() and len(seq) <= 18 and len(attempt) <= 9):
+    if not (
+        dot and DECIMAL.fullmatch(seq) and DECIMAL.fullmatch(attempt) and len(seq) <= 18 and len(attempt) <= 9
+    ):
         raise InvalidInput("after must be a cursor of the form SEQ.ATTEMPT from a previous page")
     return (int(seq), int(attempt))
 

@@ -9,7 +9,7 @@ whichever comes first, so a head followed by its body at once leaves as one segm
 nothing follows (a streamed response's chunk) waits no longer than one loop iteration.
 
 It also bounds the time a client may take to send a request's headers (:data:`HEADER_TIMEOUT`, from
-connecting or from a request's first byte): uvicorn has no such limit, so a client sending nothing, or
+connecting or from the first byte after a response): uvicorn has no such limit, so a client sending nothing, or
 its headers a byte at a time, held a connection for as long as it liked (found by fuzzing; 300 held at
 once). Between requests uvicorn's own keep-alive timeout applies, as before.
 """
@@ -22,7 +22,9 @@ from typing import Any, cast
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 JOIN_BELOW = 1 << 16  # held + next write joined by copying below this size; passed as two buffers above
-HEADER_TIMEOUT = 20.0  # seconds from connecting, or from a request's first byte, to the end of its headers
+HEADER_TIMEOUT = (
+    20.0  # seconds from connecting, or from the first byte after a response, to a request's headers' end
+)
 
 
 class HeldWriteTransport:
@@ -80,9 +82,17 @@ class OneWriteHttpToolsProtocol(HttpToolsProtocol):
         self._disarm_header_timer()
         super().connection_lost(exc)
 
+    def data_received(self, data: bytes) -> None:
+        # Bytes arriving between requests start the clock (they end uvicorn's keep-alive wait): blank
+        # lines there never begin a request, and kept a connection open for good (found by review).
+        if self._header_timer is None and (self.cycle is None or self.cycle.response_complete):
+            self._arm_header_timer()
+        super().data_received(data)
+
     def on_message_begin(self) -> None:
         super().on_message_begin()
-        self._arm_header_timer()
+        if self._header_timer is None:  # a pipelined request, read while the one before was answered
+            self._arm_header_timer()
 
     def on_headers_complete(self) -> None:
         self._disarm_header_timer()

@@ -393,7 +393,7 @@ def _after_headers(request: httpx.Request, response: httpx.Response, policy: Out
                 "only same-host redirects may be followed"
             )
     declared = response.headers.get("Content-Length", "")
-    if declared.isdigit() and int(declared) > policy.max_response_bytes:
+    if declared.isascii() and declared.isdigit() and int(declared) > policy.max_response_bytes:
         raise OutboundFailed(f"{where} declares a {declared}-byte response, over {policy.max_response_bytes}")
     encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
     if encoding not in ("", "identity"):

@@ -54,7 +54,7 @@ def verify(
     msg_id, stamp, sigs = low.get("webhook-id"), low.get("webhook-timestamp"), low.get("webhook-signature")
     if not (msg_id and stamp and sigs):
         raise SignatureError("missing webhook-id, webhook-timestamp or webhook-signature")
-    if not stamp.isdigit() or abs(int(stamp) - now) > tolerance:
+    if not (stamp.isascii() and stamp.isdigit()) or abs(int(stamp) - now) > tolerance:
         raise SignatureError("webhook-timestamp is malformed or outside the tolerance")
     content = signed_content(msg_id, int(stamp), body)
     for item in sigs.split(" "):

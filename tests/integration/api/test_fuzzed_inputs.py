@@ -257,3 +257,23 @@ async def test_a_malformed_key_id_in_the_path_is_a_short_400(client: Client, pat
     assert r.status_code == 400 and "ts1_ + 40 lowercase hex" in r.text and len(r.content) < 3000, r.text[
         :300
     ]
+
+
+async def test_the_renamed_history_bounds_are_integers_in_their_one_form(client: Client) -> None:
+    """(Review.) ``QueryParameter(name="from")`` names the query parameter by ``name``, not ``query``."""
+    agent = keys.SigningKey.generate()
+    assert (await client.post("/v1/log/entries", content=card_with(agent))).status_code == 201
+    for query in ("from=1e0", "to=1.0", "from=%D9%A1"):
+        r = await client.get(f"/v1/agents/{agent.id}/rating/history?{query}")
+        assert r.status_code == 400 and "decimal digits" in r.text, (query, r.text[:200])
+    assert (await client.get(f"/v1/agents/{agent.id}/rating/history?from=0&to=5")).status_code == 200
+
+
+@pytest.mark.parametrize("cursor", ["%C2%B2.0", "%D9%A5.0", "05.0", "1.%C2%B2"])
+async def test_a_cursor_not_in_decimal_digits_is_a_400(client: Client, cursor: str) -> None:
+    """(Review.) ``str.isdigit`` says yes to "²", and ``int`` then raised: a 500."""
+    agent = keys.SigningKey.generate()
+    assert (await client.post("/v1/log/entries", content=card_with(agent))).status_code == 201
+    for path in (f"/v1/agents/{agent.id}/evidence", f"/agents/{agent.id}", "/v1/subscriptions/0/deliveries"):
+        r = await client.get(f"{path}?after={cursor}")
+        assert r.status_code == 400, (path, r.status_code, r.text[:200])

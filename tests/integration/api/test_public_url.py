@@ -61,6 +61,15 @@ async def test_without_one_links_follow_host_and_say_so(client: Client) -> None:
         "https://bureau.example/a b",
         "https://user@bureau.example",
         "",
+        # (review) each made broken links
+        "https://x.example/?a=1",
+        "https://x.example/#frag",
+        "https://x.example/ts?",
+        "https://x.example:99999",
+        "https://x.example:0",
+        "https://[::1",
+        "http://...",
+        "https://-",
     ],
 )
 def test_a_public_url_that_is_no_http_url_is_refused(settings: Settings, url: str) -> None:

@@ -67,3 +67,19 @@ async def test_prompt_requests_on_a_kept_alive_connection_are_answered(port: int
         assert head.startswith(b"HTTP/1.1 200") and await reader.readexactly(2) == b"ok"
         await asyncio.sleep(TIMEOUT * 2)  # idle between requests longer than the header timeout
     writer.close()
+
+
+@pytest.mark.parametrize("more", [b"\r\n", b"\r\n" * 3])
+async def test_blank_lines_after_a_request_do_not_hold_the_connection(port: int, more: bytes) -> None:
+    """(Review.) Blank lines between requests begin no request, and they stopped uvicorn's keep-alive wait:
+    the connection stayed open for good."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    await asyncio.wait_for(reader.readuntil(b"ok"), 5)
+    for _ in range(int(TIMEOUT * 10)):
+        if writer.is_closing():
+            break
+        writer.write(more)
+        await asyncio.sleep(0.1)
+    assert await closed_within(reader, TIMEOUT * 5)
+    writer.close()
