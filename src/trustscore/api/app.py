@@ -347,6 +347,9 @@ async def replica_line(log_service: LogService, read_pool: asyncpg.Pool) -> str:
     return f"replica: checkpoint {size} of {primary} ({primary - size} behind; {replay})"
 
 
+MAX_NAME = 255  # characters in one path segment (a file name's limit)
+
+
 def _with_head(methods: AbstractSet[str]) -> set[str]:
     """A route's methods as OPTIONS names them: HEAD wherever GET is (api/head.py)."""
     return {*methods, "HEAD"} if "GET" in methods else set(methods)
@@ -447,8 +450,12 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         Every query string is checked (trustscore.api.query). POSTs that write no log entries cost one
         each; those that do need a token left and are charged per entry by the services (reads are not
         limited here; a rate of 0 takes nothing)."""
-        if "\x00" in request.scope["path"]:  # no id, index or file name holds one; PostgreSQL refuses it
+        path = request.scope["path"]
+        if "\x00" in path:  # no id, index or file name holds one; PostgreSQL refuses it
             raise InvalidInput("the path must not contain NUL (%00)")
+        if len(path) > MAX_NAME and any(len(part) > MAX_NAME for part in path.split("/")):
+            # no id, index or file name is that long; the static files' lookup raised (a 500, review)
+            raise InvalidInput(f"a path segment is longer than {MAX_NAME} characters")
         if request.method == "OPTIONS":
             path = next(iter(request.route_handler.paths), "")
             return Response(None, status_code=204, headers={"Allow": allowed.get(path, "OPTIONS")})

@@ -9,9 +9,10 @@ whichever comes first, so a head followed by its body at once leaves as one segm
 nothing follows (a streamed response's chunk) waits no longer than one loop iteration.
 
 It also bounds the time a client may take to send a request's headers (:data:`HEADER_TIMEOUT`, from
-connecting or from the first byte after a response): uvicorn has no such limit, so a client sending nothing, or
-its headers a byte at a time, held a connection for as long as it liked (found by fuzzing; 300 held at
-once). Between requests uvicorn's own keep-alive timeout applies, as before.
+connecting or from the first byte after a response): uvicorn has no such limit, so a client sending
+nothing, or its headers a byte at a time, held a connection for as long as it liked (found by fuzzing;
+300 held at once). It bounds their size too (:data:`MAX_HEADER_BYTES`; httptools has no bound). Between
+requests uvicorn's own keep-alive timeout applies, as before.
 """
 
 from __future__ import annotations
@@ -22,9 +23,8 @@ from typing import Any, cast
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 JOIN_BELOW = 1 << 16  # held + next write joined by copying below this size; passed as two buffers above
-HEADER_TIMEOUT = (
-    20.0  # seconds from connecting, or from the first byte after a response, to a request's headers' end
-)
+MAX_HEADER_BYTES = 64 * 1024  # a request line and headers beyond this close the connection
+HEADER_TIMEOUT = 20.0  # seconds from connecting, or from the first byte after a response, to the headers' end
 
 
 class HeldWriteTransport:
@@ -70,7 +70,9 @@ class OneWriteHttpToolsProtocol(HttpToolsProtocol):
 
     held: HeldWriteTransport
     header_timeout = HEADER_TIMEOUT
+    max_header_bytes = MAX_HEADER_BYTES
     _header_timer: asyncio.TimerHandle | None = None
+    _header_bytes = 0  # bytes read since the header clock started
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # Not a subclass of asyncio.Transport, whose methods would shadow the delegation.
@@ -87,7 +89,13 @@ class OneWriteHttpToolsProtocol(HttpToolsProtocol):
         # lines there never begin a request, and kept a connection open for good (found by review).
         if self._header_timer is None and (self.cycle is None or self.cycle.response_complete):
             self._arm_header_timer()
+        if self._header_timer is not None:
+            self._header_bytes += len(data)
         super().data_received(data)
+        # Still in the headers after this much: httptools sets no bound (a 64 MB header was read, in
+        # 8 s of CPU; found by review). Counted after parsing, so a body in the same read never counts.
+        if self._header_timer is not None and self._header_bytes > self.max_header_bytes:
+            self._headers_too_slow()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -100,6 +108,7 @@ class OneWriteHttpToolsProtocol(HttpToolsProtocol):
 
     def _arm_header_timer(self) -> None:
         self._disarm_header_timer()
+        self._header_bytes = 0
         self._header_timer = self.loop.call_later(self.header_timeout, self._headers_too_slow)
 
     def _disarm_header_timer(self) -> None:
@@ -108,7 +117,8 @@ class OneWriteHttpToolsProtocol(HttpToolsProtocol):
             self._header_timer = None
 
     def _headers_too_slow(self) -> None:
-        self._header_timer = None
+        """Close the connection: its request's headers came too slowly, or too many of them."""
+        self._disarm_header_timer()
         if not self.transport.is_closing():
             self.transport.close()
 
