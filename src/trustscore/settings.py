@@ -211,10 +211,15 @@ def _public_url_problem(url: str) -> str | None:
     except ValueError as exc:
         return f"not a URL ({exc})"
     host = parts.hostname or ""
-    if port == 0:
-        return "port 0"
-    if not (host.startswith("[") or ":" in host or all(_HOST_LABEL.fullmatch(x) for x in host.split("."))):
+    if port == 0 or parts.netloc.endswith(":"):
+        return "no port, or port 0"
+    if ":" in host:  # an IPv6 literal: its brackets must close the host
+        if not parts.netloc.startswith("[") or not re.fullmatch(r"\[[0-9A-Fa-f:.]+\](:\d+)?", parts.netloc):
+            return f"{parts.netloc!r} is not an IPv6 host"
+    elif not all(_HOST_LABEL.fullmatch(x) for x in host.removesuffix(".").split(".")):
         return f"{host!r} is not a host name"
+    if any(c in url for c in '"<>\\`{}|^'):
+        return "characters a link cannot hold as they are"
     return None
 
 

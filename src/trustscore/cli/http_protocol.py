@@ -73,6 +73,8 @@ class OneWriteHttpToolsProtocol(HttpToolsProtocol):
     max_header_bytes = MAX_HEADER_BYTES
     _header_timer: asyncio.TimerHandle | None = None
     _header_bytes = 0  # bytes read since the header clock started
+    _in_message = False  # between a request's first byte and its body's end
+    _in_headers = False  # between a request's first byte and its headers' end
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # Not a subclass of asyncio.Transport, whose methods would shadow the delegation.
@@ -85,9 +87,11 @@ class OneWriteHttpToolsProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        # Bytes arriving between requests start the clock (they end uvicorn's keep-alive wait): blank
-        # lines there never begin a request, and kept a connection open for good (found by review).
-        if self._header_timer is None and (self.cycle is None or self.cycle.response_complete):
+        # Bytes arriving between messages start the clock (they end uvicorn's keep-alive wait): blank
+        # lines there never begin a request, and kept a connection open for good (found by review). Not
+        # inside a message: the rest of a body the app answered without reading is no header (closing
+        # on it reset the connection and lost the answer, found by review).
+        if self._header_timer is None and not self._in_message and self._answered():
             self._arm_header_timer()
         if self._header_timer is not None:
             self._header_bytes += len(data)
@@ -99,12 +103,29 @@ class OneWriteHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
-        if self._header_timer is None:  # a pipelined request, read while the one before was answered
+        self._in_message = self._in_headers = True
+        # A pipelined request read while the one before is answered waits for that answer: reading is
+        # paused meanwhile, so its clock starts when the answer is complete (on_response_complete).
+        if self._header_timer is None and self._answered():
             self._arm_header_timer()
 
     def on_headers_complete(self) -> None:
+        self._in_headers = False
         self._disarm_header_timer()
         super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._in_message = False
+        super().on_message_complete()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self._in_headers and self._header_timer is None and not self.transport.is_closing():
+            self._arm_header_timer()
+
+    def _answered(self) -> bool:
+        """No response is being made (none yet on this connection, or the last one is complete)."""
+        return self.cycle is None or self.cycle.response_complete
 
     def _arm_header_timer(self) -> None:
         self._disarm_header_timer()

@@ -70,6 +70,9 @@ async def test_without_one_links_follow_host_and_say_so(client: Client) -> None:
         "https://[::1",
         "http://...",
         "https://-",
+        "https://[::1]x",
+        "https://x.example:",
+        'https://x.example/"<>',
     ],
 )
 def test_a_public_url_that_is_no_http_url_is_refused(settings: Settings, url: str) -> None:
