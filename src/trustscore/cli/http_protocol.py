@@ -72,7 +72,7 @@ class OneWriteHttpToolsProtocol(HttpToolsProtocol):
     header_timeout = HEADER_TIMEOUT
     max_header_bytes = MAX_HEADER_BYTES
     _header_timer: asyncio.TimerHandle | None = None
-    _header_bytes = 0  # bytes read since the header clock started
+    _header_bytes = 0  # bytes read since the last request's headers ended (or the connection began)
     _in_message = False  # between a request's first byte and its body's end
     _in_headers = False  # between a request's first byte and its headers' end
 
@@ -93,12 +93,15 @@ class OneWriteHttpToolsProtocol(HttpToolsProtocol):
         # on it reset the connection and lost the answer, found by review).
         if self._header_timer is None and not self._in_message and self._answered():
             self._arm_header_timer()
-        if self._header_timer is not None:
+        # Size is counted apart from the clock: a pipelined request's headers are read while the answer
+        # before it is made, before its clock starts (16 MiB were read so, found by review). A body in
+        # the same read is dropped from the count when its headers end (on_headers_complete).
+        if self._reading_headers():
             self._header_bytes += len(data)
         super().data_received(data)
-        # Still in the headers after this much: httptools sets no bound (a 64 MB header was read, in
-        # 8 s of CPU; found by review). Counted after parsing, so a body in the same read never counts.
-        if self._header_timer is not None and self._header_bytes > self.max_header_bytes:
+        # Still in headers after this much: httptools sets no bound (a 64 MB header was read, in 8 s of
+        # CPU; found by review).
+        if self._reading_headers() and self._header_bytes > self.max_header_bytes:
             self._headers_too_slow()
 
     def on_message_begin(self) -> None:
@@ -111,17 +114,26 @@ class OneWriteHttpToolsProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._in_headers = False
+        self._header_bytes = 0
         self._disarm_header_timer()
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
         self._in_message = False
         super().on_message_complete()
+        # The end of a body the app answered without reading: its bytes stopped uvicorn's keep-alive
+        # wait, and nothing would end an idle connection now (found by review).
+        if self._answered() and self._header_timer is None and not self.transport.is_closing():
+            self._arm_header_timer()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
         if self._in_headers and self._header_timer is None and not self.transport.is_closing():
             self._arm_header_timer()
+
+    def _reading_headers(self) -> bool:
+        """Between messages, or inside a request's first line and headers."""
+        return self._in_headers or not self._in_message
 
     def _answered(self) -> bool:
         """No response is being made (none yet on this connection, or the last one is complete)."""
@@ -129,7 +141,6 @@ class OneWriteHttpToolsProtocol(HttpToolsProtocol):
 
     def _arm_header_timer(self) -> None:
         self._disarm_header_timer()
-        self._header_bytes = 0
         self._header_timer = self.loop.call_later(self.header_timeout, self._headers_too_slow)
 
     def _disarm_header_timer(self) -> None:
