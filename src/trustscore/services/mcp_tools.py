@@ -35,8 +35,15 @@ METHODOLOGY = resources.path("docs", "methodology.md")
 MAX_BUNDLE = 8 * 1024 * 1024  # bytes of an attestation bundle the verifier reads
 MAX_ANSWER = 16 * 1024 * 1024  # bytes of a server answer the stdio server reads
 
+# The REST routes' pattern (api/query.KEY_ID_PARAMS): both transports refuse a malformed id alike.
 AgentId = Annotated[
-    str, Field(min_length=1, max_length=200, description="the agent's id (from search_agents)")
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        pattern=r"^ts1_[0-9a-f]{40}$",
+        description="the agent's id, ts1_ and 40 lowercase hex (from search_agents)",
+    ),
 ]
 Model = Annotated[
     str | None, Field(default=None, max_length=64, description="model version; default the server's")

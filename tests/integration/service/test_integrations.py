@@ -265,7 +265,8 @@ async def _exercise(client: Client, agent: str, name: str, bundle: dict[str, Any
     await error("verify_attestation", {"bundle": "not json"}, "not verified")
     await error("verify_attestation", {"bundle": {**bundle, "weights_model": "../../etc"}}, "model")
     await error("verify_attestation", {"bundle": bundle, "verifier_key": "nope"}, "not verified")
-    await error("lookup_agent", {"agent_id": "ts1-unknown"}, "no card")
+    await error("lookup_agent", {"agent_id": "ts1-unknown"}, "agent_id")  # malformed: the schema refuses it
+    await error("lookup_agent", {"agent_id": "ts1_" + "0" * 40}, "no card")
     await error("lookup_agent", {"agent_id": "x" * 201}, "agent_id")
     await error("get_rating", {"agent_id": agent, "model": "no-such-model"}, "model")
     await error("search_agents", {"query": ""}, "query")
@@ -363,7 +364,7 @@ def test_mcp_stdio_with_the_server_down_answers_tool_errors() -> None:
             command=sys.executable, args=["-m", "trustscore.cli.main", "mcp", "--server", down]
         )
         async with Client(params) as client:
-            r = await client.call_tool("get_rating", {"agent_id": "ts1-x"})
+            r = await client.call_tool("get_rating", {"agent_id": "ts1_" + "0" * 40})
             assert r.is_error
             assert "cannot reach the trustscore server" in getattr(r.content[0], "text", "")
 
