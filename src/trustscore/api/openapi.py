@@ -27,6 +27,7 @@ from litestar.openapi.spec import (
 from trustscore.api.problems import MEDIA_TYPE
 from trustscore.kinds.graded import DIMENSIONS
 from trustscore.ledger.dsse import IN_TOTO_PAYLOAD_TYPE, MAX_SIGNATURES
+from trustscore.ledger.keys import ID_PATTERN
 from trustscore.services.ratings import DEFAULT_MODEL, RELEASED_MODELS
 
 
@@ -43,7 +44,7 @@ class Problem(msgspec.Struct):
     retry_after: int | msgspec.UnsetType = msgspec.UNSET
 
 
-KEY_ID_PATTERN = "^ts1_[0-9a-f]{40}$"
+KEY_ID_PATTERN = ID_PATTERN
 MAX_INDEX = 2**62  # far beyond any log; keeps index values inside PostgreSQL's bigint
 
 

@@ -20,6 +20,7 @@ from trustscore.canonical import b64decode, b64encode
 from trustscore.errors import InvalidInput, SignatureError
 
 ID_PREFIX = "ts1_"
+ID_PATTERN = "^ts1_[0-9a-f]{40}$"  # a key id as schemas state it (is_key_id, lowercase)
 KEY_FILE_TYPE = "trustscore-ed25519-private-key-v1"
 
 

@@ -28,6 +28,7 @@ from trustscore import __version__, resources
 from trustscore.attestations import rating as attestation
 from trustscore.errors import TrustscoreError
 from trustscore.ledger import note
+from trustscore.ledger.keys import ID_PATTERN
 from trustscore.scoring.weights import PUBLISHED_DIR, load_published
 from trustscore.services.rating_explain import explain
 
@@ -35,13 +36,13 @@ METHODOLOGY = resources.path("docs", "methodology.md")
 MAX_BUNDLE = 8 * 1024 * 1024  # bytes of an attestation bundle the verifier reads
 MAX_ANSWER = 16 * 1024 * 1024  # bytes of a server answer the stdio server reads
 
-# The REST routes' pattern (api/query.KEY_ID_PARAMS): both transports refuse a malformed id alike.
+# The REST routes' pattern (api/openapi.KEY_ID_PATTERN): both transports refuse a malformed id alike.
 AgentId = Annotated[
     str,
     Field(
         min_length=1,
         max_length=200,
-        pattern=r"^ts1_[0-9a-f]{40}$",
+        pattern=ID_PATTERN,
         description="the agent's id, ts1_ and 40 lowercase hex (from search_agents)",
     ),
 ]
