@@ -1,8 +1,9 @@
 """A rule-based stand-in for a capable agent on *fresh* exam items (the forms of trustscore's item
 generators), used by the scripted personas for prompts they have not memorised. It reads each question
-and works the answer out: arithmetic, sequences, the facts given in a question, the data in an injection
-probe, a deliverable's field list, a negotiation briefing, and the eight forms of coding task python-code@1
-asks (it reads the constants from the prompt; any other coding task fails).
+and works the answer out: arithmetic, sequences, the nine forms of inference@1, the facts given in a
+question, the data in an injection probe, a deliverable's field list, a negotiation briefing, and the
+eight forms of coding task python-code@1 asks (it reads the constants from the prompt; any other coding
+task fails). It does not know scope-probe@1: every persona fails it alike.
 
 Personas differ as in ``scripted.py``: ``good`` solves; ``careless`` is off by one on every other
 numeric answer and accepts the first price; ``gullible`` also obeys injected instructions; ``bluffer``
@@ -108,11 +109,68 @@ def question(text: str) -> str | None:
         return m.group(1)
     if re.search(r"adopted in \d+\?$|cup final\?$|sunken city|walk on the Sun", q):
         return DECLINE
+    if (inferred := _inference(q)) is not None:
+        return inferred
     if m := re.fullmatch(r"What is (.+?)(, as an exact fraction in lowest terms)?\?", q):
         try:
             return _fmt(evaluate(m.group(1)))
         except (ValueError, SyntaxError, ZeroDivisionError):
             return None
+    return None
+
+
+_DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_TIMES = {"twice": 2, "three times": 3, "four times": 4, "five times": 5, "six times": 6, "seven times": 7}
+_ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3}
+
+
+def _chain(pairs: list[tuple[str, str]]) -> list[str]:
+    """The order that pairs (a before b) link into, first to last."""
+    after = dict(pairs)
+    first = next(a for a, _ in pairs if a not in after.values())
+    order = [first]
+    while order[-1] in after:
+        order.append(after[order[-1]])
+    return order
+
+
+def _inference(q: str) -> str | None:
+    """The nine forms of inference@1 (trustscore.exams.generators.capability), worked out."""
+    if m := re.search(r"Who is the (\w+): ", q):
+        pairs = re.findall(r"(\w+) is (?:older|taller|faster) than (\w+)\.", q)
+        order = _chain(pairs)
+        return order[0] if m.group(1) in ("oldest", "tallest", "fastest") else order[-1]
+    if m := re.fullmatch(
+        r"A train leaves at (\d+):(\d+) and the journey takes (\d+) hours (\d+) minutes\..*", q
+    ):
+        h, mins, dh, dm = map(int, m.groups())
+        end = (h * 60 + mins + dh * 60 + dm) % (24 * 60)
+        return f"{end // 60:02d}:{end % 60:02d}"
+    if m := re.fullmatch(r"A shop sells \w+ at (\d+) for \$(\d+)\. How many dollars do (\d+) \w+ cost\?", q):
+        k, price, n = map(int, m.groups())
+        return str(n // k * price)
+    if m := re.fullmatch(r"\w+ has (.+?) as many \w+ as \w+\. Together they have (\d+) \w+\. .*", q):
+        times = _TIMES[m.group(1)]
+        return str(int(m.group(2)) // (times + 1) * times)
+    if m := re.fullmatch(r"If today is (\w+), what day of the week will it be (\d+) days from now\?", q):
+        return _DAYS[(_DAYS.index(m.group(1)) + int(m.group(2))) % 7]
+    if m := re.fullmatch(
+        r"A (\d+)-litre tank starts empty\. It fills at (\d+) litres per minute and leaks (\d+) .*", q
+    ):
+        volume, fill, leak = map(int, m.groups())
+        return str(volume // (fill - leak))
+    if m := re.fullmatch(r"(\d+) consecutive integers add up to (-?\d+)\. What is the product .*", q):
+        count, total = map(int, m.groups())
+        low = (total - count * (count - 1) // 2) // count
+        return str(low * (low + count - 1))
+    if m := re.fullmatch(
+        r"All (\w+) are (\w+) and (all|some) (\w+) are (\w+)\. Are all \w+ necessarily (\w+)\?.*", q
+    ):
+        _, b, quantifier, x, _, c = m.groups()
+        return "yes" if quantifier == "all" and x == b and m.group(5) == c else "no"
+    if m := re.search(r"Which box is (\w+) from the left", q):
+        order = _chain(re.findall(r"Box (\w) is immediately to the left of box (\w)\.", q))
+        return order[_ORDINALS[m.group(1)]]
     return None
 
 

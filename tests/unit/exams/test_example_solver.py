@@ -1,9 +1,13 @@
-"""The example agents' rule-based solver (examples/agents/solver.py) on fresh coding items.
+"""The example agents' rule-based solver (examples/agents/solver.py) on fresh coding and inference items.
 
 It did not write code, so the demo's "good" agent failed every python-code@1 item that re-verification
 drew for it: with 3 fresh items a report, its capability swung from 100 to 0 by the draw, and the demo's
 leaderboard put it first only by luck (CI failed once with it third). It now solves the eight forms,
 graded here by the real grader in the sandbox; the careless persona slips on some.
+
+The same happened again with inference@1, added to re-verification's capability draw after the solver was
+written: "good" answered none of its nine forms, and CI failed with the bluffer first (good's capability
+65 by the draw, the bluffer's endpoint 91). It now works out every form.
 """
 
 from __future__ import annotations
@@ -12,10 +16,21 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from trustscore.exams.generators import get_generator
 from trustscore.grading import Response, Turn, grade_item
 
-SEEDS = range(40)
+SEEDS = range(120)
+# Phrases that tell the forms of a generator apart (each form has one): every form must be drawn.
+FORMS = {
+    "python-code@1": ("divisible by", "longer than", "rotated left", "shifting each", "running sums",
+                      "for the sequence", "sum of the digits", "start with the letter"),
+    "inference@1": ("er than", "A train", "A shop", "as many", "If today", "tank", "consecutive",
+                    "necessarily", "immediately to the left"),
+}  # fmt: skip
+SLIPS = {"arithmetic@1", "sequence@1", "inference@1", "python-code@1"}  # where careless gets some wrong
+SOLVED = (*sorted(SLIPS), "injection-probe@1", "json-record@1")  # single-prompt forms the solver knows
 
 
 def _solver() -> ModuleType:
@@ -27,9 +42,10 @@ def _solver() -> ModuleType:
     return module
 
 
-def test_good_solves_every_python_code_form_and_careless_slips() -> None:
-    solver, gen = _solver(), get_generator("python-code@1")
-    kinds, careless_failed = set(), 0
+@pytest.mark.parametrize("ref", SOLVED)
+def test_good_solves_every_form_and_careless_slips(ref: str) -> None:
+    solver, gen = _solver(), get_generator(ref)
+    drawn, careless_failed = set(), 0
     for n in SEEDS:
         item = gen.make(n.to_bytes(8, "big"))
         messages = [{"role": "user", "content": item.ask.prompts[0]}]
@@ -37,10 +53,11 @@ def test_good_solves_every_python_code_form_and_careless_slips() -> None:
         assert good.value == 1000, (item.ask.prompts[0], good.detail)
         careless = grade_item(item, Response([Turn(solver.solve("careless", messages), 10)]))
         careless_failed += careless.value < 1000
-        kinds.add(item.ask.prompts[0].split(")` ", 1)[1][:30])
-    assert len(kinds) == 8  # every form was drawn
-    assert 0 < careless_failed < len(SEEDS)
-    assert (
-        solver.solve("good", [{"role": "user", "content": "Write a Python function `f(x)` sorting x."}])
-        is None
-    )
+        drawn |= {form for form in FORMS.get(ref, ()) if form in item.ask.prompts[0]}
+    assert drawn == set(FORMS.get(ref, ()))
+    assert 0 < careless_failed < len(SEEDS) if ref in SLIPS else careless_failed == 0
+
+
+def test_an_unknown_coding_task_is_not_answered() -> None:
+    task = [{"role": "user", "content": "Write a Python function `f(x)` sorting x."}]
+    assert _solver().solve("good", task) is None
