@@ -13,11 +13,31 @@ connecting or from the first byte after a response): uvicorn has no such limit, 
 nothing, or its headers a byte at a time, held a connection for as long as it liked (found by fuzzing;
 300 held at once). It bounds their size too (:data:`MAX_HEADER_BYTES`; httptools has no bound). Between
 requests uvicorn's own keep-alive timeout applies, as before.
+
+And it bounds the two slow halves the header clock leaves open (uvicorn bounds neither), by progress,
+not by declared sizes:
+
+- a request's body, from its headers' end, must bring at least :data:`MIN_BODY_RATE` bytes a second over
+  each :data:`BODY_TIMEOUT` window until it ends, and end within :data:`MAX_BODY_TIME`; windows in which
+  the server is the one waiting (reading paused: the app has not read what came, or the request is
+  queued behind another's answer; or ``100 Continue`` not yet sent) do not count;
+- an answer whose client reads none of it for :data:`SEND_TIMEOUT` (bytes unsent and none handed to the
+  kernel since the last look) is cut off: the connection is aborted, since a close waits for the unsent
+  bytes. This holds after the close too (a keep-alive close or a timeout's), so a client reading nothing
+  never keeps a connection.
+
+Before, a client sending its body a byte at a time, or reading none of a large answer, held the
+connection and the app's task for as long as it liked.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
+import struct
+import termios
+from collections.abc import Callable
 from typing import Any, cast
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -25,17 +45,50 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 JOIN_BELOW = 1 << 16  # held + next write joined by copying below this size; passed as two buffers above
 MAX_HEADER_BYTES = 64 * 1024  # a request line and headers beyond this close the connection
 HEADER_TIMEOUT = 20.0  # seconds from connecting, or from the first byte after a response, to the headers' end
+BODY_TIMEOUT = 30.0  # seconds of a window in which a body still arriving must bring MIN_BODY_RATE's due
+MIN_BODY_RATE = 32 * 1024  # bytes per second a body must average over each window: 960 KiB in 30 s
+MAX_BODY_TIME = 600.0  # seconds of the client's time no body may exceed (16 MiB at the minimum rate: 512 s)
+SEND_TIMEOUT = 60.0  # seconds in which a client must read some of an answer waiting to be sent
+OUTQ: int | None = getattr(termios, "TIOCOUTQ", None)  # ioctl: bytes in a socket's send queue (Linux)
+
+
+def cancel(timer: asyncio.TimerHandle | None) -> None:
+    """Cancel ``timer`` if there is one."""
+    if timer is not None:
+        timer.cancel()
+
+
+def rearmed(
+    timer: asyncio.TimerHandle | None,
+    loop: asyncio.AbstractEventLoop,
+    seconds: float,
+    then: Callable[[], None],
+) -> asyncio.TimerHandle:
+    """``timer`` cancelled and a new one calling ``then`` in ``seconds``."""
+    cancel(timer)
+    return loop.call_later(seconds, then)
 
 
 class HeldWriteTransport:
-    """A transport that holds one write until the next one (sent together) or the loop's next turn."""
+    """A transport that holds one write until the next one (sent together) or the loop's next turn, and
+    watches what it could not send at once: if the client takes none of it for ``stall_timeout`` seconds,
+    the connection is aborted (see the module's docstring)."""
 
-    __slots__ = ("_held", "_loop", "_transport")
+    __slots__ = ("_held", "_loop", "_sent_mark", "_transport", "_watch", "_written", "stall_timeout")
 
-    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self,
+        transport: asyncio.Transport,
+        loop: asyncio.AbstractEventLoop,
+        stall_timeout: float = SEND_TIMEOUT,
+    ) -> None:
         self._transport = transport
         self._loop = loop
         self._held: bytes | None = None
+        self.stall_timeout = stall_timeout
+        self._written = 0  # bytes handed to the transport
+        self._sent_mark = 0  # of those, the bytes the client had taken at the watchdog's last look
+        self._watch: asyncio.TimerHandle | None = None
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         held = self._held
@@ -45,20 +98,61 @@ class HeldWriteTransport:
             return
         self._held = None
         if len(held) + len(data) < JOIN_BELOW:
-            self._transport.write(held + data)
+            self._send(held + data)
         else:
             self._transport.writelines((held, data))
+            self._sent(len(held) + len(data))
 
     def flush(self) -> None:
         held = self._held
         if held is not None:
             self._held = None
             if not self._transport.is_closing():
-                self._transport.write(held)
+                self._send(held)
 
     def close(self) -> None:
         self.flush()
         self._transport.close()
+        self.watch()  # a close waits for the unsent bytes: the watchdog still bounds that wait
+
+    def _send(self, data: bytes) -> None:
+        self._transport.write(data)
+        self._sent(len(data))
+
+    def _sent(self, n: int) -> None:
+        self._written += n
+        if self._watch is None and self._transport.get_write_buffer_size():
+            self.watch()
+
+    def watch(self) -> None:
+        """Look again in ``stall_timeout`` seconds if bytes wait to be sent and no look is due."""
+        if self._watch is None and self._transport.get_write_buffer_size():
+            self._sent_mark = self._taken()
+            self._watch = self._loop.call_later(self.stall_timeout, self._look)
+
+    def unwatch(self) -> None:
+        cancel(self._watch)
+        self._watch = None
+
+    def _look(self) -> None:
+        self._watch = None
+        if not self._transport.get_write_buffer_size():
+            return
+        if self._taken() > self._sent_mark:  # the client took some: look again later
+            self.watch()
+            return
+        self._transport.abort()
+
+    def _taken(self) -> int:
+        """Bytes the client has taken: those written, less those still in the transport's buffer and,
+        where the system says (Linux), in the kernel's send queue. Without the queue, a client reading
+        steadily showed no progress while the kernel's buffer (megabytes on a fast link) drained."""
+        unsent = self._transport.get_write_buffer_size()
+        sock = self._transport.get_extra_info("socket")
+        if OUTQ is not None and sock is not None:
+            with contextlib.suppress(OSError, ValueError):
+                unsent += struct.unpack("i", fcntl.ioctl(sock.fileno(), OUTQ, b"\0\0\0\0"))[0]
+        return self._written - unsent
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)
@@ -66,24 +160,36 @@ class HeldWriteTransport:
 
 class OneWriteHttpToolsProtocol(HttpToolsProtocol):
     """:class:`HttpToolsProtocol` writing through a :class:`HeldWriteTransport`, closing a connection
-    whose request headers take longer than :attr:`header_timeout`."""
+    whose request headers take longer than :attr:`header_timeout` or whose body comes too slowly, and
+    aborting one whose client reads none of an answer for :attr:`send_timeout`."""
 
     held: HeldWriteTransport
     header_timeout = HEADER_TIMEOUT
     max_header_bytes = MAX_HEADER_BYTES
+    body_timeout = BODY_TIMEOUT
+    min_body_rate = MIN_BODY_RATE
+    max_body_time = MAX_BODY_TIME
+    send_timeout = SEND_TIMEOUT
     _header_timer: asyncio.TimerHandle | None = None
+    _body_timer: asyncio.TimerHandle | None = None
+    _body_bytes = 0  # bytes of the current request's body read so far
+    _body_mark = 0  # of those, the bytes read by the body clock's last look
+    _body_time = 0.0  # seconds of the client's time the current body has taken, counted at each look
+    _body_waited = False  # the server was the one waiting at the body clock's last look (or start)
     _header_bytes = 0  # bytes read since the last request's headers ended (or the connection began)
     _in_message = False  # between a request's first byte and its body's end
     _in_headers = False  # between a request's first byte and its headers' end
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # Not a subclass of asyncio.Transport, whose methods would shadow the delegation.
-        self.held = HeldWriteTransport(cast(asyncio.Transport, transport), self.loop)
+        self.held = HeldWriteTransport(cast(asyncio.Transport, transport), self.loop, self.send_timeout)
         super().connection_made(cast(asyncio.Transport, self.held))
         self._arm_header_timer()  # a client that connects and sends nothing
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_header_timer()
+        self._disarm_body_timer()
+        self.held.unwatch()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
@@ -117,9 +223,27 @@ class OneWriteHttpToolsProtocol(HttpToolsProtocol):
         self._header_bytes = 0
         self._disarm_header_timer()
         super().on_headers_complete()
+        upgrading = self.parser.should_upgrade() and self._should_upgrade()  # another protocol takes over
+        if self._has_body() and not upgrading:
+            self._body_bytes = self._body_mark = 0
+            self._body_time = 0.0
+            self._body_waited = self._server_waits()
+            self._arm_body_timer()
+
+    def _has_body(self) -> bool:
+        """The request declares a body: a Content-Length other than 0, or a transfer coding."""
+        return any(
+            (name == b"content-length" and value.strip() != b"0") or name == b"transfer-encoding"
+            for name, value in self.headers
+        )
+
+    def on_body(self, body: bytes) -> None:
+        self._body_bytes += len(body)  # counted even when uvicorn drops it (the request was answered)
+        super().on_body(body)
 
     def on_message_complete(self) -> None:
         self._in_message = False
+        self._disarm_body_timer()
         super().on_message_complete()
         # The end of a body the app answered without reading: its bytes stopped uvicorn's keep-alive
         # wait, and nothing would end an idle connection now (found by review).
@@ -128,8 +252,14 @@ class OneWriteHttpToolsProtocol(HttpToolsProtocol):
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
-        if self._in_headers and self._header_timer is None and not self.transport.is_closing():
+        if self.transport.is_closing():
+            return
+        if self._in_headers and self._header_timer is None:
             self._arm_header_timer()
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self.held.watch()
 
     def _reading_headers(self) -> bool:
         """Between messages, or inside a request's first line and headers."""
@@ -140,13 +270,46 @@ class OneWriteHttpToolsProtocol(HttpToolsProtocol):
         return self.cycle is None or self.cycle.response_complete
 
     def _arm_header_timer(self) -> None:
-        self._disarm_header_timer()
-        self._header_timer = self.loop.call_later(self.header_timeout, self._headers_too_slow)
+        self._header_timer = rearmed(
+            self._header_timer, self.loop, self.header_timeout, self._headers_too_slow
+        )
 
     def _disarm_header_timer(self) -> None:
-        if self._header_timer is not None:
-            self._header_timer.cancel()
-            self._header_timer = None
+        cancel(self._header_timer)
+        self._header_timer = None
+
+    def _arm_body_timer(self) -> None:
+        self._body_timer = rearmed(self._body_timer, self.loop, self.body_timeout, self._look_at_body)
+
+    def _disarm_body_timer(self) -> None:
+        cancel(self._body_timer)
+        self._body_timer = None
+
+    def _server_waits(self) -> bool:
+        """The body is held up by the server, not the client: reading is paused (the app has not read
+        what came, or the request is queued behind another's answer), or ``100 Continue`` is not sent."""
+        cycle = self.cycle
+        return self.flow.read_paused or (
+            cycle is not None and cycle.waiting_for_100_continue and not cycle.response_complete
+        )
+
+    def _look_at_body(self) -> None:
+        """At the end of a window: close the connection if the body brought less than its due in it, or
+        has taken :attr:`max_body_time`. The app reading it is told the client went away
+        (``http.disconnect``), so nothing of the request is carried out. A window at whose start or end
+        the server was waiting is not counted: ``100 Continue`` sent just before a look left the client
+        no time to send (found by a flaky test)."""
+        self._body_timer = None
+        if self.transport.is_closing():
+            return
+        came, self._body_mark = self._body_bytes - self._body_mark, self._body_bytes
+        waited, self._body_waited = self._body_waited, self._server_waits()
+        if not (waited or self._body_waited):  # a window the server waited in, at its start or end
+            self._body_time += self.body_timeout
+            if came < self.min_body_rate * self.body_timeout or self._body_time >= self.max_body_time:
+                self.transport.close()
+                return
+        self._arm_body_timer()
 
     def _headers_too_slow(self) -> None:
         """Close the connection: its request's headers came too slowly, or too many of them."""

@@ -30,6 +30,9 @@ class Recording:
     def is_closing(self) -> bool:
         return self.closing
 
+    def get_write_buffer_size(self) -> int:
+        return 0  # everything written is sent at once
+
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         return {"peername": ("127.0.0.1", 1)}.get(name, default)
 
