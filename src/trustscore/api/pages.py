@@ -26,6 +26,7 @@ from markupsafe import Markup
 
 from trustscore.api.openapi import MAX_INDEX
 from trustscore.api.pages_api import Pages, PagesApiController
+from trustscore.api.problems import shortened
 from trustscore.api.public_routes import RatingOut, parse_cursor, rating_out
 from trustscore.api.public_url import public_base
 from trustscore.api.wiring import services_of
@@ -75,7 +76,7 @@ def page(name: str, status_code: int = 200, **context: Any) -> Template:
 
 def _error_page(request: Request[Any, Any, Any], exc: TrustscoreError) -> Response[Any]:
     """A failed page is an HTML page saying what went wrong, with the error's status (404, 400, 503)."""
-    return page("error.html", exc.status, status=exc.status, title=exc.title, detail=exc.message)
+    return page("error.html", exc.status, status=exc.status, title=exc.title, detail=shortened(exc.message))
 
 
 def _chart(points: list[charts.Point], title: str) -> Markup:

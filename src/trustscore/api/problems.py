@@ -14,6 +14,7 @@ PROBLEM_TYPE_BASE = "https://trustscore.dev/problems/"
 MEDIA_TYPE = "application/problem+json"
 
 MAX_INSTANCE = 1024  # characters of the request path a problem names as its instance
+MAX_DETAIL = 1024  # characters of a problem's detail; a longer one keeps its two ends (see shortened)
 
 log = logging.getLogger(__name__)
 
@@ -28,13 +29,24 @@ def _instance(request: Request[Any, Any, Any]) -> str:
     return path if len(path) <= MAX_INSTANCE else ""  # an error does not echo a long input in full
 
 
+def shortened(detail: str) -> str:
+    """``detail`` cut to :data:`MAX_DETAIL` characters if longer: an echoed input (``?model=`` of 5,000
+    characters came back in full) gives way in the middle, so the start (what was wrong) and the end
+    (usually what is accepted) both stay."""
+    if len(detail) <= MAX_DETAIL:
+        return detail
+    head, tail = MAX_DETAIL * 2 // 3, MAX_DETAIL // 4
+    return f"{detail[:head]}… ({len(detail) - head - tail} characters left out) …{detail[-tail:]}"
+
+
 def problem(status: int, code: str, title: str, detail: str, instance: str, **extra: Any) -> Response[Any]:
-    """A problem+json response; ``instance`` left out when empty (RFC 9457 makes it optional)."""
+    """A problem+json response; ``instance`` left out when empty (RFC 9457 makes it optional), the detail
+    :func:`shortened`."""
     body = {
         "type": PROBLEM_TYPE_BASE + code,
         "title": title,
         "status": status,
-        "detail": detail,
+        "detail": shortened(detail),
         **({"instance": instance} if instance else {}),
         **extra,
     }

@@ -286,3 +286,19 @@ async def test_a_cursor_not_in_decimal_digits_is_a_400(client: Client, cursor: s
 async def test_an_overlong_path_segment_is_a_400(client: Client, path: str) -> None:
     """(Review.) The static files' lookup raised on a name over 255 bytes: a 500."""
     assert "longer than 255" in refused(await client.get(path))
+
+
+@pytest.mark.parametrize(
+    ("path", "tail"),
+    [
+        ("/v1/leaderboard?model=", "served: "),
+        ("/v1/leaderboard?dimension=", "one of capability"),
+        ("/leaderboard?dimension=", "one of capability"),
+    ],
+)
+async def test_a_long_input_is_not_echoed_in_full(client: Client, path: str, tail: str) -> None:
+    """A 5,000-character ``?model=`` came back in full in the detail. A detail is cut in the middle past
+    1,024 characters, so what was wrong and what is accepted both stay."""
+    r = await client.get(path + "x" * 5000)
+    assert r.status_code in (400, 404) and len(r.content) < 3000, r.text[:300]
+    assert "characters left out" in r.text and tail in r.text, r.text
