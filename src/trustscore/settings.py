@@ -78,6 +78,9 @@ class Settings:
     key_burst: Positive = 2000  # TRUSTSCORE_KEY_BURST: entries a key may write at once
     address_rate_per_minute: Count = 6000  # TRUSTSCORE_ADDRESS_RATE_PER_MINUTE: entries/min/address (0: off)
     address_burst: Positive = 1000  # TRUSTSCORE_ADDRESS_BURST: entries an address may write at once
+    # TRUSTSCORE_ADDRESS_CONNECTIONS: connections one client address may hold open at once, per serving
+    # process (docs/service.md); 0: no bound (behind a proxy, whose one address would otherwise be bounded)
+    address_connections: Count = 256
     reverify_interval: Seconds = 86_400.0  # TRUSTSCORE_REVERIFY_INTERVAL: scheduled runs (0: after reports)
     reverify_k: Count = 10  # TRUSTSCORE_REVERIFY_K: public items re-asked per run
     reverify_k_private: Count = 3  # TRUSTSCORE_REVERIFY_K_PRIVATE: private items asked per run

@@ -28,6 +28,9 @@ not by declared sizes:
 
 Before, a client sending its body a byte at a time, or reading none of a large answer, held the
 connection and the app's task for as long as it liked.
+
+Those clocks bound how long a connection lasts; :func:`per_address` bounds how many one client address
+holds open at once (a new one past the bound is closed before a byte is read).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ import fcntl
 import struct
 import termios
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, ClassVar, TypeVar, cast
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
@@ -170,6 +173,9 @@ class OneWriteHttpToolsProtocol(HttpToolsProtocol):
     min_body_rate = MIN_BODY_RATE
     max_body_time = MAX_BODY_TIME
     send_timeout = SEND_TIMEOUT
+    max_per_address = 0  # connections one client address may hold open at once; 0: no bound (per_address)
+    open_by_address: ClassVar[dict[str, int]] = {}  # per_address gives each bound class its own
+    _address: str | None = None  # this connection's client address while counted in open_by_address
     _header_timer: asyncio.TimerHandle | None = None
     _body_timer: asyncio.TimerHandle | None = None
     _body_bytes = 0  # bytes of the current request's body read so far
@@ -184,9 +190,29 @@ class OneWriteHttpToolsProtocol(HttpToolsProtocol):
         # Not a subclass of asyncio.Transport, whose methods would shadow the delegation.
         self.held = HeldWriteTransport(cast(asyncio.Transport, transport), self.loop, self.send_timeout)
         super().connection_made(cast(asyncio.Transport, self.held))
+        if self.max_per_address and not self._take_place():
+            self.transport.close()  # one too many from this address: refused before reading a byte
+            return
         self._arm_header_timer()  # a client that connects and sends nothing
 
+    def _take_place(self) -> bool:
+        """Count this connection against its client address; False if the address has no place left."""
+        host = self.client[0] if self.client else None
+        if host is None:  # a Unix socket: no address to count
+            return True
+        held = self.open_by_address.get(host, 0)
+        if held >= self.max_per_address:
+            return False
+        self.open_by_address[host] = held + 1
+        self._address = host
+        return True
+
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._address is not None:
+            held = self.open_by_address.pop(self._address) - 1
+            if held:
+                self.open_by_address[self._address] = held
+            self._address = None
         self._disarm_header_timer()
         self._disarm_body_timer()
         self.held.unwatch()
@@ -324,3 +350,16 @@ class OneWriteHttpToolsProtocol(HttpToolsProtocol):
         last chunk to a client that sent its request and then shut down its side)."""
         self.held.flush()
         super().eof_received()
+
+
+P = TypeVar("P", bound=OneWriteHttpToolsProtocol)
+
+
+def per_address(protocol: type[P], limit: int) -> type[P]:
+    """``protocol`` holding at most ``limit`` connections open per client address at once (a new one
+    past it is closed before a byte is read), with its own count; ``protocol`` itself when ``limit`` is 0.
+    The count is this process's: N serving processes allow N times as many."""
+    if not limit:
+        return protocol
+    attributes = {"max_per_address": limit, "open_by_address": {}}
+    return cast("type[P]", type(f"{protocol.__name__}PerAddress", (protocol,), attributes))

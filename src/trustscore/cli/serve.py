@@ -209,7 +209,7 @@ def _serve(s: Settings, dsn: str, sock: socket.socket) -> int:
     import uvicorn
 
     from trustscore.api.app import create_app
-    from trustscore.cli.http_protocol import OneWriteHttpToolsProtocol
+    from trustscore.cli.http_protocol import OneWriteHttpToolsProtocol, per_address
 
     key = logkey.load_or_create(s.log_key_file)
     where = "external PostgreSQL" if s.database_url else f"embedded PostgreSQL in {s.pg_dir}"
@@ -223,7 +223,7 @@ def _serve(s: Settings, dsn: str, sock: socket.socket) -> int:
         log_config=None,
         access_log=False,
         lifespan="on",
-        http=OneWriteHttpToolsProtocol,
+        http=per_address(OneWriteHttpToolsProtocol, s.address_connections),
     )
     server = uvicorn.Server(config)
     tune_gc()
