@@ -74,24 +74,35 @@ class ServicesBureau:
         return public.log.verifier_key
 
 
-async def _no_event_stream(scope: Scope, send: Send) -> None:
-    body = msgspec.json.encode(
-        {
-            "type": PROBLEM_TYPE_BASE + "method-not-allowed",
-            "title": "Method not allowed",
-            "status": 405,
-            "detail": "this MCP server is stateless and offers no event stream: send requests by POST",
-            "instance": scope["path"],
-        }
-    )
+# Why a method other than POST is refused: the server is stateless (stateless_http=True).
+_NOT_POST = {
+    "GET": "this MCP server is stateless and offers no event stream: send requests by POST",
+    "DELETE": "this MCP server is stateless and has no session to end: send requests by POST",
+}
+
+
+async def _only_post(method: str, path: str, send: Send) -> None:
+    """Answer a method other than POST: OPTIONS with 204, any other with 405 problem+json, both saying
+    ``Allow: POST``. The SDK's own answers named GET and DELETE as allowed, and its DELETE answer was
+    plain JSON."""
+    if method == "OPTIONS":
+        status, body, media = 204, b"", []
+    else:
+        detail = _NOT_POST.get(method, "the MCP endpoint takes requests by POST")
+        body = msgspec.json.encode(
+            {
+                "type": PROBLEM_TYPE_BASE + "method-not-allowed",
+                "title": "Method not allowed",
+                "status": 405,
+                "detail": detail,
+                "instance": path,
+            }
+        )
+        status, media = 405, [(b"content-type", MEDIA_TYPE.encode())]
     start: HTTPResponseStartEvent = {
         "type": "http.response.start",
-        "status": 405,
-        "headers": [
-            (b"content-type", MEDIA_TYPE.encode()),
-            (b"allow", b"POST"),
-            (b"content-length", str(len(body)).encode()),
-        ],
+        "status": status,
+        "headers": [*media, (b"allow", b"POST"), (b"content-length", str(len(body)).encode())],
     }
     await send(start)
     await send({"type": "http.response.body", "body": body, "more_body": False})
@@ -116,10 +127,10 @@ class McpMount:
 
         @asgi(MOUNT_PATH, is_mount=True, copy_scope=True, include_in_schema=False)
         async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
-            if scope["type"] == ScopeType.HTTP and scope["method"] == "GET":
+            if scope["type"] == ScopeType.HTTP and scope["method"] != "POST":
                 # The SDK held a GET's event stream open for good, though a stateless server never
                 # sends a message of its own; the transport lets a server answer 405 instead.
-                await _no_event_stream(scope, send)
+                await _only_post(scope["method"], scope["path"], send)
                 return
             await self.app(scope, receive, send)  # type: ignore[arg-type]
 

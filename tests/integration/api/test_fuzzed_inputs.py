@@ -173,6 +173,19 @@ async def test_the_mcp_endpoint_offers_no_event_stream(client: Client, path: str
     assert r.headers["allow"] == "POST"
 
 
+@pytest.mark.parametrize("method", ["DELETE", "PUT", "PATCH"])
+async def test_the_mcp_endpoint_takes_only_post(client: Client, method: str) -> None:
+    """The SDK answered DELETE in plain JSON and named GET and DELETE as allowed, though it serves
+    neither statelessly (found by fuzzing, session 17)."""
+    r = await client.request(method, "/mcp/")
+    assert "POST" in refused(r, 405) and r.headers["allow"] == "POST"
+
+
+async def test_options_on_the_mcp_endpoint_says_post(client: Client) -> None:
+    r = await client.options("/mcp/")
+    assert r.status_code == 204 and r.headers["allow"] == "POST", (r.status_code, r.headers)
+
+
 @pytest.mark.parametrize(
     "path",
     [
