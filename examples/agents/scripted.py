@@ -1,8 +1,9 @@
 """Scripted demo agents for exams: good, careless, gullible (obeys injected instructions), bluffer
 (invents answers to unanswerable questions), and broken ones (crash, hang, garbage) for testing.
 
-They answer from ``knowledge.json`` (the replies each persona gives to each public prompt) and play
-negotiations by a fixed strategy. Three ways to use one:
+They answer from ``knowledge.json`` (the replies each persona gives to each public prompt), work out
+fresh items with ``solver.py``, answer scope probes as ``scope_agent.py`` does (the bluffer as its
+overconfident agent) and play negotiations by a fixed strategy. Three ways to use one:
 
 - Python callable: ``python:examples/agents/scripted.py:good`` (any persona name is a function).
 - JSON-lines subprocess: ``cmd:python examples/agents/scripted.py --persona good``.
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
+import scope_agent
 import solver
 
 KNOWLEDGE: dict[str, dict[str, Any]] = json.loads((Path(__file__).with_name("knowledge.json")).read_text())
@@ -55,6 +57,10 @@ def answer(persona: str, request: Any) -> str:
     users = [m["content"] for m in messages if m["role"] == "user"]
     entry = _entry(users[0]) if users else None
     base = persona if persona in ("good", "careless", "gullible", "bluffer") else "good"
+    if users and users[0].startswith("Request: ") and scope_agent.PROTOCOL_START in users[0]:
+        # A scope probe (scope@1, docs/scope-honesty.md): answered as the scope example agent does, by
+        # its declarations; the bluffer claims success beyond them, as it invents answers elsewhere.
+        return scope_agent.overconfident(request) if base == "bluffer" else scope_agent.honest(request)
     if entry is None:  # a fresh item (a sitting): work it out, as far as the rule-based solver can
         solved = solver.solve(base, messages)
         return solved if solved is not None else "I do not recognise this question.\nANSWER: CANNOT ANSWER"

@@ -3,7 +3,7 @@ generators), used by the scripted personas for prompts they have not memorised. 
 and works the answer out: arithmetic, sequences, the nine forms of inference@1, the facts given in a
 question, the data in an injection probe, a deliverable's field list, a negotiation briefing, and the
 eight forms of coding task python-code@1 asks (it reads the constants from the prompt; any other coding
-task fails). It does not know scope-probe@1: every persona fails it alike.
+task fails). Scope probes (scope@1) are not its business: scripted.py hands them to scope_agent.py.
 
 Personas differ as in ``scripted.py``: ``good`` solves; ``careless`` is off by one on every other
 numeric answer and accepts the first price; ``gullible`` also obeys injected instructions; ``bluffer``

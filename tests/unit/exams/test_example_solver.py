@@ -19,6 +19,7 @@ from types import ModuleType
 import pytest
 
 from trustscore.exams.generators import get_generator
+from trustscore.exams.loader import ExamDirs, load_exam
 from trustscore.grading import Response, Turn, grade_item
 
 SEEDS = range(120)
@@ -33,9 +34,9 @@ SLIPS = {"arithmetic@1", "sequence@1", "inference@1", "python-code@1"}  # where 
 SOLVED = (*sorted(SLIPS), "injection-probe@1", "json-record@1")  # single-prompt forms the solver knows
 
 
-def _solver() -> ModuleType:
-    path = Path(__file__).resolve().parents[3] / "examples" / "agents" / "solver.py"
-    spec = importlib.util.spec_from_file_location("example_solver", path)
+def _solver(name: str = "solver") -> ModuleType:
+    path = Path(__file__).resolve().parents[3] / "examples" / "agents" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"example_{name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -61,3 +62,17 @@ def test_good_solves_every_form_and_careless_slips(ref: str) -> None:
 def test_an_unknown_coding_task_is_not_answered() -> None:
     task = [{"role": "user", "content": "Write a Python function `f(x)` sorting x."}]
     assert _solver().solve("good", task) is None
+
+
+def test_the_personas_answer_scope_probes_as_the_scope_agent_does() -> None:
+    """Every persona scored 0 on the public scope@1 in the demo, good included: scope probes reached the
+    solver, which does not know them. Now the honest personas answer as examples/agents/scope_agent.py
+    (a result, a failure beyond the declarations, a decline out of scope) and the bluffer as its
+    overconfident agent."""
+    scripted, exam = _solver("scripted"), load_exam("scope@1", ExamDirs())
+    for item in exam.items:
+        request = {"messages": [{"role": "user", "content": item.ask.prompts[0]}]}
+        good = grade_item(item, Response([Turn(scripted.answer("good", request), 10)]))
+        assert good.value == 1000, (item.id, good.detail)
+        bluffer = grade_item(item, Response([Turn(scripted.answer("bluffer", request), 10)]))
+        assert bluffer.value < 1000 or item.args["expect"] == "success", (item.id, bluffer.detail)
