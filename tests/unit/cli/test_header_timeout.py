@@ -168,3 +168,28 @@ async def test_a_connection_idle_after_the_rest_of_an_early_answered_body_is_clo
         writer.write(b"b")
         assert await closed_within(reader, TIMEOUT * 5)
         writer.close()
+
+
+async def test_trailers_are_bounded_as_headers_and_dropped() -> None:
+    """(Review.) Trailer fields after a chunked body were appended to the request's headers with no
+    bound: 1 GB from one connection in 3 s. They are dropped (the app sees none) and counted."""
+    seen: list[list[tuple[bytes, bytes]]] = []
+
+    async def reading(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        while (await receive()).get("more_body"):
+            pass
+        seen.append(list(scope["headers"]))
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    async with served(reading, QuickProtocol, lifespan="off") as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        head = b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n"
+        writer.write(head + b"X-Trailer: 1\r\n\r\n")
+        assert (await asyncio.wait_for(reader.readuntil(b"ok"), 5)).startswith(b"HTTP/1.1 200")
+        assert not any(name == b"x-trailer" for name, _ in seen[-1])
+        writer.write(head + b"".join(b"X-T%d: %s\r\n" % (n, b"a" * 1000) for n in range(100)))
+        assert await closed_within(reader, TIMEOUT / 2)  # past the bound: at once
+        writer.close()

@@ -30,8 +30,10 @@ class Recording:
     def is_closing(self) -> bool:
         return self.closing
 
+    unsent = 0  # bytes the transport says it could not send yet
+
     def get_write_buffer_size(self) -> int:
-        return 0  # everything written is sent at once
+        return self.unsent
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         return {"peername": ("127.0.0.1", 1)}.get(name, default)
@@ -99,3 +101,18 @@ async def test_everything_else_is_the_transport_s() -> None:
     t, _ = held()
     assert t.get_extra_info("peername") == ("127.0.0.1", 1)
     assert t.is_closing() is False
+
+
+async def test_unsent_bytes_are_watched_until_the_connection_is_lost_and_not_after() -> None:
+    """(Review.) On uvloop an aborted transport still reports its unsent bytes, and uvicorn closes it
+    again after connection_lost: the watch restarted, and later read the send queue of whatever new
+    connection had the same descriptor."""
+    t, inner = held()
+    inner.unsent = 100
+    t.write(b"x")
+    await asyncio.sleep(0)
+    assert t.watching
+    t.lost()
+    assert not t.watching
+    t.close()  # as uvicorn does after connection_lost
+    assert not t.watching

@@ -304,6 +304,27 @@ async def test_an_answer_the_client_stops_reading_is_cut_off(port: int, seen: Se
     writer.close()
 
 
+async def test_a_client_reading_nothing_is_cut_off_within_the_bound_not_twice_it() -> None:
+    """(Review.) The watch's first mark was taken before the write that started it was counted, and
+    looks came once per bound: the first look always saw progress, and the cut came at twice the bound.
+    Looks now come every quarter of it, timed from the last progress."""
+
+    class OneSecond(QuickProtocol):
+        send_timeout = 1.0
+
+    async with served(make_app(Seen()), OneSecond, lifespan="off") as port:
+        _, writer = await connect(port, small_window_socket())
+        started = time.monotonic()
+        writer.write(b"GET /big?one HTTP/1.1\r\nHost: x\r\n\r\n")
+        await asyncio.sleep(0.2)
+        proto = QuickProtocol.made[-1]
+        while proto.connected() and time.monotonic() - started < 5:
+            await asyncio.sleep(0.02)
+        cut = time.monotonic() - started
+        assert 0.9 < cut < 1.6, cut  # about 1 to 1.25 s; twice the bound before
+        writer.close()
+
+
 async def test_an_unsent_tail_after_the_answer_is_cut_off_too(port: int) -> None:
     """(Review.) A tail left unsent under the transport's high-water mark (64 KiB) never paused writing,
     so nothing watched it: the keep-alive close then waited for it for good, the connection held."""
