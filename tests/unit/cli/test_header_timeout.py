@@ -34,6 +34,15 @@ async def port() -> AsyncIterator[int]:
         yield port
 
 
+async def answers(reader: asyncio.StreamReader, n: int) -> None:
+    """Read until ``n`` answers 200 OK have come (each within 10 s)."""
+    got = b""
+    while got.count(b"200 OK") < n:
+        chunk = await asyncio.wait_for(reader.read(4096), 10)
+        assert chunk, got
+        got += chunk
+
+
 async def closed_within(reader: asyncio.StreamReader, seconds: float) -> bool:
     try:
         return await asyncio.wait_for(reader.read(), seconds) == b""
@@ -138,11 +147,7 @@ async def test_pipelined_requests_behind_slow_answers_are_all_answered() -> None
         await writer.drain()
         await asyncio.sleep(0.05)
         writer.write(get[19:])
-        got = b""
-        while got.count(b"200 OK") < 3:
-            chunk = await asyncio.wait_for(reader.read(4096), 10)
-            assert chunk, got
-            got += chunk
+        await answers(reader, 3)
         writer.close()
 
 
@@ -200,11 +205,7 @@ async def test_trailers_are_bounded_as_headers_and_dropped() -> None:
         writer.write(head.replace(b"2\r\nhi\r\n0\r\n", chunks) + b"0\r\nChecksum: a")
         await asyncio.sleep(0.05)
         writer.write(b"bc\r\nX-More: " + b"v" * 30_000 + b"\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n")
-        got = b""
-        while got.count(b"200 OK") < 2:
-            chunk = await asyncio.wait_for(reader.read(4096), 5)
-            assert chunk, got
-            got += chunk
+        await answers(reader, 2)
         writer.close()
 
         # (Review.) One field that never ends grows in httptools' own buffer, unseen by on_header.
