@@ -11,8 +11,9 @@ nothing follows (a streamed response's chunk) waits no longer than one loop iter
 It also bounds the time a client may take to send a request's headers (:data:`HEADER_TIMEOUT`, from
 connecting or from the first byte after a response): uvicorn has no such limit, so a client sending
 nothing, or its headers a byte at a time, held a connection for as long as it liked (found by fuzzing;
-300 held at once). It bounds their size too (:data:`MAX_HEADER_BYTES`; httptools has no bound). Between
-requests uvicorn's own keep-alive timeout applies, as before.
+300 held at once). It bounds their size too (:data:`MAX_HEADER_BYTES`; httptools has no bound), and a
+chunked body's trailer section's (its fields are dropped). Between requests uvicorn's own keep-alive
+timeout applies, as before.
 
 And it bounds the two slow halves the header clock leaves open (uvicorn bounds neither), by progress,
 not by declared sizes:
@@ -21,10 +22,11 @@ not by declared sizes:
   each :data:`BODY_TIMEOUT` window until it ends, and end within :data:`MAX_BODY_TIME`; windows in which
   the server is the one waiting (reading paused: the app has not read what came, or the request is
   queued behind another's answer; or ``100 Continue`` not yet sent) do not count;
-- an answer whose client reads none of it for :data:`SEND_TIMEOUT` (bytes unsent and none handed to the
-  kernel since the last look) is cut off: the connection is aborted, since a close waits for the unsent
-  bytes. This holds after the close too (a keep-alive close or a timeout's), so a client reading nothing
-  never keeps a connection.
+- an answer whose client takes none of it for :data:`SEND_TIMEOUT` while bytes wait to be sent (taken:
+  gone from the transport's buffer and, on Linux, from the kernel's send queue; looked at every quarter
+  of the bound) is cut off: the connection is aborted, since a close waits for the unsent bytes. This
+  holds after the close too (a keep-alive close or a timeout's), so a client reading nothing never
+  keeps a connection.
 
 Before, a client sending its body a byte at a time, or reading none of a large answer, held the
 connection and the app's task for as long as it liked.
