@@ -115,7 +115,7 @@ class HeldWriteTransport:
             # its mark was a write short, so the first look always saw progress).
             self._written += len(held) + len(data)
             self._transport.writelines((held, data))
-            self._watch_if_unsent()
+            self.watch()
 
     def flush(self) -> None:
         held = self._held
@@ -139,11 +139,7 @@ class HeldWriteTransport:
     def _send(self, data: bytes) -> None:
         self._written += len(data)
         self._transport.write(data)
-        self._watch_if_unsent()
-
-    def _watch_if_unsent(self) -> None:
-        if self._watch is None and self._transport.get_write_buffer_size():
-            self.watch()
+        self.watch()
 
     def watch(self) -> None:
         """Start looking, every quarter of ``stall_timeout``, if bytes wait to be sent and no look is due."""
