@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Request
+from litestar.types import Scope
 
 from trustscore.errors import Forbidden
 
@@ -23,7 +24,12 @@ ENTRY_ROUTES = frozenset(
 
 def client_address(request: Request[Any, Any, Any]) -> str:
     """The address a write is charged to (read from the scope: ``request.client`` builds an object)."""
-    client = request.scope.get("client")
+    return address_of(request.scope)
+
+
+def address_of(scope: Scope) -> str:
+    """The client address of an ASGI connection's ``scope``."""
+    client = scope.get("client")
     return client[0] if client else "unknown"
 
 

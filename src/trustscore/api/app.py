@@ -23,6 +23,7 @@ from trustscore.api import openapi
 from trustscore.api.addresses import ENTRY_ROUTES, client_address, refuse_cross_origin
 from trustscore.api.attestation_routes import AttestationController
 from trustscore.api.evidence_routes import EvidenceController
+from trustscore.api.fast_append import fast_append
 from trustscore.api.head import answer_head
 from trustscore.api.integrations import Integrations
 from trustscore.api.ladder_routes import LadderController
@@ -496,6 +497,8 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         logging_config=None,  # logging is configured by the process (trustscore.logs), not the app
     )
     app.asgi_handler = answer_head(app.asgi_handler)
+    if serving:
+        app.asgi_handler = fast_append(app.asgi_handler, app.state, per_address, settings.max_body_bytes)
     app.state[PUBLIC_URL] = settings.public_url.rstrip("/") if settings.public_url else None
     allowed.update(
         (r.path, ", ".join(sorted(_with_head(r.methods)))) for r in app.routes if isinstance(r, HTTPRoute)

@@ -26,6 +26,7 @@ from trustscore.api.wiring import log_service
 from trustscore.canonical import b64encode
 from trustscore.services.log import LogService
 from trustscore.settings import DEFAULT_MAX_BATCH
+from trustscore.store.log import Appended
 
 
 class AppendedEntry(msgspec.Struct):
@@ -78,6 +79,12 @@ def _json_response(body: msgspec.Struct, status: int = 200) -> ASGIResponse:
     return ASGIResponse(body=_json.encode(body), status_code=status, headers=JSON_HEADERS)
 
 
+def appended_response(appended: list[Appended]) -> ASGIResponse:
+    """The answer to an append: each statement's index, 201 when anything new was written, else 200."""
+    body = AppendResponse([AppendedEntry(a.index, b64encode(a.leaf_hash), a.duplicate) for a in appended])
+    return _json_response(body, 200 if all(a.duplicate for a in appended) else 201)
+
+
 def _index_query(*params: tuple[str, str]) -> type[Operation]:
     """The OpenAPI operation of a route reading the index parameters ``(name, description)`` by hand."""
     return operation_class(parameters=[index_parameter(name, what) for name, what in params])
@@ -116,9 +123,7 @@ class LogController(Controller):
         with ``duplicate: true``. Returns 201 when anything new was written, else 200.
         """
         service = log_service(request.app.state)
-        appended = await service.submit(await request.body(), client_address(request))
-        body = AppendResponse([AppendedEntry(a.index, b64encode(a.leaf_hash), a.duplicate) for a in appended])
-        return _json_response(body, 200 if all(a.duplicate for a in appended) else 201)
+        return appended_response(await service.submit(await request.body(), client_address(request)))
 
     @get(
         "/checkpoint",

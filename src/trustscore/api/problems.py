@@ -39,10 +39,12 @@ def shortened(detail: str) -> str:
     return f"{detail[:head]}… ({len(detail) - head - tail} characters left out) …{detail[-tail:]}"
 
 
-def problem(status: int, code: str, title: str, detail: str, instance: str, **extra: Any) -> Response[Any]:
-    """A problem+json response; ``instance`` left out when empty (RFC 9457 makes it optional), the detail
+def problem_content(
+    status: int, code: str, title: str, detail: str, instance: str, **extra: Any
+) -> dict[str, Any]:
+    """A problem+json body; ``instance`` left out when empty (RFC 9457 makes it optional), the detail
     :func:`shortened`."""
-    body = {
+    return {
         "type": PROBLEM_TYPE_BASE + code,
         "title": title,
         "status": status,
@@ -50,20 +52,39 @@ def problem(status: int, code: str, title: str, detail: str, instance: str, **ex
         **({"instance": instance} if instance else {}),
         **extra,
     }
-    return Response(content=body, status_code=status, media_type=MEDIA_TYPE)
 
 
-def _trustscore_error(request: Request[Any, Any, Any], exc: TrustscoreError) -> Response[Any]:
-    if exc.status >= 500:
-        log.error("%s: %s", exc.code, exc.message)
-    retry_after = exc.extra.get("retry_after")
-    if retry_after is None:
-        return problem(exc.status, exc.code, exc.title, exc.message, _instance(request))
-    # An extension member (RFC 9457 section 3.2) and the standard header say when to try again.
-    response = problem(
-        exc.status, exc.code, exc.title, exc.message, _instance(request), retry_after=retry_after
-    )
-    response.headers["Retry-After"] = str(retry_after)
+def problem(status: int, code: str, title: str, detail: str, instance: str, **extra: Any) -> Response[Any]:
+    """A problem+json response (:func:`problem_content`)."""
+    content = problem_content(status, code, title, detail, instance, **extra)
+    return Response(content=content, status_code=status, media_type=MEDIA_TYPE)
+
+
+def error_problem(exc: Exception, instance: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The problem body and extra headers for an error a handler raised (any but Litestar's own
+    ``HTTPException``): one answer for every route, the framework-free append included
+    (:mod:`trustscore.api.fast_append`)."""
+    if isinstance(exc, TrustscoreError):
+        if exc.status >= 500:
+            log.error("%s: %s", exc.code, exc.message)
+        retry_after = exc.extra.get("retry_after")
+        if retry_after is None:
+            return problem_content(exc.status, exc.code, exc.title, exc.message, instance), {}
+        # An extension member (RFC 9457 section 3.2) and the standard header say when to try again.
+        content = problem_content(
+            exc.status, exc.code, exc.title, exc.message, instance, retry_after=retry_after
+        )
+        return content, {"Retry-After": str(retry_after)}
+    if isinstance(exc, RecursionError):  # a body nested beyond the JSON decoder's depth: a client error
+        return problem_content(400, "invalid-input", "Invalid input", TOO_DEEP, instance), {}
+    log.exception("unhandled error on %s", instance, exc_info=exc)
+    return problem_content(500, "internal", "Internal error", "an unexpected error occurred", instance), {}
+
+
+def _error(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    content, headers = error_problem(exc, _instance(request))
+    response = Response(content=content, status_code=content["status"], media_type=MEDIA_TYPE)
+    response.headers.update(headers)
     return response
 
 
@@ -94,25 +115,15 @@ def _http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response
     return response
 
 
-def _too_deep(request: Request[Any, Any, Any], exc: RecursionError) -> Response[Any]:
-    """A body nested beyond the JSON decoder's depth limit, wherever it is decoded: a client error."""
-    return problem(400, "invalid-input", "Invalid input", TOO_DEEP, _instance(request))
-
-
 def _body_limit(request: Request[Any, Any, Any]) -> object:
     """The body limit in force: the route's own, else the app's."""
     own = getattr(request.route_handler, "request_max_body_size", None)
     return own if isinstance(own, int) else getattr(request.app, "request_max_body_size", "?")
 
 
-def _unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
-    log.exception("unhandled error on %s", _instance(request), exc_info=exc)
-    return problem(500, "internal", "Internal error", "an unexpected error occurred", _instance(request))
-
-
 EXCEPTION_HANDLERS: dict[int | type[Exception], Any] = {
-    TrustscoreError: _trustscore_error,
+    TrustscoreError: _error,
     HTTPException: _http_error,
-    RecursionError: _too_deep,
-    Exception: _unexpected,
+    RecursionError: _error,
+    Exception: _error,
 }
