@@ -120,6 +120,9 @@ class Settings:
     webhook_timeout: Interval = 10.0  # TRUSTSCORE_WEBHOOK_TIMEOUT: seconds one delivery may take in all
     feed_length: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 100  # TRUSTSCORE_FEED_LENGTH: Atom entries
     stats_floor: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 20  # TRUSTSCORE_STATS_FLOOR: min group n
+    # TRUSTSCORE_SHUTDOWN_GRACE: seconds the requests in flight at a SIGTERM may take before they are
+    # cancelled and the process stops (docs/operations.md, "Stopping")
+    shutdown_grace: Interval = 30.0
     # TRUSTSCORE_ROLE: all (HTTP and background jobs), api (HTTP only) or worker (background jobs only)
     role: Literal["all", "api", "worker"] = "all"
     lease_poll: Interval = 1.0  # TRUSTSCORE_LEASE_POLL: seconds between tries to take a held job lease

@@ -224,6 +224,7 @@ def _serve(s: Settings, dsn: str, sock: socket.socket) -> int:
         access_log=False,
         lifespan="on",
         http=per_address(OneWriteHttpToolsProtocol, s.address_connections),
+        timeout_graceful_shutdown=s.shutdown_grace,
     )
     server = uvicorn.Server(config)
     tune_gc()
