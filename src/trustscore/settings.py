@@ -122,7 +122,7 @@ class Settings:
     stats_floor: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 20  # TRUSTSCORE_STATS_FLOOR: min group n
     # TRUSTSCORE_SHUTDOWN_GRACE: seconds the requests in flight at a SIGTERM may take before they are
     # cancelled and the process stops (docs/operations.md, "Stopping")
-    shutdown_grace: Interval = 30.0
+    shutdown_grace: Annotated[int, msgspec.Meta(ge=1, le=3600)] = 30
     # TRUSTSCORE_ROLE: all (HTTP and background jobs), api (HTTP only) or worker (background jobs only)
     role: Literal["all", "api", "worker"] = "all"
     lease_poll: Interval = 1.0  # TRUSTSCORE_LEASE_POLL: seconds between tries to take a held job lease

@@ -54,7 +54,8 @@ def test_values_are_converted_from_strings() -> None:
         ({"TRUSTSCORE_TILE_CACHE_BYTES": "64MiB"}, "(TRUSTSCORE_TILE_CACHE_BYTES) = '64MiB': expected int"),
         ({"TRUSTSCORE_TILE_WARM_INTERVAL": "-5"}, "expected float >= 0"),
         ({"TRUSTSCORE_REUSE_PORT": "often"}, "(TRUSTSCORE_REUSE_PORT) = 'often': expected bool"),
-        ({"TRUSTSCORE_SHUTDOWN_GRACE": "0"}, "(TRUSTSCORE_SHUTDOWN_GRACE) = '0': expected float > 0"),
+        ({"TRUSTSCORE_SHUTDOWN_GRACE": "0"}, "(TRUSTSCORE_SHUTDOWN_GRACE) = '0': expected int >= 1"),
+        ({"TRUSTSCORE_SHUTDOWN_GRACE": "1.5"}, "(TRUSTSCORE_SHUTDOWN_GRACE) = '1.5': expected int"),
         (
             {"TRUSTSCORE_ADDRESS_CONNECTIONS": "-1"},
             "(TRUSTSCORE_ADDRESS_CONNECTIONS) = '-1': expected int >= 0",
