@@ -14,6 +14,9 @@ refresh one hour later beside the full recompute at that time, in the same run, 
 bit. baseline-v0.3's and trustscore-v3's cost should not grow with the items per agent (trustscore-v1/v2
 refresh by a full pass: docs/methodology.md).
 
+Each model's full recompute is also timed in ``--threads`` threads (``score_columns(threads=)``, default 2)
+alternately with one thread, and checked identical to it.
+
 With ``--against REV`` each model's full recompute is also timed with the engine of git revision REV
 (its ``src/trustscore/scoring`` loaded beside this one), alternating old and new in the same run: the
 before/after ratio under the same load, and a check that both give the same ratings.
@@ -114,10 +117,10 @@ def synthetic(rows: int, agents: int, seed: int = 7) -> tuple[EvidenceBatch, Sna
 
 
 def recompute(
-    evidence: EvidenceBatch, snapshots: SnapshotBatch, weights: Weights
+    evidence: EvidenceBatch, snapshots: SnapshotBatch, weights: Weights, threads: int = 1
 ) -> tuple[list[Rating], float]:
     start = time.perf_counter()
-    ratings = to_ratings(score_columns(evidence, snapshots, weights, AT), weights)
+    ratings = to_ratings(score_columns(evidence, snapshots, weights, AT, threads=threads), weights)
     return ratings, time.perf_counter() - start
 
 
@@ -349,6 +352,7 @@ def main() -> int:
         "--refresh-models", default="baseline-v0.3,trustscore-v2,trustscore-v3", help="comma-separated"
     )
     parser.add_argument("--against", metavar="REV", help="also time the engine of this git revision")
+    parser.add_argument("--threads", type=int, default=2, help="score_columns(threads=) beside one thread")
     args = parser.parse_args()
 
     evidence, snapshots = synthetic(args.rows, args.agents)
@@ -356,12 +360,17 @@ def main() -> int:
     results: dict[str, list[Rating]] = {}
     engine_rate = 0.0
     best_of: dict[str, float] = {}
+    threads_differ = []
     for name in ("baseline-v0.3", "trustscore-v1", "trustscore-v2", "trustscore-v3"):
         weights = load_weights(ROOT / "weights" / f"{name}.toml")
-        timings = []
-        for _ in range(args.repeat):
+        timings, threaded = [], []
+        for _ in range(args.repeat):  # one thread and args.threads alternately
             results[name], seconds = recompute(evidence, snapshots, weights)
             timings.append(seconds)
+            ratings, seconds = recompute(evidence, snapshots, weights, args.threads)
+            threaded.append(seconds)
+            if msgspec.json.encode(ratings) != msgspec.json.encode(results[name]):
+                threads_differ.append(name)
         best, median = min(timings), statistics.median(timings)
         best_of[name] = best
         rate = args.rows / best
@@ -369,6 +378,11 @@ def main() -> int:
             engine_rate = rate
         print(
             f"{name:>14}: full recompute {median:.3f} s median, {best:.3f} s best of {args.repeat}; {rate:,.0f} rows/s"
+        )
+        print(
+            f"{'':>14}  in {args.threads} threads {statistics.median(threaded):.3f} s median, "
+            f"{min(threaded):.3f} s best; one thread / {args.threads} = {median / statistics.median(threaded):.2f}x "
+            f"(medians); identical: {name not in threads_differ}"
         )
 
     if args.against:
@@ -429,7 +443,9 @@ def main() -> int:
     ]
     if not all(refreshed):
         print("refresh differs from the full recompute")
-    return 1 if mismatches or not all(refreshed) else 0
+    if threads_differ:
+        print(f"in {args.threads} threads the ratings differ: {', '.join(sorted(set(threads_differ)))}")
+    return 1 if mismatches or not all(refreshed) or threads_differ else 0
 
 
 if __name__ == "__main__":

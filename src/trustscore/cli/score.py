@@ -10,6 +10,7 @@ nothing is scored.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,9 @@ from trustscore.scoring.publish import published
 from trustscore.scoring.ratings import Rating, to_ratings
 from trustscore.scoring.times import parse_time
 
+#: More threads than this gain nothing on the engine's passes, which are bound by memory.
+MAX_THREADS = 8
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -39,6 +43,13 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--evidence", required=True, type=Path, help="evidence JSON Lines (- for stdin)")
     parser.add_argument("--snapshots", type=Path, help="score snapshot JSON Lines (for reliability)")
     parser.add_argument("--at", required=True, help="rating time, RFC 3339 UTC (e.g. 2026-11-30T00:00:00Z)")
+    parser.add_argument(
+        "--threads",
+        type=common.bounded(1, MAX_THREADS),
+        default=min(_usable_cpus(), MAX_THREADS),
+        help=f"rate runs of agents in this many threads, 1..{MAX_THREADS} (default: the usable CPUs); "
+        "the output is the same for any number",
+    )
     parser.set_defaults(func=run)
 
 
@@ -55,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidInput(f"{bad} bad input line(s); nothing was scored")
     encoder = msgspec.json.Encoder()
     out = sys.stdout.buffer
-    ratings = to_ratings(score_columns(evidence, snapshots, weights, at), weights)
+    ratings = to_ratings(score_columns(evidence, snapshots, weights, at, threads=args.threads), weights)
     rules = find_medal_rules(args.weights.parent, weights)
     medals = [None] * len(ratings) if rules is None else medals_of(evidence, ratings, rules, at)
     for rating, medal in zip(ratings, medals, strict=True):
@@ -71,6 +82,13 @@ class ScoredLine(Rating, frozen=True, kw_only=True, omit_defaults=True, gc=False
     """A rating line with its medals (docs/methodology.md, "Medals")."""
 
     medals: Medals | None = None
+
+
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the platform has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _read(path: Path) -> bytes:

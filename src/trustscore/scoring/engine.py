@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Collection
-from dataclasses import dataclass, replace
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, fields, replace
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -67,9 +69,38 @@ def score_columns(
     weights: Weights,
     at: int,
     agents: Collection[str] | None = None,
+    *,
+    threads: int = 1,
 ) -> RatingColumns:
-    """Rate ``agents`` (default: every agent in either batch) at ``at`` (microseconds since the epoch)."""
-    return rate_counted(counted_rows(evidence, snapshots, weights, at, agents), weights, at)
+    """Rate ``agents`` (default: every agent in either batch) at ``at`` (microseconds since the epoch).
+
+    With ``threads`` > 1 the agents (in id order) are cut into that many contiguous runs rated at once,
+    each in a thread of its own, and the columns joined: an agent's rating reads only its own rows, so
+    the result is the same to the bit, and numpy's sorts, gathers and passes let go of the GIL while
+    they run (bench/scoring.py). Each run checks the whole batches, so an error names the same row."""
+    if threads < 2:
+        return rate_counted(counted_rows(evidence, snapshots, weights, at, agents), weights, at)
+    names = _agent_universe(evidence, snapshots, agents)
+    bounds = sorted({i * len(names) // threads for i in range(threads + 1)})
+    runs = [names[low:high] for low, high in itertools.pairwise(bounds)]
+    if len(runs) < 2:
+        return rate_counted(counted_rows(evidence, snapshots, weights, at, names), weights, at)
+
+    def rate_run(run: tuple[str, ...]) -> RatingColumns:
+        return rate_counted(counted_rows(evidence, snapshots, weights, at, run), weights, at)
+
+    with ThreadPoolExecutor(len(runs), thread_name_prefix="score") as pool:
+        return _joined(list(pool.map(rate_run, runs)))
+
+
+def _joined(parts: list[RatingColumns]) -> RatingColumns:
+    """The columns of contiguous runs of agents, one after another."""
+    columns: dict[str, Any] = {
+        f.name: np.concatenate([getattr(p, f.name) for p in parts])
+        for f in fields(RatingColumns)
+        if f.name != "agents"
+    }
+    return RatingColumns(agents=tuple(itertools.chain.from_iterable(p.agents for p in parts)), **columns)
 
 
 @dataclass(frozen=True)

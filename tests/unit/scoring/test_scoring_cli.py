@@ -166,3 +166,48 @@ def test_prints_medals_when_the_weights_file_has_them(
     assert line["medals"]["dimensions"]["delivery"]["reason"] == "no_score"
     assert run("--weights", str(WEIGHTS / "baseline-v0.3.toml"), "--evidence", str(evidence), "--at", AT) == 0
     assert "medals" not in json.loads(capsys.readouterr().out)
+
+
+def test_the_output_is_the_same_in_any_number_of_threads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Agents with evidence, with snapshots only, with capped issuers: the same bytes in 1, 2 and 8 threads."""
+    lines: list[dict[str, object] | str] = [
+        ev(
+            f"agent-{i % 23:02d}",
+            dimension=("capability", "delivery", "security")[i % 3],
+            value=(i * 37 % 101) / 100,
+            key=f"k{i % 5}" if i % 4 else None,
+            issuer=f"issuer-{i % 3}" if i % 2 else None,
+            at=f"2026-11-{1 + i % 28:02d}T00:00:00Z",
+        )
+        for i in range(300)
+    ]
+    evidence = write(tmp_path / "e.jsonl", lines)
+    snapshots = write(
+        tmp_path / "s.jsonl",
+        [
+            {
+                "agent": f"snap-{i % 4}",
+                "at": f"2026-10-{1 + i:02d}T00:00:00Z",
+                "total": 400 + 7 * i,
+                "model_version": "baseline-v0.3",
+            }
+            for i in range(12)
+        ],
+    )
+    outputs = []
+    for threads in ("1", "2", "8"):
+        argv = ["--weights", str(WEIGHTS / "trustscore-v2.toml"), "--evidence", str(evidence)]
+        assert run(*argv, "--snapshots", str(snapshots), "--at", AT, "--threads", threads) == 0
+        outputs.append(capsys.readouterr().out)
+    assert len(outputs[0].splitlines()) == 23 + 4
+    assert outputs[1] == outputs[0] and outputs[2] == outputs[0]
+
+
+@pytest.mark.parametrize("threads", ["0", "9", "two"])
+def test_threads_out_of_range_is_a_usage_error(threads: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        run("--weights", "w.toml", "--evidence", "e.jsonl", "--at", AT, "--threads", threads)
+    assert exit_info.value.code == 2
+    assert "--threads" in capsys.readouterr().err
