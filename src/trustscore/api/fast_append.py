@@ -1,7 +1,7 @@
 """``POST /v1/log/entries`` answered without the framework's per-request work (issue #16).
 
 Appending one envelope per request is the hottest write. Routed through Litestar, such a request spent
-about a fifth of the server's CPU in the framework around the handler (the router, the request object,
+11-19 % of the server's CPU in the framework around the handler (the router, the request object,
 the before-request hook, the handler's signature model, the exception middleware), against what it
 costs to parse, verify and write the envelope (bench/README.md, "Ingest, session 19"). This ASGI wrapper
 answers the plain form of that request itself, with the same checks in the same order and the same
@@ -52,7 +52,7 @@ def fast_append(inner: ASGIApp, state: State, per_address: KeyRateLimiter, max_b
             and scope["path"] == PATH
             and not scope.get("query_string")
             and not scope.get("root_path")
-            and _plain_length(scope["headers"], max_body)
+            and _plain_request(scope["headers"], max_body)
         ):
             response = await _append(scope, receive, state, per_address)
             if response is not None:
@@ -63,7 +63,7 @@ def fast_append(inner: ASGIApp, state: State, per_address: KeyRateLimiter, max_b
     return handler
 
 
-def _plain_length(headers: Any, max_body: int) -> bool:
+def _plain_request(headers: Any, max_body: int) -> bool:
     """A body of a declared length within ``max_body``, from a program, not a web page, naming a plain
     host."""
     length = None
