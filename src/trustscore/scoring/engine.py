@@ -8,6 +8,7 @@ bit-identical whatever the order of the input rows.
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
@@ -77,11 +78,16 @@ def score_columns(
     With ``threads`` > 1 the agents (in id order) are cut into that many contiguous runs rated at once,
     each in a thread of its own, and the columns joined: an agent's rating reads only its own rows, so
     the result is the same to the bit, and numpy's sorts, gathers and passes let go of the GIL while
-    they run (bench/scoring.py). Each run checks the whole batches, so an error names the same row."""
-    if threads < 2:
+    they run (bench/scoring.py). If any run fails, the agents are rated again in one thread, which raises
+    its own error (the one an input gives whatever the number of threads); the runs see the caller's
+    numpy error settings (``np.errstate``, a context variable)."""
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise InvalidInput(f"threads must be a whole number >= 1, not {threads!r}")
+    if threads == 1:
         return rate_counted(counted_rows(evidence, snapshots, weights, at, agents), weights, at)
     names = _agent_universe(evidence, snapshots, agents)
-    bounds = sorted({i * len(names) // threads for i in range(threads + 1)})
+    threads = min(threads, max(len(names), 1))
+    bounds = [i * len(names) // threads for i in range(threads + 1)]
     runs = [names[low:high] for low, high in itertools.pairwise(bounds)]
     if len(runs) < 2:
         return rate_counted(counted_rows(evidence, snapshots, weights, at, names), weights, at)
@@ -89,8 +95,13 @@ def score_columns(
     def rate_run(run: tuple[str, ...]) -> RatingColumns:
         return rate_counted(counted_rows(evidence, snapshots, weights, at, run), weights, at)
 
-    with ThreadPoolExecutor(len(runs), thread_name_prefix="score") as pool:
-        return _joined(list(pool.map(rate_run, runs)))
+    try:
+        with ThreadPoolExecutor(len(runs), thread_name_prefix="score") as pool:
+            # A copy of the caller's context per run (one context cannot be entered by two threads).
+            parts = [pool.submit(contextvars.copy_context().run, rate_run, run) for run in runs]
+            return _joined([part.result() for part in parts])
+    except Exception:  # the error of one thread, not of the run that failed first
+        return rate_counted(counted_rows(evidence, snapshots, weights, at, names), weights, at)
 
 
 def _joined(parts: list[RatingColumns]) -> RatingColumns:

@@ -4,7 +4,9 @@ and raise the serial path's errors."""
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
+import warnings
 
 import msgspec
 import numpy as np
@@ -13,6 +15,7 @@ import pytest
 from trustscore.errors import InvalidInput
 from trustscore.scoring import load_weights
 from trustscore.scoring.engine import score_columns
+from trustscore.scoring.inputs import EvidenceBatch, EvidenceItem, SnapshotBatch
 from trustscore.scoring.ratings import to_ratings
 from trustscore.scoring.times import MICROS_PER_DAY
 
@@ -58,3 +61,75 @@ def test_an_error_in_any_run_is_raised() -> None:
         score_columns(broken, snapshots, weights, AT)
     with pytest.raises(InvalidInput, match="seq must break ties"):
         score_columns(broken, snapshots, weights, AT, threads=3)
+
+
+def _item(agent: str, at: dt.datetime, key: str | None = None) -> EvidenceItem:
+    return EvidenceItem(agent=agent, dimension="capability", source="real", at=at, value=0.5, key=key)
+
+
+OUT_OF_RANGE = (dt.datetime(1920, 1, 1, tzinfo=dt.UTC), dt.datetime(1930, 6, 1, tzinfo=dt.UTC))
+
+
+@pytest.mark.parametrize(
+    ("items", "seq"),
+    [
+        # Found by review: two agents out of trustscore-v3's range, the later agent's row first: one
+        # thread names row 0's time, two threads named the earlier run's (row 1's).
+        ([_item("zed", OUT_OF_RANGE[0]), _item("amy", OUT_OF_RANGE[1])], None),
+        # One thread finds the key tie (selecting rows) before the range; two threads raised the range.
+        (
+            [
+                _item("amy", OUT_OF_RANGE[0]),
+                _item("zed", dt.datetime(2026, 6, 1, tzinfo=dt.UTC), key="k"),
+                _item("zed", dt.datetime(2026, 6, 1, tzinfo=dt.UTC), key="k"),
+            ],
+            [0, 1, 1],
+        ),
+    ],
+)
+def test_several_bad_agents_give_the_one_thread_error(
+    items: list[EvidenceItem], seq: list[int] | None
+) -> None:
+    weights = load_weights(ROOT / "weights" / "trustscore-v3.toml")
+    evidence = EvidenceBatch.from_items(items, seq=seq)
+    with pytest.raises(InvalidInput) as serial:
+        score_columns(evidence, SnapshotBatch.empty(), weights, AT)
+    for threads in (2, 3):
+        with pytest.raises(InvalidInput) as threaded:
+            score_columns(evidence, SnapshotBatch.empty(), weights, AT, threads=threads)
+        assert str(threaded.value) == str(serial.value)
+
+
+@pytest.mark.parametrize("setting", ["raise", "warn"])
+def test_the_callers_numpy_error_settings_reach_the_threads(setting: str) -> None:
+    """Found by review: numpy keeps errstate in a context variable and a pool's threads start from an empty
+    context, so an underflow (freshness 10^5 days on) raised or warned in one thread and not in two."""
+    evidence, snapshots = rich_evidence(rows=600, agents=40)
+    weights = load_weights(ROOT / "weights" / "baseline-v0.3.toml")
+    later = AT + 100_000 * MICROS_PER_DAY
+    outcomes = []
+    for threads in (1, 2):
+        with warnings.catch_warnings(record=True) as caught, np.errstate(all=setting):  # type: ignore[arg-type]
+            warnings.simplefilter("always")
+            try:
+                score_columns(evidence, snapshots, weights, later, threads=threads)
+                outcomes.append(sorted({str(w.message) for w in caught}))
+            except FloatingPointError as exc:
+                outcomes.append([f"raised {exc}"])
+    assert outcomes[0] and outcomes[1] == outcomes[0]
+
+
+@pytest.mark.parametrize("threads", [0, -1, 2.5, "2", True])
+def test_threads_must_be_a_positive_whole_number(threads: object) -> None:
+    evidence, snapshots = rich_evidence(rows=50, agents=5)
+    weights = load_weights(ROOT / "weights" / "baseline-v0.3.toml")
+    with pytest.raises(InvalidInput, match="threads"):
+        score_columns(evidence, snapshots, weights, AT, threads=threads)  # type: ignore[arg-type]
+
+
+def test_threads_beyond_the_agents_start_no_more_runs() -> None:
+    """threads=10**7 once spent 0.4 s building split points; runs never outnumber the agents."""
+    evidence, snapshots = rich_evidence(rows=50, agents=5)
+    weights = load_weights(ROOT / "weights" / "baseline-v0.3.toml")
+    serial = columns_digest(score_columns(evidence, snapshots, weights, AT))
+    assert columns_digest(score_columns(evidence, snapshots, weights, AT, threads=10**9)) == serial
