@@ -47,9 +47,8 @@ def register(subparsers: Any) -> None:
         "--threads",
         type=common.bounded(1, MAX_THREADS),
         default=min(_usable_cpus(), MAX_THREADS),
-        help=f"rate runs of agents in this many threads, 1..{MAX_THREADS} (default: the usable CPUs, at most "
-        f"{MAX_THREADS}); "
-        "the output is the same for any number",
+        help=f"rate runs of agents in this many threads, 1..{MAX_THREADS} (default: the usable CPUs, at "
+        f"most {MAX_THREADS}); the output is the same for any number",
     )
     parser.set_defaults(func=run)
 

@@ -64,6 +64,10 @@ class RatingColumns:
     total_high: F64
 
 
+#: The fields of :class:`RatingColumns` with one entry (or row) per agent: all but ``agents``.
+PER_AGENT_FIELDS = tuple(f.name for f in fields(RatingColumns) if f.name != "agents")
+
+
 def score_columns(
     evidence: EvidenceBatch,
     snapshots: SnapshotBatch,
@@ -83,33 +87,31 @@ def score_columns(
     numpy error settings (``np.errstate``, a context variable)."""
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise InvalidInput(f"threads must be a whole number >= 1, not {threads!r}")
-    if threads == 1:
-        return rate_counted(counted_rows(evidence, snapshots, weights, at, agents), weights, at)
-    names = _agent_universe(evidence, snapshots, agents)
-    threads = min(threads, max(len(names), 1))
+
+    def rate(chosen: Collection[str] | None) -> RatingColumns:
+        return rate_counted(counted_rows(evidence, snapshots, weights, at, chosen), weights, at)
+
+    names = _agent_universe(evidence, snapshots, agents) if threads > 1 else ()
+    if len(names) < 2:
+        return rate(agents)
+    threads = min(threads, len(names))
     bounds = [i * len(names) // threads for i in range(threads + 1)]
-    runs = [names[low:high] for low, high in itertools.pairwise(bounds)]
-    if len(runs) < 2:
-        return rate_counted(counted_rows(evidence, snapshots, weights, at, names), weights, at)
-
-    def rate_run(run: tuple[str, ...]) -> RatingColumns:
-        return rate_counted(counted_rows(evidence, snapshots, weights, at, run), weights, at)
-
     try:
-        with ThreadPoolExecutor(len(runs), thread_name_prefix="score") as pool:
+        with ThreadPoolExecutor(threads, thread_name_prefix="score") as pool:
             # A copy of the caller's context per run (one context cannot be entered by two threads).
-            parts = [pool.submit(contextvars.copy_context().run, rate_run, run) for run in runs]
+            parts = [
+                pool.submit(contextvars.copy_context().run, rate, names[low:high])
+                for low, high in itertools.pairwise(bounds)
+            ]
             return _joined([part.result() for part in parts])
     except Exception:  # the error of one thread, not of the run that failed first
-        return rate_counted(counted_rows(evidence, snapshots, weights, at, names), weights, at)
+        return rate(agents)
 
 
 def _joined(parts: list[RatingColumns]) -> RatingColumns:
     """The columns of contiguous runs of agents, one after another."""
     columns: dict[str, Any] = {
-        f.name: np.concatenate([getattr(p, f.name) for p in parts])
-        for f in fields(RatingColumns)
-        if f.name != "agents"
+        name: np.concatenate([getattr(p, name) for p in parts]) for name in PER_AGENT_FIELDS
     }
     return RatingColumns(agents=tuple(itertools.chain.from_iterable(p.agents for p in parts)), **columns)
 

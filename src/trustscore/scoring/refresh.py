@@ -44,6 +44,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from trustscore.scoring.engine import (
+    PER_AGENT_FIELDS,
     CellSums,
     CountedRows,
     RatingColumns,
@@ -64,7 +65,6 @@ RowsOf = Callable[[tuple[str, ...]], tuple[EvidenceBatch, SnapshotBatch]]
 
 _NEVER = np.iinfo(np.int64).max  # no row becomes due
 _ALWAYS = np.iinfo(np.int64).min  # no row counts yet
-_PER_AGENT = tuple(f.name for f in fields(RatingColumns) if f.name != "agents")
 _SUMS = tuple(f.name for f in fields(CellSums) if f.name != "names")  # what an anchored model keeps
 _MEDAL_COUNTS = ("medal_real_n", "medal_newest")  # medals.real_items, kept when the state has medal rules
 
@@ -78,7 +78,7 @@ class RatingState:
         self.weights = weights
         self.medals = medals
         self._anchored = weights.decay_anchor is not None
-        self._fields = (_SUMS if self._anchored else _PER_AGENT) + (_MEDAL_COUNTS if medals else ())
+        self._fields = (_SUMS if self._anchored else PER_AGENT_FIELDS) + (_MEDAL_COUNTS if medals else ())
         self._names: list[str] = []
         self._slot: dict[str, int] = {}
         self._columns: dict[str, np.ndarray] = {}  # field -> (slots, ...) as in RatingColumns or CellSums
@@ -183,7 +183,7 @@ class RatingState:
             self._columns["total"][fresh], self._newest[fresh], self._columns["n"][fresh], at, self.weights
         )
         return RatingColumns(
-            agents=agents, **{name: self._columns[name][:size].copy() for name in _PER_AGENT}
+            agents=agents, **{name: self._columns[name][:size].copy() for name in PER_AGENT_FIELDS}
         )
 
     def _refresh_decayed(
