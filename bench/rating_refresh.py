@@ -13,8 +13,9 @@ for the previous served set (without trustscore-v3):
 
 and checks that every refresh gave the full recompute's ratings and medals. After each refresh that
 follows the first it prints the CPU time per agent and model of each stage of that refresh: the
-engine's numbers, ``to_ratings``, ``award_columns``, ``_apply`` and ``publish`` (its encoding and rows,
-into a table that stores nothing).
+engine's numbers, ``to_ratings``, ``award_columns``, ``_prepare`` (the kept ratings and the encoded
+rows: in the refresh's worker thread), ``_apply`` (putting them in place, on the event loop) and
+``_write`` (into a table that stores nothing).
 
     PYTHONPATH=src python bench/rating_refresh.py [--agents 10000] [--items 100] [--future]
 """
@@ -102,7 +103,7 @@ class _NoTable:
 def per_agent_costs(service: RatingService, at: dt.datetime) -> str:
     """CPU per agent and model of each stage of a refresh at ``at`` (just refreshed to it: no agent is
     out of its window): the engine's numbers, the structs (``to_ratings``, ``award_columns``), keeping
-    them (``_apply``) and publishing them (encoding and rows, into a table that stores nothing)."""
+    them (``_prepare``, ``_apply``) and writing them (into a table that stores nothing)."""
     micros = to_micros(at)
     names = sorted(service._agents)
     read = functools.partial(service._prefixes_of, _counts(service._inputs(names)))
@@ -122,13 +123,18 @@ def per_agent_costs(service: RatingService, at: dt.datetime) -> str:
         spent["to_ratings"] += rated - built
         spent["medals"] += time.process_time() - rated
         scored[model] = list(zip(ratings, medals, strict=True))
-    started = time.process_time()
-    service._apply(scored, at, service.size, names)
-    applied = time.process_time()
     service.table = _NoTable()  # type: ignore[assignment]
-    asyncio.run(service.publish(scored, service.size))
+    started = time.process_time()
+    prepared = service._prepare(scored, at, service.size)
+    made = time.process_time()
+    replaced = service._apply(prepared, names)  # freed off the loop in the service: not timed here
+    applied = time.process_time()
+    service._stage_rows(prepared.rows)
+    asyncio.run(service._write())
     service.table = None
-    spent["_apply"], spent["publish"] = applied - started, time.process_time() - applied
+    spent["_prepare"], spent["_apply"] = made - started, applied - made
+    spent["_write"] = time.process_time() - applied
+    del replaced
     per = 1e6 / len(names) / len(service._states)
     return "   ".join(f"{k} {v * per:.2f}" for k, v in spent.items()) + " µs CPU per agent and model"
 

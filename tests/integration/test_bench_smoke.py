@@ -48,13 +48,16 @@ RUNS: dict[str, tuple[str, list[str]]] = {
             r"^models trustscore-v2, trustscore-v3, baseline-v0\.3: 30 agents x 10 items",  # v3 served
             r"^models trustscore-v2, baseline-v0\.3: 30 agents x 10 items",  # the default set
             rf"1 h later, no new evidence\s+full recompute\s+{NUMBER} s\s+kept states\s+{NUMBER} s.*identical$",
-            rf"^\s+engine {NUMBER}\s+to_ratings {NUMBER}\s+medals {NUMBER}\s+_apply {NUMBER}\s+publish {NUMBER} µs",
+            rf"^\s+engine {NUMBER}\s+to_ratings {NUMBER}\s+medals {NUMBER}\s+_prepare {NUMBER}\s+_apply {NUMBER}"
+            rf"\s+_write {NUMBER} µs",
         ],
     ),
     "takeover.py": (
         "--agents 600 --items 3",
         [
-            rf"600 agents x 3 items \(1,800 rows\): first refresh {NUMBER} s, longest event-loop stall {NUMBER} ms"
+            r"^600 agents x 3 items \(1,800 rows\), trustscore-v2, baseline-v0\.3$",
+            rf"^\s+first refresh, published\s+{NUMBER} s, longest event-loop stall\s+{NUMBER} ms",
+            rf"^\s+time refresh 1 h later, published\s+{NUMBER} s, longest event-loop stall\s+{NUMBER} ms",
         ],
     ),
     "grading.py": (

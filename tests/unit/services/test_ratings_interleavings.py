@@ -119,14 +119,15 @@ async def test_random_interleavings_keep_the_ratings_invariants(
     last_at: dict[tuple[str, str], dt.datetime] = {}
     apply = ratings._apply
 
-    def checked_apply(scored: Any, at: dt.datetime, size: int, names: Any) -> None:
-        apply(scored, at, size, names)
-        for m, rs in scored.items():
-            for r, _ in rs:
-                k = (m, r.agent)
-                if k in last_at and at < last_at[k]:
-                    errors.append(f"memory at back {r.agent[-3:]} {m} {last_at[k]} -> {at}")
-                last_at[k] = at
+    def checked_apply(prepared: Any, names: Any) -> Any:
+        replaced = apply(prepared, names)
+        for m, rated in prepared.rated.items():
+            for agent, r in rated.items():
+                k = (m, agent)
+                if k in last_at and r.at < last_at[k]:
+                    errors.append(f"memory at back {agent[-3:]} {m} {last_at[k]} -> {r.at}")
+                last_at[k] = r.at
+        return replaced
 
     ratings._apply = checked_apply  # type: ignore[method-assign]
     score, states = ratings._score, ratings._refresh_states
