@@ -52,6 +52,9 @@ class RatingMirror(RatingView):
             served = self._ratings.get(row.model)
             if served is None:
                 continue
+            if row.rating is None:  # the model no longer rates the agent
+                served.pop(row.agent, None)
+                continue
             medals = None if row.medals is None else msgspec.json.decode(row.medals, type=Medals)
             rating = msgspec.json.decode(row.rating, type=Rating)
             served[row.agent] = RatedAgent(rating, row.computed_at, row.log_size, medals)

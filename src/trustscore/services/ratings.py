@@ -81,8 +81,10 @@ class _Prepared:
     at 10^5 agents and three models, building and encoding them took 1.8-2.1 s; the loop then only
     updates its dicts with them."""
 
-    rated: dict[str, dict[str, RatedAgent]]  # by model, then agent
-    rows: dict[tuple[str, str], RatingRow]  # by (model, agent)
+    at: dt.datetime  # the time they were computed at
+    size: int  # the log prefix [0, size) they were computed from
+    rated: dict[str, dict[str, RatedAgent]] = field(default_factory=dict)  # by model, then agent
+    rows: dict[tuple[str, str], RatingRow] = field(default_factory=dict)  # by (model, agent)
 
     def retire(self, retired: list[object | None]) -> list[object | None]:
         """``retired`` with the rows, which this then lets go: freed where ``retired`` is, unless the
@@ -276,9 +278,9 @@ class RatingService(RatingView):
     ) -> tuple[Scored, _Prepared]:
         """:meth:`recompute`, with the ratings as put in place (and their rows, not yet staged)."""
         names = sorted(self._agents if agents is None else set(agents))
-        if not names:
-            return {}, _Prepared({}, {})
         at = at or self.clock()
+        if not names:
+            return {}, _Prepared(at, self.size)
         self._generation += 1
         for name in names:
             self._recomputed[name] = self._generation
@@ -473,7 +475,7 @@ class RatingService(RatingView):
         """``scored``, computed at ``at`` for the log prefix [0, ``size``), as kept ratings and (with a
         table) encoded rows (writes nothing shared: safe in a worker thread)."""
         encode = None if self.table is None else _Encoder()
-        prepared = _Prepared({}, {})
+        prepared = _Prepared(at, size)
         rows = prepared.rows
         for model, ratings in scored.items():
             rated = prepared.rated[model] = {}
@@ -509,7 +511,8 @@ class RatingService(RatingView):
 
     def _apply(self, prepared: _Prepared, names: Collection[str]) -> list[object | None]:
         """Keep ``prepared``, computed for ``names``; a model that left one of them out (_each_agent) no
-        longer rates it (a rating kept from before would look current). Dict updates only: on the loop.
+        longer rates it (a rating kept from before would look current), and with a table a row saying so
+        is staged (readers holding the old row must drop it). Dict updates only: on the loop.
         Returns the ratings replaced, for a caller replacing many to free off the loop (at 10^5 agents and
         three models, freeing them here held the loop for 0.36-0.39 s)."""
         replaced: list[object | None] = []
@@ -520,7 +523,11 @@ class RatingService(RatingView):
             if len(rated) < len(names):
                 for name in set(names).difference(rated):
                     replaced.append(kept.pop(name, None))
-                    self._unpublished.pop((model, name), None)
+                    if self.table is not None:
+                        self._unpublished[(model, name)] = RatingRow(
+                            model, name, None, None, prepared.at, prepared.size
+                        )
+                        self._staged += 1
         return replaced
 
 

@@ -16,14 +16,15 @@ CHANNEL = "trustscore_ratings"
 
 
 class RatingRow(msgspec.Struct, frozen=True, gc=False):
-    """One stored rating: JSON bytes of the rating and of its medals (None: no medals file).
+    """One stored rating: JSON bytes of the rating and of its medals (None: no medals file). A row whose
+    ``rating`` is None says the model no longer rates the agent (migration 0024): readers drop theirs.
 
     A struct the cycle collector does not track (it holds strings, bytes, a time and a number): a decay
     refresh makes one per agent and model (~0.07 µs each against ~0.8 µs as a frozen dataclass)."""
 
     model: str
     agent: str
-    rating: bytes
+    rating: bytes | None
     medals: bytes | None
     computed_at: dt.datetime
     log_size: int
@@ -87,7 +88,7 @@ class RatingTable:
                 RatingRow(
                     r["model"],
                     r["agent"],
-                    bytes(r["rating"]),
+                    None if r["rating"] is None else bytes(r["rating"]),
                     None if r["medals"] is None else bytes(r["medals"]),
                     r["computed_at"],
                     r["log_size"],

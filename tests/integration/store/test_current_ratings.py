@@ -11,8 +11,9 @@ import asyncpg
 import msgspec
 import pytest
 
-from tests.unit.services.test_ratings_recompute import ALICE, AT, BOB, service
+from tests.unit.services.test_ratings_recompute import ALICE, AT, BOB, before_1970, service
 from trustscore.services.rating_mirror import RatingMirror
+from trustscore.settings import SERVABLE_MODELS
 from trustscore.store.ratings import RatingRow, RatingTable
 
 
@@ -76,3 +77,35 @@ async def test_ratings_whose_write_failed_are_written_with_the_next(pool: asyncp
     for model in computing.models:
         assert mirror.all(model) == computing.all(model) != []
     await mirror.close()
+
+
+@pytest.mark.parametrize("path", ["refresh", "time refresh"])
+async def test_a_rating_the_worker_drops_is_dropped_by_every_mirror(pool: asyncpg.Pool, path: str) -> None:
+    """An agent a model comes to refuse (trustscore-v3: a pre-1970 row in a log written before intake
+    refused them) loses its rating under that model in the worker; the table must say so too, or every
+    API process keeps serving the old rating as current (review of 2026-12-04: only the unpublished row
+    was dropped, the published one stayed)."""
+    computing = service(models=SERVABLE_MODELS)
+    computing.table = RatingTable(pool)
+    await computing.recompute_all()
+    mirror = RatingMirror(RatingTable(pool), computing.models)
+    await mirror.sync()
+    assert mirror.stored(BOB, "trustscore-v3") is not None
+    computing._agents[BOB].evidence.append((computing.size, before_1970(BOB, 99)))
+    computing.size += 1
+    if path == "refresh":
+        await computing.publish(computing.recompute([BOB]), computing.size)  # as refresh() does
+    else:
+        await computing.recompute_all()
+    assert computing.stored(BOB, "trustscore-v3") is None
+    await mirror.sync()
+    assert mirror.stored(BOB, "trustscore-v3") is None
+    assert mirror.rating(BOB, "trustscore-v3") is None
+    for model in computing.models:
+        assert mirror.all(model) == computing.all(model)
+    fresh = RatingMirror(RatingTable(pool), computing.models)  # an API process starting now
+    await fresh.sync()
+    for model in computing.models:
+        assert fresh.all(model) == computing.all(model)
+    await mirror.close()
+    await fresh.close()

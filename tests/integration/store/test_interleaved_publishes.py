@@ -46,6 +46,7 @@ async def test_interleaved_publishes_write_each_rows_own_bytes(pool: asyncpg.Poo
     await asyncio.wait_for(asyncio.gather(first, second), 10)
     assert len({row.rating for row in table.rows}) > 2 * len(computing.models)  # Bob's two ratings
     for row in table.rows:  # every row's bytes are one whole encoding of its own rating and medals
+        assert row.rating is not None  # no model refuses an agent here
         rating = msgspec.json.decode(row.rating, type=Rating)
         assert rating.agent == row.agent and rating.model_version == row.model
         assert msgspec.json.encode(rating) == row.rating
