@@ -115,6 +115,13 @@ RUNS: dict[str, tuple[str, list[str]]] = {
         "--runs 1",
         [rf"server run over guarded HTTP: median {NUMBER} s", rf"ratio \(HTTP run / in-process\): {NUMBER}x"],
     ),
+    "nonce_probe.py": (
+        "--partitions 2,3 --calls 20 --rounds 1 --database-url {db}",
+        [
+            rf"^2 partitions of entries: backend CPU .* wall {NUMBER} -> {NUMBER} µs/call",
+            rf"^3 partitions of entries: backend CPU .* wall {NUMBER} -> {NUMBER} µs/call",
+        ],
+    ),
     "roles_memory.py": (
         "--items 40 --agents 2 --threads 2 --database-url {db}",
         [
