@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -26,6 +27,7 @@ from pathlib import Path
 import asyncpg
 
 from _common import drop_database, embedded_dsn, fresh_database, print_header  # bench/ is on sys.path
+from trustscore.errors import StorageError
 from trustscore.store import db, embedded
 from trustscore.store.log import LogStore
 
@@ -91,7 +93,7 @@ async def run(dsn: str, partition_counts: list[int], calls: int, rounds: int) ->
             (cpu_b, wall_b), (cpu_a, wall_a) = best["before"], best["after"]
             if cpu_b is None or cpu_a is None:
                 cpu = "backend CPU not readable here"
-            elif cpu_a == 0:
+            elif cpu_a == 0 or cpu_b == 0:
                 cpu = "backend CPU below the 10 ms clock tick (more --calls)"
             else:
                 cpu = f"backend CPU {cpu_b:,.0f} -> {cpu_a:,.0f} µs/call ({cpu_b / cpu_a:.1f}x)"
@@ -103,6 +105,28 @@ async def run(dsn: str, partition_counts: list[int], calls: int, rounds: int) ->
         await pool.close()
 
 
+def positive(text: str) -> int:
+    """A whole number of at least 1 (an argparse type: a bad value is a one-line usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
+
+
+def counts(text: str) -> list[int]:
+    """Rising partition counts of at least 2, comma-separated."""
+    try:
+        values = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not comma-separated whole numbers: {text!r}") from None
+    if any(v < 2 for v in values) or values != sorted(set(values)):
+        raise argparse.ArgumentTypeError(f"rising counts of at least 2: {text!r}")
+    return values
+
+
 def min_or_none(values: list[float | None]) -> float | None:
     known = [v for v in values if v is not None]
     return min(known) if known else None
@@ -111,25 +135,28 @@ def min_or_none(values: list[float | None]) -> float | None:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--database-url", help="an external server (a fresh database is made there, then dropped)")
-    p.add_argument("--partitions", default="2,12,22", help="partition counts to measure at, rising")
-    p.add_argument("--calls", type=int, default=2000, help="probes per timing")
-    p.add_argument("--rounds", type=int, default=3, help="alternating timings of each statement")
+    p.add_argument(
+        "--partitions", type=counts, default="2,12,22", help="partition counts to measure at, rising (>= 2)"
+    )
+    p.add_argument("--calls", type=positive, default=2000, help="probes per timing")
+    p.add_argument("--rounds", type=positive, default=3, help="alternating timings of each statement")
     args = p.parse_args()
-    counts = [int(c) for c in args.partitions.split(",")]
-    if any(c < 2 for c in counts) or counts != sorted(counts):
-        p.error("--partitions: rising counts of at least 2")
     print_header("the report's nonce probe: PostgreSQL's cost as partitions are added")
     with tempfile.TemporaryDirectory(prefix="trustscore-bench-") as tmp:
         data = Path(tmp) / "data"
-        dsn = (
-            asyncio.run(fresh_database(args.database_url, "bench_nonce_probe"))
-            if args.database_url
-            else embedded_dsn(data)
-        )
         try:
-            asyncio.run(run(dsn, counts, args.calls, args.rounds))
-        except (OSError, asyncpg.PostgresError) as exc:
-            print(f"error: {exc}")
+            dsn = (
+                asyncio.run(fresh_database(args.database_url, "bench_nonce_probe"))
+                if args.database_url
+                else embedded_dsn(data)
+            )
+        except (OSError, asyncpg.PostgresError, StorageError) as exc:
+            print(f"error: no database: {exc}", file=sys.stderr)
+            return 1
+        try:
+            asyncio.run(run(dsn, args.partitions, args.calls, args.rounds))
+        except (OSError, asyncpg.PostgresError, StorageError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
             return 1
         finally:
             if args.database_url:

@@ -242,11 +242,11 @@ class LogStore:
         found = None if r["idx"] is None else await self._entry_at(r["idx"])
         return found, bool(r["used"])
 
-    async def _entry_at(self, index: int) -> StoredEntry:
-        """The entry at ``index``, which a side table names (so it exists: they are written together)."""
+    async def _entry_at(self, index: int) -> StoredEntry | None:
+        """The entry at ``index``, which a side table names: written with it, so there unless an operator
+        archived its partition (docs/operations.md, "Old partitions"), as the join used to find."""
         r = await self.pool.fetchrow("SELECT leaf, leaf_hash FROM entries WHERE idx = $1", index)
-        assert r is not None
-        return StoredEntry(index, bytes(r["leaf"]), bytes(r["leaf_hash"]))
+        return None if r is None else StoredEntry(index, bytes(r["leaf"]), bytes(r["leaf_hash"]))
 
     async def leaves_of_kind(self, kind: str, before: int, start: int = 0) -> list[tuple[int, bytes]]:
         """Entries of ``kind`` with ``start <= index < before``, in log order."""
