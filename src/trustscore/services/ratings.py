@@ -464,7 +464,7 @@ class RatingService(RatingView):
             return
         staged, rows = self._staged, dict(self._unpublished)
         await self.table.write(list(rows.values()), self.size)
-        if self._staged == staged:  # nothing staged meanwhile (a left-out agent's row may have gone)
+        if self._staged == staged:  # nothing staged meanwhile: every staged row was just written
             self._unpublished.clear()
             return
         for key, row in rows.items():
