@@ -28,12 +28,11 @@ import datetime as dt
 import functools
 import sys
 import time
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from _common import print_header  # run as a script: bench/ is on sys.path
+from _common import NoRatingTable, print_header  # run as a script: bench/ is on sys.path
 from trustscore.kinds.graded import DIMENSIONS
 from trustscore.scoring.inputs import EvidenceItem
 from trustscore.scoring.medals import award_columns
@@ -50,7 +49,6 @@ from trustscore.services.ratings import (
     load_models,
 )
 from trustscore.settings import SERVABLE_MODELS
-from trustscore.store.ratings import RatingRow
 
 AT = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
 SOURCES = ("real", "verified", "benchmark", "arena", "self-reported", "simulation")
@@ -93,13 +91,6 @@ def timed(run: Any) -> tuple[float, Any]:
     return time.perf_counter() - started, out
 
 
-class _NoTable:
-    """A table that stores nothing: publishing costs its encoding and bookkeeping, not PostgreSQL."""
-
-    async def write(self, rows: Sequence[RatingRow], log_size: int) -> int:
-        return 0
-
-
 def per_agent_costs(service: RatingService, at: dt.datetime) -> str:
     """CPU per agent and model of each stage of a refresh at ``at`` (just refreshed to it: no agent is
     out of its window): the engine's numbers, the structs (``to_ratings``, ``award_columns``), keeping
@@ -123,7 +114,7 @@ def per_agent_costs(service: RatingService, at: dt.datetime) -> str:
         spent["to_ratings"] += rated - built
         spent["medals"] += time.process_time() - rated
         scored[model] = list(zip(ratings, medals, strict=True))
-    service.table = _NoTable()  # type: ignore[assignment]
+    service.table = NoRatingTable()  # type: ignore[assignment]
     started = time.process_time()
     prepared = service._prepare(scored, at, service.size)
     made = time.process_time()

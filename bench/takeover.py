@@ -23,16 +23,15 @@ import asyncio
 import datetime as dt
 import sys
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable
 
-from _common import print_header  # run as a script: bench/ is on sys.path
+from _common import NoRatingTable, print_header  # run as a script: bench/ is on sys.path
 from trustscore.cli.serve import tune_gc
 from trustscore.kinds.graded import DIMENSIONS
 from trustscore.scoring.inputs import EvidenceItem
 from trustscore.services.metrics import Metrics
 from trustscore.services.ratings import RELEASED_MODELS, RatingService, load_models
 from trustscore.store.projection_tables import EvidenceRow
-from trustscore.store.ratings import RatingRow
 
 AT = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)
 TICK = 0.005
@@ -68,13 +67,6 @@ class Projected:
         return []
 
 
-class _NoTable:
-    """A rating table that stores nothing: publishing costs the rows' encoding and bookkeeping."""
-
-    async def write(self, rows: Sequence[RatingRow], log_size: int) -> int:
-        return 0
-
-
 async def stalled(run: Awaitable[object]) -> tuple[float, float]:
     """Seconds ``run`` took and the longest time the event loop could not run meanwhile."""
     longest = 0.0
@@ -107,7 +99,7 @@ async def measure(agents: int, items: int, models: tuple[str, ...]) -> list[tupl
         load_models(names=models),
         Metrics(),
         clock=lambda: now[0],
-        table=_NoTable(),  # type: ignore[arg-type]
+        table=NoRatingTable(),  # type: ignore[arg-type]
     )
     out = [("first refresh, published", *await stalled(ratings.refresh()))]
     now[0] = AT + dt.timedelta(hours=1)
