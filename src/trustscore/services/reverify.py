@@ -98,25 +98,25 @@ class Reverifier:
     async def sweep(self) -> int:
         """Schedule a run for every report integrated since the last sweep whose agent has an endpoint."""
         cp = self.log.checkpoint_size or 0
+        # A report's index, agent (its statement's subject) and statement hash are kept beside its leaf:
+        # no leaf is read or parsed here.
         reports = [
-            (index, audit.parse_leaf(leaf))
-            for index, leaf in await self.log.store.leaves_of_kind(
-                EXAM_REPORT.predicate_type, cp, self._swept
-            )
-            if sampling.seed_size(index) <= cp
+            head
+            for head in await self.log.store.heads_of_kind(EXAM_REPORT.predicate_type, cp, self._swept)
+            if sampling.seed_size(head.index) <= cp
         ]
         if not reports:
             return 0
-        endpoints = await self.store.endpoints({r.statement.facts.subject for _, r in reports})
+        endpoints = await self.store.endpoints({head.subject for head in reports})
         scheduled = 0
-        for index, report in reports:
-            agent = report.statement.facts.subject
+        for head in reports:
+            agent, size = head.subject, sampling.seed_size(head.index)
             if agent in endpoints:
-                root = await self._root(sampling.seed_size(index))
-                seed = sampling.seed(root, report.statement_hash, agent)
-                run = Run(agent, index, seed, "report", sampling.seed_size(index), endpoints[agent], 0)
-                scheduled += await self.store.schedule(run)
-        self._swept = reports[-1][0] + 1
+                seed = sampling.seed(await self._root(size), head.statement_hash, agent)
+                scheduled += await self.store.schedule(
+                    Run(agent, head.index, seed, "report", size, endpoints[agent], 0)
+                )
+        self._swept = reports[-1].index + 1
         return scheduled
 
     async def schedule_period(self, due: float) -> int:
@@ -150,10 +150,12 @@ class Reverifier:
         await self.sweep()
         endpoints = await self.store.endpoints(None)
         busy = await self.store.pending_agents()
-        latest: dict[str, tuple[int, bytes]] = {}
-        for index, leaf in await self.log.store.leaves_of_kind(EXAM_REPORT.predicate_type, size - 1):
-            report = audit.parse_leaf(leaf)
-            latest[report.statement.facts.subject] = (index, report.statement_hash)
+        # One row per agent, from the columns kept beside the leaves (every report's leaf used to be read
+        # and parsed here, every period, and held in memory at once).
+        latest = {
+            head.subject: (head.index, head.statement_hash)
+            for head in await self.log.store.latest_heads_of_kind(EXAM_REPORT.predicate_type, size - 1)
+        }
         # An agent that reported again after the checkpoint has its new report re-verified by that
         # report's own run: a run on the report before it (the latest up to ``size``, when a period is
         # scheduled again later in the period) would hold the endpoint to answers the agent has replaced.

@@ -178,6 +178,15 @@ class StoredEntry:
     leaf_hash: bytes
 
 
+@dataclass(frozen=True)
+class EntryHead:
+    """What the log keeps beside an entry's leaf: enough to name it without reading or parsing the leaf."""
+
+    index: int
+    subject: str
+    statement_hash: bytes
+
+
 class LogStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
@@ -247,6 +256,27 @@ class LogStore:
         archived its partition (docs/operations.md, "Old partitions"), as the join used to find."""
         r = await self.pool.fetchrow("SELECT leaf, leaf_hash FROM entries WHERE idx = $1", index)
         return None if r is None else StoredEntry(index, bytes(r["leaf"]), bytes(r["leaf_hash"]))
+
+    async def heads_of_kind(self, kind: str, before: int, start: int = 0) -> list[EntryHead]:
+        """The heads of the entries of ``kind`` with ``start <= index < before``, in log order."""
+        rows = await self.pool.fetch(
+            "SELECT idx, subject, statement_hash FROM entries WHERE kind = $1 AND idx >= $3 AND idx < $2 "
+            "ORDER BY idx",
+            kind,
+            before,
+            start,
+        )
+        return [EntryHead(r["idx"], r["subject"], bytes(r["statement_hash"])) for r in rows]
+
+    async def latest_heads_of_kind(self, kind: str, before: int) -> list[EntryHead]:
+        """Each subject's newest entry of ``kind`` below index ``before`` (one row per subject, by subject)."""
+        rows = await self.pool.fetch(
+            "SELECT DISTINCT ON (subject) idx, subject, statement_hash FROM entries "
+            "WHERE kind = $1 AND idx < $2 ORDER BY subject, idx DESC",
+            kind,
+            before,
+        )
+        return [EntryHead(r["idx"], r["subject"], bytes(r["statement_hash"])) for r in rows]
 
     async def leaves_of_kind(self, kind: str, before: int, start: int = 0) -> list[tuple[int, bytes]]:
         """Entries of ``kind`` with ``start <= index < before``, in log order."""

@@ -27,7 +27,9 @@ from tests.helpers import new_card
 from trustscore.api.app import create_app
 from trustscore.errors import NotYetAvailable
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, load_exam
-from trustscore.ledger import keys
+from trustscore.kinds.exam_report import EXAM_REPORT
+from trustscore.kinds.reverification import sampling
+from trustscore.ledger import audit, keys, merkle
 from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import sign_run
 from trustscore.services.log import LogService
@@ -174,3 +176,36 @@ async def test_a_worker_whose_clock_runs_ahead_fixes_no_future_period_and_misses
     boundary = time.time() // 1 + 1  # the next second, ahead of the database's clock by up to a second
     assert await worker.schedule_period(boundary + 0.001) == 1
     assert await world.pool.fetchval(count, round(boundary * 1000)) == 1
+
+
+async def test_scheduling_reads_no_leaf_and_seeds_from_the_reports_own_hash(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sweep after new reports and a period's schedule need each report's index, agent and statement
+    hash, which the log keeps beside the leaf. They used to read and parse every report's leaf: the
+    schedule every report in the log, at every period (at 10^6 reports, gigabytes read and parsed per
+    period, and all of them held in memory at once). Neither may read a leaf now, and a scheduled run's
+    seed is still the one its report's own bytes give."""
+    store = world.log.store
+
+    async def no_leaves(*args: object, **kwargs: object) -> list[tuple[int, bytes]]:
+        raise AssertionError("scheduling read leaves")
+
+    monkeypatch.setattr(store, "leaves_of_kind", no_leaves)
+    pool, agent = world.pool, world.agent.id
+    [row] = await pool.fetch(
+        "SELECT leaf FROM entries WHERE subject = $1 AND kind = $2", agent, EXAM_REPORT.predicate_type
+    )
+    statement_hash = audit.parse_leaf(bytes(row["leaf"])).statement_hash
+
+    async def expected(size: int) -> bytes:
+        root = merkle.root_from_nodes(size, await store.nodes(merkle.frontier_nodes(size)))
+        return sampling.seed(root, statement_hash, agent)
+
+    [run] = await pool.fetch("SELECT seed, checkpoint_size FROM reverify_runs WHERE agent = $1", agent)
+    assert bytes(run["seed"]) == await expected(run["checkpoint_size"])  # the report's own run
+    worker = world.worker()  # a fresh worker sweeps from the log's start: that run again, nothing new
+    assert await worker.sweep() == 0
+    assert await worker.schedule_period(world.period + 100) == 1
+    [(seed, size)] = await scheduled(pool, agent)
+    assert seed == await expected(size)
