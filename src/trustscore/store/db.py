@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from importlib import resources
 
@@ -71,6 +73,24 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
     )
     if may:
         await conn.execute(f"SET ROLE {APP_ROLE}")
+
+
+@asynccontextmanager
+async def checked_inserts(conn: asyncpg.Connection | asyncpg.pool.PoolConnectionProxy) -> AsyncIterator[None]:
+    """Inside a transaction: bulk inserts into a table with a foreign key, whose checks reuse one plan.
+
+    PostgreSQL checks a foreign key with one query per inserted row, through the plan cache, so under
+    ``force_custom_plan`` (:func:`_init_connection`) each row's check was planned anew: on the
+    partitioned ``entries`` that made the check of a row about four times its insert (98,000 evidence
+    rows: 2.5 s, against 0.95 s with the check's plan kept and 0.49 s with no check; bench/README.md,
+    "Report ingest, session 23"). The block runs under ``auto`` (the check, a lookup of one primary key,
+    gets a generic plan after five executions) and the session's mode is back when it ends. Use it
+    only around inserts, in a transaction or savepoint: a block that fails leaves ``auto`` to that
+    (sub)transaction, which is rolled back with the setting.
+    """
+    await conn.execute("SET LOCAL plan_cache_mode = auto")
+    yield
+    await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
 
 
 async def _init_read_connection(conn: asyncpg.Connection) -> None:

@@ -17,6 +17,7 @@ from trustscore.errors import InvalidInput, NonceReplay
 from trustscore.kinds.admission import Registration, registration_of
 from trustscore.ledger import merkle, tiles
 from trustscore.ledger.submission import CheckedEntry
+from trustscore.store.db import checked_inserts
 from trustscore.store.partitions import Partitions, Room
 
 # Unique constraints that appends rely on: the side tables of migrations/0017_partitions.sql hold the
@@ -627,7 +628,7 @@ class LogStore:
         else:  # many (a batch of cards): a COPY costs less per row; a key already there fails it whole
             written = set()
             try:
-                async with conn.transaction():
+                async with conn.transaction(), checked_inserts(conn):
                     await conn.copy_records_to_table("keys", columns=_KEY_COLUMNS, records=rows)
                 return
             except asyncpg.UniqueViolationError as exc:
@@ -646,7 +647,8 @@ class LogStore:
                     f"{reg.id} is registered as {r['kind']}; a key's card type, controller and roles never change"
                 )
         if missing := [row for row in rows if row[0] in introduced and row[0] not in written]:
-            await conn.copy_records_to_table("keys", columns=_KEY_COLUMNS, records=missing)
+            async with checked_inserts(conn):
+                await conn.copy_records_to_table("keys", columns=_KEY_COLUMNS, records=missing)
 
     async def key_entry(self, key_id: str) -> tuple[bytes, int] | None:
         """The public key registered for ``key_id`` and the index of the entry that registered it."""

@@ -19,6 +19,7 @@ from trustscore.kinds.service_card import SERVICE_CARD, ServiceCard
 from trustscore.ledger import audit
 from trustscore.scoring.inputs import EvidenceItem, Snapshot
 from trustscore.store import ladder
+from trustscore.store.db import checked_inserts
 from trustscore.store.log import newest_of_kinds
 
 _PROJECTOR_LOCK = 0x70726F6A  # advisory lock key held while projecting
@@ -57,6 +58,70 @@ class EvidenceRow:
     item: EvidenceItem
 
 
+#: The evidence table's columns, in the order the projector writes them.
+EVIDENCE_COLUMNS = [
+    "idx",
+    "seq",
+    "agent",
+    "dimension",
+    "source",
+    "value",
+    "result",
+    "key",
+    "at",
+    "issuer",
+    "extra_weight",
+]
+
+
+async def _write_projected(conn: asyncpg.pool.PoolConnectionProxy, out: Projected) -> None:
+    """The evidence, ladder rows and snapshots of one projector step (each row's foreign key into
+    ``entries`` is checked: :func:`~trustscore.store.db.checked_inserts`)."""
+    if out.evidence:
+        seq: dict[int, int] = {}
+        records = []
+        for e in out.evidence:
+            n = seq[e.index] = seq.get(e.index, -1) + 1
+            records.append(
+                (
+                    e.index,
+                    n,
+                    e.agent,
+                    e.dimension,
+                    e.source,
+                    e.value,
+                    e.result,
+                    e.key,
+                    e.at,
+                    e.issuer,
+                    e.extra_weight,
+                )
+            )
+        await conn.copy_records_to_table(
+            "evidence",
+            columns=EVIDENCE_COLUMNS,
+            records=records,
+        )
+    if out.ladder:
+        await ladder.insert(conn, out.ladder)
+    if out.snapshots:
+        await conn.copy_records_to_table(
+            "snapshots",
+            columns=["idx", "agent", "at", "total", "adjusted", "model_version"],
+            records=[
+                (
+                    s.index,
+                    s.snapshot.agent,
+                    s.snapshot.at,
+                    s.snapshot.total,
+                    s.adjusted,
+                    s.snapshot.model_version,
+                )
+                for s in out.snapshots
+            ],
+        )
+
+
 class ProjectionStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
@@ -85,61 +150,9 @@ class ProjectionStore:
             if not rows:
                 return None
             out = project([(r["idx"], None if r["leaf"] is None else bytes(r["leaf"])) for r in rows])
-            if out.evidence:
-                seq: dict[int, int] = {}
-                records = []
-                for e in out.evidence:
-                    n = seq[e.index] = seq.get(e.index, -1) + 1
-                    records.append(
-                        (
-                            e.index,
-                            n,
-                            e.agent,
-                            e.dimension,
-                            e.source,
-                            e.value,
-                            e.result,
-                            e.key,
-                            e.at,
-                            e.issuer,
-                            e.extra_weight,
-                        )
-                    )
-                await conn.copy_records_to_table(
-                    "evidence",
-                    columns=[
-                        "idx",
-                        "seq",
-                        "agent",
-                        "dimension",
-                        "source",
-                        "value",
-                        "result",
-                        "key",
-                        "at",
-                        "issuer",
-                        "extra_weight",
-                    ],
-                    records=records,
-                )
-            if out.ladder:
-                await ladder.insert(conn, out.ladder)
-            if out.snapshots:
-                await conn.copy_records_to_table(
-                    "snapshots",
-                    columns=["idx", "agent", "at", "total", "adjusted", "model_version"],
-                    records=[
-                        (
-                            s.index,
-                            s.snapshot.agent,
-                            s.snapshot.at,
-                            s.snapshot.total,
-                            s.adjusted,
-                            s.snapshot.model_version,
-                        )
-                        for s in out.snapshots
-                    ],
-                )
+            if out.evidence or out.ladder or out.snapshots:
+                async with checked_inserts(conn):
+                    await _write_projected(conn, out)
             if after is not None:
                 await after(conn, start, rows[-1]["idx"] + 1)
             await conn.execute(
