@@ -15,24 +15,29 @@ from trustscore.store.projection_tables import EVIDENCE_COLUMNS as EVIDENCE
 MODE = "SHOW plan_cache_mode"
 
 
+AT = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+
 def _evidence_row(idx: int) -> tuple[object, ...]:
-    at = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-    return (idx, 0, "agent", "capability", "exam", 0.5, None, None, at, None, 1.0)
+    return (idx, 0, "agent", "capability", "exam", 0.5, None, None, AT, None, 1.0)
 
 
 async def test_the_block_plans_once_and_gives_the_session_its_mode_back(pool: asyncpg.Pool) -> None:
     async with pool.acquire() as conn, conn.transaction():
         assert await conn.fetchval(MODE) == "force_custom_plan"
         async with checked_inserts(conn):
-            assert await conn.fetchval(MODE) == "auto"
+            assert await conn.fetchval(MODE) == "force_generic_plan"
+            assert await conn.fetchval("SHOW enable_seqscan") == "off"
         assert await conn.fetchval(MODE) == "force_custom_plan"
+        assert await conn.fetchval("SHOW enable_seqscan") == "on"
     async with pool.acquire() as conn:
         assert await conn.fetchval(MODE) == "force_custom_plan"
+        assert await conn.fetchval("SHOW enable_seqscan") == "on"
 
 
 async def test_a_row_without_its_entry_is_still_refused(pool: asyncpg.Pool) -> None:
-    """The foreign key is checked with the kept plan as with a fresh one: past the five executions
-    after which PostgreSQL may switch to a generic plan, and for the row that has no entry."""
+    """The foreign key is checked with the kept plan as with a fresh one, at every one of several
+    blocks on one connection, for the row that has no entry."""
     async with pool.acquire() as conn:
         for attempt in range(8):
             with pytest.raises(asyncpg.ForeignKeyViolationError):
@@ -54,3 +59,45 @@ async def test_a_failed_block_in_a_savepoint_leaves_the_rest_of_the_transaction_
             async with conn.transaction(), checked_inserts(conn):
                 await conn.copy_records_to_table("evidence", columns=EVIDENCE, records=[_evidence_row(3)])
         assert await conn.fetchval(MODE) == "force_custom_plan"
+
+
+async def _add_entries(conn: asyncpg.pool.PoolConnectionProxy, start: int, count: int) -> None:
+    await conn.execute(
+        "INSERT INTO entries (idx, leaf, leaf_hash, statement_hash, signer, nonce, kind, subject) "
+        "SELECT i, convert_to(repeat('x', 1000), 'UTF8'), sha256(int8send(i)), sha256(int8send(-i - 1)), "
+        "'signer', 'n' || i, 'kind', 'agent' FROM generate_series($1::bigint, $2::bigint) AS i",
+        start,
+        start + count - 1,
+    )
+
+
+async def test_regression_a_plan_made_while_the_log_was_tiny_does_not_scan_it_once_it_has_grown(
+    pool: asyncpg.Pool,
+) -> None:
+    """A generic plan is made once and kept until the table's statistics change. Made for a log of three
+    entries it was a sequential scan of the partition (cheaper than its index then), and every later
+    check on that connection read the whole partition, however large it had grown, until autovacuum
+    analysed it. The checks in the block must look each entry up by its index, whenever the plan was made."""
+    scans = "SELECT seq_scan, idx_scan FROM pg_stat_xact_user_tables WHERE relname = 'entries_p0'"
+    async with pool.acquire() as conn:
+        async with conn.transaction():
+            await _add_entries(conn, 0, 3)
+        for seq in range(2):  # 16 checks: under ``auto`` a plan is kept after five
+            rows = [
+                (i % 3, 8 * seq + i, "agent", "capability", "exam", 0.5, None, None, AT, None, 1.0)
+                for i in range(8)
+            ]
+            async with conn.transaction(), checked_inserts(conn):
+                await conn.copy_records_to_table("evidence", columns=EVIDENCE, records=rows)
+        async with conn.transaction():
+            await _add_entries(conn, 3, 2_000)
+        async with conn.transaction(), checked_inserts(conn):
+            before = await conn.fetchrow(scans)
+            rows = [
+                (3 + i, 0, "agent", "capability", "exam", 0.5, None, None, AT, None, 1.0) for i in range(8)
+            ]
+            await conn.copy_records_to_table("evidence", columns=EVIDENCE, records=rows)
+            after = await conn.fetchrow(scans)
+        assert before is not None and after is not None
+        assert after["seq_scan"] == before["seq_scan"], "a check read the whole partition"
+        assert after["idx_scan"] - before["idx_scan"] == 8
