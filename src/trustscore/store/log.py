@@ -106,11 +106,24 @@ _INSERT_UNLESS_KNOWN = (
 
 # LogStore._append_new: the entries' columns (ENTRY_COLUMNS but idx), the first index not covered by a
 # partition, and the keys' columns (_KEY_COLUMNS with first_idx as a position in the batch; roles as a
-# JSON array each). Migration 0022 says what the function does.
-_APPEND_NEW = (
+# JSON array each). Migrations 0022 and 0025 say what the function does.
+APPEND_NEW = (
     "SELECT trustscore_append_new($1::bytea[], $2::bytea[], $3::bytea[], $4::text[], $5::text[], $6::text[], "
     "$7::text[], $8::bigint, $9::text[], $10::bytea[], $11::bigint[], $12::text[], $13::text[], $14::text[])"
 )
+
+
+def append_new_arguments(entries: Sequence[CheckedEntry], covered: int) -> list[object]:
+    """The arguments of ``trustscore_append_new`` (:data:`APPEND_NEW`) for ``entries``; InvalidInput if
+    two cards register one key differently."""
+    introduced = _introduced(enumerate(entries))
+    columns = [list(c) for c in zip(*entry_records(enumerate(entries)), strict=True)][1:]
+    keys = [
+        (reg.id, reg.public_key, i, reg.kind, reg.controller, json.dumps(list(reg.roles)))
+        for reg, i in introduced.values()
+    ]
+    key_columns = [list(c) for c in zip(*keys, strict=True)] if keys else [[] for _ in range(6)]
+    return [*columns, covered, *key_columns]
 
 
 async def _insert_unless_known(
@@ -371,15 +384,9 @@ class LogStore:
         if len({e.statement_hash for e in entries}) < n or len({(e.signer, e.nonce) for e in entries}) < n:
             return None
         try:
-            introduced = _introduced(enumerate(entries))
+            arguments = append_new_arguments(entries, covered)
         except InvalidInput:
             return None
-        columns = [list(c) for c in zip(*entry_records(enumerate(entries)), strict=True)][1:]
-        keys = [
-            (reg.id, reg.public_key, i, reg.kind, reg.controller, json.dumps(list(reg.roles)))
-            for reg, i in introduced.values()
-        ]
-        key_columns = [list(c) for c in zip(*keys, strict=True)] if keys else [[] for _ in range(6)]
         # An error the server reports undid the whole call. A unique violation (a statement or nonce
         # logged while the call waited for the lock; a writer that skipped the lock) goes the general
         # way, which says which; so does a timeout when several requests' groups are queued here, so that
@@ -388,7 +395,7 @@ class LogStore:
         # find every statement logged and answer with their indexes, as for a client's retry.)
         try:
             async with self.pool.acquire() as conn:
-                start: int | None = await conn.fetchval(_APPEND_NEW, *columns, covered, *key_columns)
+                start: int | None = await conn.fetchval(APPEND_NEW, *arguments)
         except asyncpg.UniqueViolationError:
             return None
         except asyncpg.QueryCanceledError:

@@ -19,7 +19,7 @@ from trustscore.errors import InvalidInput, NonceReplay
 from trustscore.kinds.parties import make_party_card
 from trustscore.ledger import dsse, keys
 from trustscore.store import db
-from trustscore.store.log import LogStore
+from trustscore.store.log import APPEND_NEW, LogStore, append_new_arguments
 
 
 class Queries:
@@ -246,3 +246,45 @@ async def test_only_the_app_role_may_call_it_where_functions_are_not_public(dsn:
         await pool.close()
     if role != "trustscore_app":
         pytest.skip(f"the pool connects as {role}, not as the app role")
+
+
+async def test_a_cards_key_is_checked_by_index_however_small_the_log_was_when_the_check_was_planned(
+    dsn: str,
+) -> None:
+    """Migration 0025: the check of a new key's entry is planned once per connection, not at every call.
+    A plan made for a log of a few entries may not be a scan of the partition (the cheaper plan then),
+    or every card after it would read the whole partition as the log grew. The call gives the session
+    its planner settings back."""
+    await db.migrate(dsn)
+    pool = await db.create_pool(dsn, min_size=1, max_size=1)  # one connection: one plan cache
+    store = LogStore(pool)
+    scans = "SELECT seq_scan, idx_scan FROM pg_stat_xact_user_tables WHERE relname = 'entries_p0'"
+    settings = "SELECT current_setting('plan_cache_mode'), current_setting('enable_seqscan')"
+    try:
+        for n in range(6):  # a tiny log; the plan is made at the first card's check
+            await store.append([card(keys.SigningKey.generate(), f"small {n}", f"{n:032x}")])
+        size = await store.sequenced_size()
+        async with pool.acquire() as conn, conn.transaction():  # the log grows by 2,000 entries
+            await conn.execute(
+                "INSERT INTO entries (idx, leaf, leaf_hash, statement_hash, signer, nonce, kind, subject) "
+                "SELECT i, convert_to(repeat('x', 1000), 'UTF8'), sha256(int8send(i)), sha256(int8send(-i - 1)), "
+                "'filler', 'n' || i, 'filler', 'filler' FROM generate_series($1::bigint, $2::bigint) AS i",
+                size,
+                size + 1_999,
+            )
+            await conn.execute("UPDATE log_sequence SET next_index = $1", size + 2_000)
+        key = keys.SigningKey.generate()
+        big = card(key, "big", "f" * 32)
+        async with pool.acquire() as conn, conn.transaction():
+            before = await conn.fetchrow(scans)
+            start = await conn.fetchval(APPEND_NEW, *append_new_arguments([big], store.partitions.covered))
+            after = await conn.fetchrow(scans)
+            restored = await conn.fetchrow(settings)
+        assert start == size + 2_000
+        assert before is not None and after is not None and restored is not None
+        assert tuple(restored) == ("force_custom_plan", "on")
+        assert after["seq_scan"] == before["seq_scan"], "the key's check read the whole partition"
+        assert after["idx_scan"] > before["idx_scan"]
+        assert await store.key_entry(key.id) == (key.public_key, start)
+    finally:
+        await pool.close()
