@@ -75,25 +75,46 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
         await conn.execute(f"SET ROLE {APP_ROLE}")
 
 
+#: Up to this many partitions of ``entries``, the foreign-key checks of :func:`checked_inserts` (and of
+#: ``trustscore_append_new``, migration 0025, which has the number written in) use one generic plan.
+GENERIC_CHECKS_UP_TO = 16
+
+# The settings before the block, then the block's: the plan mode by the number of partitions of entries.
+_CHECKS_BEGIN = (
+    "SELECT before.mode, before.seqscan, set_config('plan_cache_mode', CASE WHEN "
+    "(SELECT count(*) FROM pg_inherits WHERE inhparent = 'entries'::regclass) <= $1 "
+    "THEN 'force_generic_plan' ELSE before.mode END, true), set_config('enable_seqscan', 'off', true) "
+    "FROM (SELECT current_setting('plan_cache_mode') AS mode, current_setting('enable_seqscan') AS seqscan "
+    "OFFSET 0) AS before"
+)
+_CHECKS_END = "SELECT set_config('plan_cache_mode', $1, true), set_config('enable_seqscan', $2, true)"
+
+
 @asynccontextmanager
 async def checked_inserts(conn: asyncpg.Connection | asyncpg.pool.PoolConnectionProxy) -> AsyncIterator[None]:
-    """Inside a transaction: bulk inserts into a table with a foreign key, whose checks reuse one plan.
+    """Inside a transaction: bulk inserts into a table with a foreign key into ``entries``, whose checks
+    reuse one plan while ``entries`` has at most :data:`GENERIC_CHECKS_UP_TO` partitions.
 
     PostgreSQL checks a foreign key with one query per inserted row, through the plan cache, so under
     ``force_custom_plan`` (:func:`_init_connection`) each row's check was planned anew: on the
     partitioned ``entries`` that made the check of a row about four times its insert (98,000 evidence
     rows: 2.5 s, against 0.95 s with the check's plan kept and 0.49 s with no check; bench/README.md,
-    "Report ingest, session 23"). In the block every check uses one generic plan, made with sequential
-    scans disabled: a plan is kept until the table's statistics change, and one made while the log held
-    a few entries scanned the partition (cheaper than its index then) at every check as the log grew,
-    until autovacuum analysed it. The check is a lookup of one primary key, so the index is right at
-    every size. The session's settings are back when the block ends. Use it only around inserts (the
-    statements in it get a generic plan too), in a transaction or savepoint: a block that fails leaves
-    its settings to that (sub)transaction, which is rolled back with them.
+    "Report ingest, session 23"). A generic plan is pruned only when it runs, and PostgreSQL 15 locks
+    every partition it names at each run: per row, 14 µs at 8 partitions, 19 at 16, 21 at 24, 44-46 at
+    50 and 144-152 at 202, against 25-32 µs for a plan made per row at every count (measured by a
+    review). So the generic plan is used up to 16 partitions (2^24 entries at the default span) and each
+    row's check is planned for it beyond. Sequential scans are off in the block either way: a generic
+    plan is kept until the table's statistics change, and one made while the log held a few entries
+    scanned the partition (cheaper than its index then) at every check as the log grew; the check is a
+    lookup of one primary key, so the index is right at every size. The settings the session had are
+    back when the block ends. Use it only around inserts (the statements in it are planned the same way),
+    in a transaction or savepoint: a block that fails leaves its settings to that (sub)transaction, which
+    is rolled back with them.
     """
-    await conn.execute("SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_seqscan = off")
+    before = await conn.fetchrow(_CHECKS_BEGIN, GENERIC_CHECKS_UP_TO)
+    assert before is not None
     yield
-    await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL enable_seqscan TO DEFAULT")
+    await conn.execute(_CHECKS_END, before["mode"], before["seqscan"])
 
 
 async def _init_read_connection(conn: asyncpg.Connection) -> None:

@@ -13,12 +13,14 @@ import asyncpg
 import pytest
 
 from tests.integration.store.test_appends_concurrent import AGENTS, hold_nonce, invariants
+from tests.integration.store.test_checked_inserts import ENTRY_PARTITION_LOCKS, entries_with_partitions
 from tests.integration.store.test_group_commit import card, checked
 from tests.integration.store.test_partitions import SPAN, migrate_with_span, owner
 from trustscore.errors import InvalidInput, NonceReplay
 from trustscore.kinds.parties import make_party_card
 from trustscore.ledger import dsse, keys
 from trustscore.store import db
+from trustscore.store.db import GENERIC_CHECKS_UP_TO
 from trustscore.store.log import APPEND_NEW, LogStore, append_new_arguments
 
 
@@ -288,3 +290,28 @@ async def test_a_cards_key_is_checked_by_index_however_small_the_log_was_when_th
         assert await store.key_entry(key.id) == (key.public_key, start)
     finally:
         await pool.close()
+
+
+@pytest.mark.parametrize("partitions", [GENERIC_CHECKS_UP_TO, GENERIC_CHECKS_UP_TO + 1])
+async def test_past_the_limit_a_cards_key_check_is_planned_for_its_partition(
+    dsn: str, partitions: int
+) -> None:
+    """As db.checked_inserts (test_checked_inserts.py): up to the limit the key's check has one plan,
+    which locks every partition of entries; past it, the check and the insert lock the one they use."""
+    await entries_with_partitions(dsn, partitions)
+    owned = await owner(dsn)
+    try:
+        await owned.execute("UPDATE log_sequence SET next_index = $1", SPAN)
+    finally:
+        await owned.close()
+    pool = await db.create_pool(dsn, min_size=1, max_size=1)
+    try:
+        async with pool.acquire() as conn, conn.transaction():
+            key = keys.SigningKey.generate()
+            arguments = append_new_arguments([card(key, "one", "1" * 32)], partitions * SPAN)
+            assert await conn.fetchval(APPEND_NEW, *arguments) == SPAN
+            locked = await conn.fetchval(ENTRY_PARTITION_LOCKS)
+            assert await conn.fetchval("SHOW plan_cache_mode") == "force_custom_plan"
+    finally:
+        await pool.close()
+    assert locked == (partitions if partitions <= GENERIC_CHECKS_UP_TO else 1)

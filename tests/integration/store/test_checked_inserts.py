@@ -9,7 +9,9 @@ import datetime as dt
 import asyncpg
 import pytest
 
-from trustscore.store.db import checked_inserts
+from tests.integration.store.test_partitions import SPAN, migrate_with_span, owner
+from trustscore.store import db
+from trustscore.store.db import GENERIC_CHECKS_UP_TO, checked_inserts
 from trustscore.store.projection_tables import EVIDENCE_COLUMNS as EVIDENCE
 
 MODE = "SHOW plan_cache_mode"
@@ -22,17 +24,19 @@ def _evidence_row(idx: int) -> tuple[object, ...]:
     return (idx, 0, "agent", "capability", "exam", 0.5, None, None, AT, None, 1.0)
 
 
-async def test_the_block_plans_once_and_gives_the_session_its_mode_back(pool: asyncpg.Pool) -> None:
-    async with pool.acquire() as conn, conn.transaction():
-        assert await conn.fetchval(MODE) == "force_custom_plan"
-        async with checked_inserts(conn):
-            assert await conn.fetchval(MODE) == "force_generic_plan"
-            assert await conn.fetchval("SHOW enable_seqscan") == "off"
-        assert await conn.fetchval(MODE) == "force_custom_plan"
-        assert await conn.fetchval("SHOW enable_seqscan") == "on"
+async def test_the_block_plans_once_and_gives_the_session_its_settings_back(pool: asyncpg.Pool) -> None:
+    async with pool.acquire() as conn:
+        seqscan = await conn.fetchval("SHOW enable_seqscan")  # whatever the server's configuration says
+        async with conn.transaction():
+            assert await conn.fetchval(MODE) == "force_custom_plan"
+            async with checked_inserts(conn):
+                assert await conn.fetchval(MODE) == "force_generic_plan"  # a new log: two partitions
+                assert await conn.fetchval("SHOW enable_seqscan") == "off"
+            assert await conn.fetchval(MODE) == "force_custom_plan"
+            assert await conn.fetchval("SHOW enable_seqscan") == seqscan
     async with pool.acquire() as conn:
         assert await conn.fetchval(MODE) == "force_custom_plan"
-        assert await conn.fetchval("SHOW enable_seqscan") == "on"
+        assert await conn.fetchval("SHOW enable_seqscan") == seqscan
 
 
 async def test_a_row_without_its_entry_is_still_refused(pool: asyncpg.Pool) -> None:
@@ -101,3 +105,49 @@ async def test_regression_a_plan_made_while_the_log_was_tiny_does_not_scan_it_on
         assert before is not None and after is not None
         assert after["seq_scan"] == before["seq_scan"], "a check read the whole partition"
         assert after["idx_scan"] - before["idx_scan"] == 8
+
+
+#: The partitions of entries this backend holds a lock on (until its transaction ends).
+ENTRY_PARTITION_LOCKS = (
+    "SELECT count(DISTINCT l.relation) FROM pg_locks l JOIN pg_inherits i ON i.inhrelid = l.relation "
+    "WHERE i.inhparent = 'entries'::regclass AND l.pid = pg_backend_pid()"
+)
+
+
+async def entries_with_partitions(dsn: str, partitions: int) -> None:
+    """A log of 8 entries (one partition of SPAN) whose entries table has ``partitions`` partitions."""
+    await migrate_with_span(dsn)
+    conn = await owner(dsn)
+    try:
+        await _add_entries(conn, 0, SPAN)  # type: ignore[arg-type]  # a plain connection does as well
+        await conn.execute("SELECT trustscore_extend_partitions($1::bigint)", (partitions - 2) * SPAN)
+        assert await conn.fetchval(
+            "SELECT count(*) FROM pg_inherits WHERE inhparent = 'entries'::regclass"
+        ) == (partitions)
+    finally:
+        await conn.close()
+
+
+@pytest.mark.parametrize("partitions", [GENERIC_CHECKS_UP_TO, GENERIC_CHECKS_UP_TO + 1])
+async def test_past_the_limit_each_check_is_planned_for_its_partition(dsn: str, partitions: int) -> None:
+    """On PostgreSQL 15 a generic plan locks every partition of entries at each check, however few it
+    reads: at 200 partitions a check cost 5x the plan made for its row. Up to the limit the checks share
+    one plan (which locks them all); past it each check locks the one partition it reads."""
+    await entries_with_partitions(dsn, partitions)
+    pool = await db.create_pool(dsn, min_size=1, max_size=1)
+    try:
+        async with pool.acquire() as conn, conn.transaction():
+            async with checked_inserts(conn):
+                mode = await conn.fetchval(MODE)
+                rows = [
+                    (i, 0, "agent", "capability", "exam", 0.5, None, None, AT, None, 1.0) for i in range(SPAN)
+                ]
+                await conn.copy_records_to_table("evidence", columns=EVIDENCE, records=rows)
+            locked = await conn.fetchval(ENTRY_PARTITION_LOCKS)
+            assert await conn.fetchval(MODE) == "force_custom_plan"
+    finally:
+        await pool.close()
+    if partitions <= GENERIC_CHECKS_UP_TO:
+        assert (mode, locked) == ("force_generic_plan", partitions)
+    else:
+        assert (mode, locked) == ("force_custom_plan", 1)

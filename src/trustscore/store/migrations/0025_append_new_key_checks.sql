@@ -4,9 +4,11 @@
 -- cache, and the sessions plan every statement anew (store/db.py, force_custom_plan): the check of a
 -- card's key was planned at every append, 22 µs of the database's ~140 µs per single card (bench/README.md,
 -- "Report ingest, session 23"). The keys are now written by a statement of their own, run as
--- store/db.py's checked_inserts runs bulk inserts: one generic plan, made with sequential scans disabled
--- (a primary-key lookup; a plan made while the log held a few entries would otherwise scan the partition
--- at every check as the log grew), and the settings put back after it.
+-- store/db.py's checked_inserts runs bulk inserts: while entries has at most 16 partitions
+-- (db.GENERIC_CHECKS_UP_TO; a generic plan locks every partition at each run on PostgreSQL 15, and costs
+-- more than planning per row from about 30), one generic plan, made with sequential scans disabled (a
+-- primary-key lookup; a plan made while the log held a few entries would otherwise scan the partition at
+-- every check as the log grew), and the settings put back after it.
 --
 -- So that the key insert's own plan has nothing to choose, it no longer looks keys up: the keys of the
 -- batch already registered are read once, under the lock, by the statement that checks they are
@@ -61,13 +63,16 @@ BEGIN
     IF coalesce(cardinality(key_ids), 0) > cardinality(present) THEN
         plan_mode := current_setting('plan_cache_mode');
         seqscan := current_setting('enable_seqscan');
-        PERFORM set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true);
+        PERFORM set_config('plan_cache_mode',
+                           CASE WHEN (SELECT count(*) FROM pg_inherits WHERE inhparent = 'entries'::regclass) <= 16
+                                THEN 'force_generic_plan' ELSE plan_mode END, true),
+                set_config('enable_seqscan', 'off', true);
         INSERT INTO keys (id, public_key, first_idx, kind, controller, roles)
         SELECT t.id, t.public_key, start + t.offset_, t.kind, t.controller,
                ARRAY(SELECT jsonb_array_elements_text(t.roles::jsonb))
         FROM unnest(key_ids, key_publics, key_offsets, key_kinds, key_controllers, key_roles)
             AS t(id, public_key, offset_, kind, controller, roles)
-        WHERE t.id <> ALL (present);
+        WHERE NOT coalesce(t.id = ANY (present), false);  -- a NULL id is inserted, and refused, as in 0022
         PERFORM set_config('plan_cache_mode', plan_mode, true), set_config('enable_seqscan', seqscan, true);
     END IF;
     UPDATE log_sequence SET next_index = start + cardinality(leaves);
