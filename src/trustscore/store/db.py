@@ -80,12 +80,15 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
 GENERIC_CHECKS_UP_TO = 16
 
 # The settings before the block, then the block's: the plan mode by the number of partitions of entries.
+# (A MATERIALIZED CTE is evaluated on its own, before the outer query reads it: the settings it reads are
+# those before the set_config calls.) The app role reads pg_inherits, as PUBLIC may by default.
 _CHECKS_BEGIN = (
+    "WITH before AS MATERIALIZED (SELECT current_setting('plan_cache_mode') AS mode, "
+    "current_setting('enable_seqscan') AS seqscan) "
     "SELECT before.mode, before.seqscan, set_config('plan_cache_mode', CASE WHEN "
     "(SELECT count(*) FROM pg_inherits WHERE inhparent = 'entries'::regclass) <= $1 "
     "THEN 'force_generic_plan' ELSE before.mode END, true), set_config('enable_seqscan', 'off', true) "
-    "FROM (SELECT current_setting('plan_cache_mode') AS mode, current_setting('enable_seqscan') AS seqscan "
-    "OFFSET 0) AS before"
+    "FROM before"
 )
 _CHECKS_END = "SELECT set_config('plan_cache_mode', $1, true), set_config('enable_seqscan', $2, true)"
 
@@ -102,8 +105,10 @@ async def checked_inserts(conn: asyncpg.Connection | asyncpg.pool.PoolConnection
     "Report ingest, session 23"). A generic plan is pruned only when it runs, and PostgreSQL 15 locks
     every partition it names at each run: per row, 14 µs at 8 partitions, 19 at 16, 21 at 24, 44-46 at
     50 and 144-152 at 202, against 25-32 µs for a plan made per row at every count (measured by a
-    review). So the generic plan is used up to 16 partitions (2^24 entries at the default span) and each
-    row's check is planned for it beyond. Sequential scans are off in the block either way: a generic
+    review). So the generic plan is used up to 16 partitions (about 2^24 entries at the default span,
+    one partition being kept ahead) and each row's check is planned for it beyond. While it is used, a
+    check waits for a lock held on any partition of entries (an ``ALTER TABLE entries_p3 SET TABLESPACE``,
+    say), not only on the one it reads. Sequential scans are off in the block either way: a generic
     plan is kept until the table's statistics change, and one made while the log held a few entries
     scanned the partition (cheaper than its index then) at every check as the log grew; the check is a
     lookup of one primary key, so the index is right at every size. The settings the session had are

@@ -315,3 +315,22 @@ async def test_past_the_limit_a_cards_key_check_is_planned_for_its_partition(
     finally:
         await pool.close()
     assert locked == (partitions if partitions <= GENERIC_CHECKS_UP_TO else 1)
+
+
+async def test_key_arrays_of_unequal_lengths_are_refused_as_before(logged: tuple[LogStore, Queries]) -> None:
+    """Migration 0025 skips its key insert when no key is new; arrays the caller never builds (more
+    public keys than ids; no ids at all beside public keys) must still be refused as 0022 refused them:
+    the padded NULL id violates keys.id NOT NULL, and nothing is written."""
+    store, _ = logged
+    key = keys.SigningKey.generate()
+    await store.append([card(key, "registered", "r" * 32)])
+    size = await store.sequenced_size()
+    for ids in ([key.id], None):
+        arguments = append_new_arguments(
+            [card(key, "update", f"{len(ids or [])}" * 32)], store.partitions.covered
+        )
+        arguments[8:14] = [ids, [key.public_key] * 2, [0, 0], ["agent"] * 2, [None] * 2, ["[]"] * 2]
+        async with store.pool.acquire() as conn:
+            with pytest.raises(asyncpg.NotNullViolationError):
+                await conn.fetchval(APPEND_NEW, *arguments)
+    assert await store.sequenced_size() == size

@@ -6,7 +6,7 @@
 -- "Report ingest, session 23"). The keys are now written by a statement of their own, run as
 -- store/db.py's checked_inserts runs bulk inserts: while entries has at most 16 partitions
 -- (db.GENERIC_CHECKS_UP_TO; a generic plan locks every partition at each run on PostgreSQL 15, and costs
--- more than planning per row from about 30), one generic plan, made with sequential scans disabled (a
+-- more than planning per row from about 25), one generic plan, made with sequential scans disabled (a
 -- primary-key lookup; a plan made while the log held a few entries would otherwise scan the partition at
 -- every check as the log grew), and the settings put back after it.
 --
@@ -60,7 +60,10 @@ BEGIN
         INSERT INTO entry_statements (statement_hash, idx) SELECT statement_hash, idx FROM e
     )
     INSERT INTO entry_nonces (signer, nonce, idx) SELECT signer, nonce, idx FROM e;
-    IF coalesce(cardinality(key_ids), 0) > cardinality(present) THEN
+    -- Any key array not empty: as 0022, whose insert ran whatever their lengths (unnest pads the shorter
+    -- ones with NULLs, and a NULL id is refused); the caller builds them of one length.
+    IF greatest(cardinality(key_ids), cardinality(key_publics), cardinality(key_offsets),
+                cardinality(key_kinds), cardinality(key_controllers), cardinality(key_roles)) > 0 THEN
         plan_mode := current_setting('plan_cache_mode');
         seqscan := current_setting('enable_seqscan');
         PERFORM set_config('plan_cache_mode',
