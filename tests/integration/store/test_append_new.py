@@ -13,7 +13,11 @@ import asyncpg
 import pytest
 
 from tests.integration.store.test_appends_concurrent import AGENTS, hold_nonce, invariants
-from tests.integration.store.test_checked_inserts import ENTRY_PARTITION_LOCKS, entries_with_partitions
+from tests.integration.store.test_checked_inserts import (
+    ENTRY_PARTITION_LOCKS,
+    add_entries,
+    entries_with_partitions,
+)
 from tests.integration.store.test_group_commit import card, checked
 from tests.integration.store.test_partitions import SPAN, migrate_with_span, owner
 from trustscore.errors import InvalidInput, NonceReplay
@@ -267,13 +271,7 @@ async def test_a_cards_key_is_checked_by_index_however_small_the_log_was_when_th
             await store.append([card(keys.SigningKey.generate(), f"small {n}", f"{n:032x}")])
         size = await store.sequenced_size()
         async with pool.acquire() as conn, conn.transaction():  # the log grows by 2,000 entries
-            await conn.execute(
-                "INSERT INTO entries (idx, leaf, leaf_hash, statement_hash, signer, nonce, kind, subject) "
-                "SELECT i, convert_to(repeat('x', 1000), 'UTF8'), sha256(int8send(i)), sha256(int8send(-i - 1)), "
-                "'filler', 'n' || i, 'filler', 'filler' FROM generate_series($1::bigint, $2::bigint) AS i",
-                size,
-                size + 1_999,
-            )
+            await add_entries(conn, size, 2_000, kind="filler")
             await conn.execute("UPDATE log_sequence SET next_index = $1", size + 2_000)
         key = keys.SigningKey.generate()
         big = card(key, "big", "f" * 32)

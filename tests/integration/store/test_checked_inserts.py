@@ -15,13 +15,11 @@ from trustscore.store.db import GENERIC_CHECKS_UP_TO, checked_inserts
 from trustscore.store.projection_tables import EVIDENCE_COLUMNS as EVIDENCE
 
 MODE = "SHOW plan_cache_mode"
-
-
 AT = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 
-def _evidence_row(idx: int) -> tuple[object, ...]:
-    return (idx, 0, "agent", "capability", "exam", 0.5, None, None, AT, None, 1.0)
+def _evidence_row(idx: int, seq: int = 0) -> tuple[object, ...]:
+    return (idx, seq, "agent", "capability", "exam", 0.5, None, None, AT, None, 1.0)
 
 
 async def test_the_block_plans_once_and_gives_the_session_its_settings_back(pool: asyncpg.Pool) -> None:
@@ -65,13 +63,17 @@ async def test_a_failed_block_in_a_savepoint_leaves_the_rest_of_the_transaction_
         assert await conn.fetchval(MODE) == "force_custom_plan"
 
 
-async def _add_entries(conn: asyncpg.pool.PoolConnectionProxy, start: int, count: int) -> None:
+async def add_entries(
+    conn: asyncpg.Connection | asyncpg.pool.PoolConnectionProxy, start: int, count: int, kind: str = "kind"
+) -> None:
+    """``count`` filler entries (leaves of 1,000 bytes) of ``kind`` from index ``start`` on, written as rows."""
     await conn.execute(
         "INSERT INTO entries (idx, leaf, leaf_hash, statement_hash, signer, nonce, kind, subject) "
         "SELECT i, convert_to(repeat('x', 1000), 'UTF8'), sha256(int8send(i)), sha256(int8send(-i - 1)), "
-        "'signer', 'n' || i, 'kind', 'agent' FROM generate_series($1::bigint, $2::bigint) AS i",
+        "'signer', 'n' || i, $3, 'agent' FROM generate_series($1::bigint, $2::bigint) AS i",
         start,
         start + count - 1,
+        kind,
     )
 
 
@@ -85,21 +87,16 @@ async def test_regression_a_plan_made_while_the_log_was_tiny_does_not_scan_it_on
     scans = "SELECT seq_scan, idx_scan FROM pg_stat_xact_user_tables WHERE relname = 'entries_p0'"
     async with pool.acquire() as conn:
         async with conn.transaction():
-            await _add_entries(conn, 0, 3)
+            await add_entries(conn, 0, 3)
         for seq in range(2):  # 16 checks: under ``auto`` a plan is kept after five
-            rows = [
-                (i % 3, 8 * seq + i, "agent", "capability", "exam", 0.5, None, None, AT, None, 1.0)
-                for i in range(8)
-            ]
+            rows = [_evidence_row(i % 3, 8 * seq + i) for i in range(8)]
             async with conn.transaction(), checked_inserts(conn):
                 await conn.copy_records_to_table("evidence", columns=EVIDENCE, records=rows)
         async with conn.transaction():
-            await _add_entries(conn, 3, 2_000)
+            await add_entries(conn, 3, 2_000)
         async with conn.transaction(), checked_inserts(conn):
             before = await conn.fetchrow(scans)
-            rows = [
-                (3 + i, 0, "agent", "capability", "exam", 0.5, None, None, AT, None, 1.0) for i in range(8)
-            ]
+            rows = [_evidence_row(3 + i) for i in range(8)]
             await conn.copy_records_to_table("evidence", columns=EVIDENCE, records=rows)
             after = await conn.fetchrow(scans)
         assert before is not None and after is not None
@@ -119,11 +116,12 @@ async def entries_with_partitions(dsn: str, partitions: int) -> None:
     await migrate_with_span(dsn)
     conn = await owner(dsn)
     try:
-        await _add_entries(conn, 0, SPAN)  # type: ignore[arg-type]  # a plain connection does as well
+        await add_entries(conn, 0, SPAN)
         await conn.execute("SELECT trustscore_extend_partitions($1::bigint)", (partitions - 2) * SPAN)
-        assert await conn.fetchval(
-            "SELECT count(*) FROM pg_inherits WHERE inhparent = 'entries'::regclass"
-        ) == (partitions)
+        assert (
+            await conn.fetchval("SELECT count(*) FROM pg_inherits WHERE inhparent = 'entries'::regclass")
+            == partitions
+        )
     finally:
         await conn.close()
 
@@ -139,9 +137,7 @@ async def test_past_the_limit_each_check_is_planned_for_its_partition(dsn: str, 
         async with pool.acquire() as conn, conn.transaction():
             async with checked_inserts(conn):
                 mode = await conn.fetchval(MODE)
-                rows = [
-                    (i, 0, "agent", "capability", "exam", 0.5, None, None, AT, None, 1.0) for i in range(SPAN)
-                ]
+                rows = [_evidence_row(i) for i in range(SPAN)]
                 await conn.copy_records_to_table("evidence", columns=EVIDENCE, records=rows)
             locked = await conn.fetchval(ENTRY_PARTITION_LOCKS)
             assert await conn.fetchval(MODE) == "force_custom_plan"
