@@ -48,18 +48,35 @@ def _with_database(dsn: str, name: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
 
 
-@pytest.fixture
-async def dsn(admin_dsn: str) -> AsyncIterator[str]:
-    """A fresh, empty database for one test."""
+async def _create_database(admin_dsn: str) -> str:
     name = "ts_test_" + secrets.token_hex(6)
     conn = await asyncpg.connect(admin_dsn)
     try:
         await conn.execute(f"CREATE DATABASE {name}")
     finally:
         await conn.close()
-    yield _with_database(admin_dsn, name)
+    return name
+
+
+async def _drop_database(admin_dsn: str, name: str) -> None:
     conn = await asyncpg.connect(admin_dsn)
     try:
         await conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
     finally:
         await conn.close()
+
+
+@pytest.fixture
+async def dsn(admin_dsn: str) -> AsyncIterator[str]:
+    """A fresh, empty database for one test."""
+    name = await _create_database(admin_dsn)
+    yield _with_database(admin_dsn, name)
+    await _drop_database(admin_dsn, name)
+
+
+@pytest.fixture
+async def other_dsn(admin_dsn: str) -> AsyncIterator[str]:
+    """A second fresh, empty database for one test (two logs side by side)."""
+    name = await _create_database(admin_dsn)
+    yield _with_database(admin_dsn, name)
+    await _drop_database(admin_dsn, name)

@@ -113,6 +113,15 @@ APPEND_NEW = (
 )
 
 
+# LogStore._append_new_followed: APPEND_NEW at an expected first index (migration 0026): the start, NULL,
+# or -1 - the log's next index when that is not the one expected (nothing written).
+APPEND_NEW_AT = (
+    "SELECT trustscore_append_new_at($1::bigint, $2::bytea[], $3::bytea[], $4::bytea[], $5::text[], "
+    "$6::text[], $7::text[], $8::text[], $9::bigint, $10::text[], $11::bytea[], $12::bigint[], $13::text[], "
+    "$14::text[], $15::text[])"
+)
+
+
 def append_new_arguments(entries: Sequence[CheckedEntry], covered: int) -> list[object]:
     """The arguments of ``trustscore_append_new`` (:data:`APPEND_NEW`) for ``entries``; InvalidInput if
     two cards register one key differently."""
@@ -160,6 +169,37 @@ def _introduced(new: Iterable[tuple[int, CheckedEntry]]) -> dict[str, tuple[Regi
     return introduced
 
 
+def _distinct(entries: Sequence[CheckedEntry]) -> bool:
+    """Whether no statement and no (signer, nonce) comes twice in ``entries``."""
+    n = len(entries)
+    return len({e.statement_hash for e in entries}) == n and len({(e.signer, e.nonce) for e in entries}) == n
+
+
+def _planned(
+    groups: Sequence[tuple[Sequence[CheckedEntry], Follow | None]], start: int
+) -> tuple[list[CheckedEntry], list[list[Appended] | Exception]] | None:
+    """Every entry of ``groups`` and each group's results, were every entry new and the first at
+    ``start``: a group's entries, then what its follow makes of their results, group after group (as the
+    general path writes them). None if a follow refuses (the general path calls it again, and says why)."""
+    entries: list[CheckedEntry] = []
+    results: list[list[Appended] | Exception] = []
+    at = start
+    for group, follow in groups:
+        out = [Appended(at + k, e.leaf_hash, False) for k, e in enumerate(group)]
+        entries += group
+        at += len(group)
+        if follow is not None:
+            try:
+                more = follow(out)
+            except Exception:
+                return None
+            out = out + [Appended(at + k, e.leaf_hash, False) for k, e in enumerate(more)]
+            entries += more
+            at += len(more)
+        results.append(out)
+    return entries, results
+
+
 class WrittenMeanwhile(Exception):
     """A statement or nonce appeared between the one-statement insert's probe and its insert."""
 
@@ -205,6 +245,13 @@ class LogStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
         self.partitions = Partitions()
+        # The log's next index as this store last wrote or saw it under the lock (None: not yet): the index
+        # a group with follow entries is made for (_append_new_followed). Only a hint: another writer may
+        # have moved it, which the call finds under the lock before it writes anything. After each miss
+        # in a row, twice as many such groups (up to 63) go the general way before the call is tried again.
+        self._next_hint: int | None = None
+        self._misses = 0
+        self._skip = 0
 
     async def registrations(self, ids: Iterable[str]) -> dict[str, Registration]:
         """What admission needs of each registered key among ``ids``."""
@@ -328,6 +375,8 @@ class LogStore:
     ) -> list[list[Appended] | Exception]:
         if (written := await self._append_new(groups)) is not None:
             return written
+        if (written := await self._append_new_followed(groups)) is not None:
+            return written
         results: list[list[Appended] | Exception] = []
         room = self.partitions.room()
         async with self.pool.acquire() as conn, conn.transaction():
@@ -362,6 +411,7 @@ class LogStore:
                 results.append(out)
             if next_index != start:
                 await conn.execute("UPDATE log_sequence SET next_index = $1", next_index)
+        self._next_hint = next_index
         room.committed()
         if next_index != start:
             await self.partitions.ahead(self.pool, next_index - 1)
@@ -381,27 +431,9 @@ class LogStore:
         covered = self.partitions.covered  # 0 until this process has made or seen its partitions
         if not n or n > _ONE_STATEMENT_ROWS or covered == 0:
             return None
-        if len({e.statement_hash for e in entries}) < n or len({(e.signer, e.nonce) for e in entries}) < n:
+        if not _distinct(entries):
             return None
-        try:
-            arguments = append_new_arguments(entries, covered)
-        except InvalidInput:
-            return None
-        # An error the server reports undid the whole call. A unique violation (a statement or nonce
-        # logged while the call waited for the lock; a writer that skipped the lock) goes the general
-        # way, which says which; so does a timeout when several requests' groups are queued here, so that
-        # it fails only the group that waits. Anything else is raised as the general path would.
-        # (Were the connection to end after the commit but before the answer, the general path would
-        # find every statement logged and answer with their indexes, as for a client's retry.)
-        try:
-            async with self.pool.acquire() as conn:
-                start: int | None = await conn.fetchval(APPEND_NEW, *arguments)
-        except asyncpg.UniqueViolationError:
-            return None
-        except asyncpg.QueryCanceledError:
-            if len(groups) == 1:
-                raise
-            return None
+        start = await self._one_call(APPEND_NEW, [], entries, covered, len(groups))
         if start is None:
             return None
         results: list[list[Appended] | Exception] = []
@@ -409,8 +441,79 @@ class LogStore:
         for group, _ in groups:
             results.append([Appended(at + k, e.leaf_hash, False) for k, e in enumerate(group)])
             at += len(group)
+        self._next_hint = at
         await self.partitions.ahead(self.pool, at - 1)
         return results
+
+    async def _append_new_followed(
+        self, groups: Sequence[tuple[Sequence[CheckedEntry], Follow | None]]
+    ) -> list[list[Appended] | Exception] | None:
+        """Groups with follow entries (reports and their graded evidence) as :meth:`_append_new` writes
+        groups without: one call, in a transaction of its own, when every entry is new. The follow
+        entries name their group's indexes, so they are made for the indexes the groups would get from
+        the next index this store expects (``_next_hint``), and the call (migration 0026) writes only if
+        that is the log's next index under the lock. None, having written nothing, whenever that does
+        not hold; the general path then appends them (calling ``follow`` again, with its own results: a
+        follow has no effects of its own) and says why where it must.
+
+        Where other processes append too, the hint is often stale, and a miss costs a call and a follow
+        for nothing: after each miss in a row the next 1, 3, 7, ... 63 such groups go the general way
+        without trying (bench/README.md, "Report ingest, session 24")."""
+        if all(follow is None for _, follow in groups) or any(not group for group, _ in groups):
+            return None
+        covered = self.partitions.covered  # 0 until this process has made or seen its partitions
+        expected = self._next_hint
+        if covered == 0 or expected is None:  # the general path learns the next index
+            return None
+        if self._skip:
+            self._skip -= 1
+            return None
+        planned = _planned(groups, expected)
+        if planned is None:
+            return None
+        entries, results = planned
+        n = len(entries)
+        if n > _ONE_STATEMENT_ROWS or expected + n > covered or not _distinct(entries):
+            return None
+        start = await self._one_call(APPEND_NEW_AT, [expected], entries, covered, len(groups))
+        if start is None:
+            return None
+        if start < 0:  # another writer moved the log on: nothing was written
+            self._next_hint = -1 - start
+            self._misses = min(self._misses + 1, 6)
+            self._skip = (1 << self._misses) - 1
+            return None
+        self._misses = 0
+        self._next_hint = start + n
+        await self.partitions.ahead(self.pool, start + n - 1)
+        return results
+
+    async def _one_call(
+        self, query: str, first: list[object], entries: list[CheckedEntry], covered: int, groups: int
+    ) -> int | None:
+        """``query`` (APPEND_NEW or APPEND_NEW_AT) with ``first`` and the arguments of ``entries``: its
+        answer, or None where the general path must append ``groups`` groups and say why.
+
+        An error the server reports undid the whole call. A unique violation (a statement or nonce
+        logged while the call waited for the lock; a writer that skipped the lock) goes the general way,
+        which says which; so does a timeout when several requests' groups are queued here, so that it
+        fails only the group that waits. Anything else is raised as the general path would. (Were the
+        connection to end after the commit but before the answer, the general path would find every
+        statement logged and answer with their indexes, as for a client's retry.)"""
+        try:
+            arguments = append_new_arguments(entries, covered)
+        except InvalidInput:
+            return None
+        try:
+            async with self.pool.acquire() as conn:
+                answer: int | None = await conn.fetchval(query, *first, *arguments)
+        except asyncpg.UniqueViolationError:
+            return None
+        except asyncpg.QueryCanceledError:
+            if groups == 1:
+                raise
+            return None
+        return answer
 
     @classmethod
     async def _append_all(

@@ -7,11 +7,11 @@ the lock) it leaves untouched, and the general path gives the answer it always g
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
 
+from tests.integration.store.conftest import Queries
 from tests.integration.store.test_appends_concurrent import AGENTS, hold_nonce, invariants
 from tests.integration.store.test_checked_inserts import (
     ENTRY_PARTITION_LOCKS,
@@ -26,36 +26,6 @@ from trustscore.ledger import dsse, keys
 from trustscore.store import db
 from trustscore.store.db import GENERIC_CHECKS_UP_TO
 from trustscore.store.log import APPEND_NEW, LogStore, append_new_arguments
-
-
-class Queries:
-    """The statements one pooled connection sends, in order."""
-
-    def __init__(self) -> None:
-        self.sent: list[str] = []
-
-    def __call__(self, record: asyncpg.connection.LoggedQuery) -> None:
-        self.sent.append(" ".join(record.query.split()))
-
-    def take(self) -> list[str]:
-        out, self.sent = self.sent, []
-        return out
-
-
-@pytest.fixture
-async def logged(dsn: str) -> AsyncIterator[tuple[LogStore, Queries]]:
-    """A store on one connection whose statements are logged, having appended once (so it knows its
-    partitions, as a running service does after its first append)."""
-    await db.migrate(dsn)
-    pool = await db.create_pool(dsn, min_size=1, max_size=1)
-    queries = Queries()
-    async with pool.acquire() as conn:
-        conn.add_query_logger(queries)
-    store = LogStore(pool)
-    await store.append([card(keys.SigningKey.generate(), "first", "0" * 32)])
-    queries.take()
-    yield store, queries
-    await pool.close()
 
 
 def calls(sent: list[str]) -> list[str]:
