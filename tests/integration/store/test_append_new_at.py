@@ -180,7 +180,7 @@ async def test_reports_as_the_app_role_where_functions_are_not_public(dsn: str) 
         await admin.execute(f"CREATE ROLE {login} LOGIN IN ROLE trustscore_app")
         await admin.execute(f"ALTER ROLE {login} SET role = 'trustscore_app'")
         parts = urlsplit(dsn)
-        netloc = f"{login}@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+        netloc = f"{login}@{parts.netloc.rpartition('@')[2]}"  # the embedded server's host is in the query
         app_dsn = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
         pool = await db.create_pool(app_dsn, min_size=1, max_size=1)
         queries = Queries()
