@@ -61,8 +61,9 @@ class Coalescer(Generic[K, V]):
                     # One caller's keys may be what failed the shared lookup (a key the database
                     # refuses): each caller is asked again alone, so a failure reaches only the callers
                     # whose own keys cause it and never an honest request that happened to share a tick.
-                    for keys, done in group:
-                        await self._alone(keys, done)
+                    # All at once: when the database itself is down, one after another would make the
+                    # last caller wait for every other's failure (found by review).
+                    await asyncio.gather(*(self._alone(keys, done) for keys, done in group))
                     continue
             except BaseException:  # cancelled: nobody may wait forever
                 for _, done in group + self._waiting:

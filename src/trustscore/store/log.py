@@ -50,11 +50,17 @@ _EXISTING = (
 # (bench/nonce_probe.py: 95-155 µs of PostgreSQL CPU at 2 partitions, 340-365 µs at 22; this 30-35 µs).
 _NONCE_INDEX = "SELECT idx FROM entry_nonces WHERE signer = $1 AND nonce = $2"
 
-# _NONCE_INDEX of ($1, $2) and whether $3 used the nonce $4, in one round trip.
-_NONCE_PROBE = (
-    "SELECT (SELECT idx FROM entry_nonces WHERE signer = $1 AND nonce = $2) AS idx, "
-    "EXISTS (SELECT 1 FROM entry_nonces WHERE signer = $3 AND nonce = $4) AS used"
+# Per probe (signer, nonce, other signer, other nonce): the index of signer's entry with nonce, and
+# whether other signer used other nonce; one row per probe, by its position (LogStore.nonce_probes).
+_NONCE_PROBES = (
+    "SELECT t.pos, (SELECT idx FROM entry_nonces WHERE signer = t.signer AND nonce = t.nonce) AS idx, "
+    "EXISTS (SELECT 1 FROM entry_nonces WHERE signer = t.other_signer AND nonce = t.other_nonce) AS used "
+    "FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) "
+    "WITH ORDINALITY AS t(signer, nonce, other_signer, other_nonce, pos)"
 )
+
+#: A nonce probe: (signer, nonce) to find the entry of, (other signer, other nonce) to ask whether used.
+NonceProbe = tuple[str, str, str, str]
 
 # The pre-folded rows of the full hash tiles $1/$2 (levels, indexes) from the stored nodes that make them
 # (migrations/0018_hash_tiles.sql): per height h of the tile's subtree, one index range scan of level
@@ -287,7 +293,7 @@ class LogStore:
     async def entry_by_nonce(self, signer: str, nonce: str) -> StoredEntry | None:
         """The entry ``signer`` made with ``nonce``, if any (a server statement's content address)."""
         index = await self.pool.fetchval(_NONCE_INDEX, signer, nonce)
-        return None if index is None else await self._entry_at(index)
+        return None if index is None else await self.entry_at(index)
 
     async def nonce_used(self, signer: str, nonce: str) -> bool:
         return await self.any_nonce_used(signer, [nonce])
@@ -307,12 +313,19 @@ class LogStore:
         """:meth:`entry_by_nonce` of (``signer``, ``nonce``) and :meth:`nonce_used` of (``other_signer``,
         ``other_nonce``) in one round trip, and one more when the entry is there (a report's two
         questions before grading: services/intake.py)."""
-        r = await self.pool.fetchrow(_NONCE_PROBE, signer, nonce, other_signer, other_nonce)
-        assert r is not None  # one row always
-        found = None if r["idx"] is None else await self._entry_at(r["idx"])
-        return found, bool(r["used"])
+        probe = (signer, nonce, other_signer, other_nonce)
+        index, used = (await self.nonce_probes([probe]))[probe]
+        return (None if index is None else await self.entry_at(index)), used
 
-    async def _entry_at(self, index: int) -> StoredEntry | None:
+    async def nonce_probes(self, probes: Sequence[NonceProbe]) -> dict[NonceProbe, tuple[int | None, bool]]:
+        """For each probe, :meth:`entry_by_nonce`'s index (None: no such entry) and :meth:`nonce_used`'s
+        answer, all in one round trip (the reports being checked at once: services/intake.py)."""
+        if not probes:
+            return {}
+        rows = await self.pool.fetch(_NONCE_PROBES, *(list(column) for column in zip(*probes, strict=True)))
+        return {probes[r["pos"] - 1]: (r["idx"], bool(r["used"])) for r in rows}
+
+    async def entry_at(self, index: int) -> StoredEntry | None:
         """The entry at ``index``, which a side table names: written with it, so there unless an operator
         archived its partition (docs/operations.md, "Old partitions"), as the join used to find."""
         r = await self.pool.fetchrow("SELECT leaf, leaf_hash FROM entries WHERE idx = $1", index)

@@ -331,6 +331,10 @@ class Recording:
         self.ran.append((query, args))
         return await self.pool.fetchrow(query, *args)
 
+    async def fetch(self, query: str, *args: object) -> object:
+        self.ran.append((query, args))
+        return await self.pool.fetch(query, *args)
+
     async def fetchval(self, query: str, *args: object) -> object:
         self.ran.append((query, args))
         return await self.pool.fetchval(query, *args)

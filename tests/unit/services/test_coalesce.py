@@ -126,3 +126,34 @@ async def test_a_key_the_database_refuses_fails_only_the_caller_who_sent_it() ->
     with pytest.raises(ValueError, match="0x00"):
         await evil
     assert calls[1] == ["a", "b", "x\x00y"] and calls[2:] == [["a"], ["x\x00y"], ["b"]]
+
+
+async def test_when_every_lookup_fails_the_callers_are_retried_at_once() -> None:
+    """The database down: a shared lookup fails, and so does each caller's own retry. The retries run
+    together, so the last caller waits for one more failure, not for every other caller's (found by
+    review: one after another, a lookup that fails after a 60 s connect timeout made the twentieth
+    report wait twenty minutes)."""
+    running, most = 0, 0
+    gate = asyncio.Event()
+
+    async def fetch(keys: list[str]) -> dict[str, int]:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        try:
+            await gate.wait()
+            await asyncio.sleep(0.01)  # the failure takes a while to come
+            raise ConnectionError("cannot connect to PostgreSQL")
+        finally:
+            running -= 1
+
+    lookups = Coalescer[str, int](fetch)
+    first = asyncio.create_task(lookups.get(["a"]))
+    await settle()
+    waiting = [asyncio.create_task(lookups.get([f"k{i}"])) for i in range(20)]
+    await settle()
+    gate.set()
+    for task in [first, *waiting]:
+        with pytest.raises(ConnectionError):
+            await task
+    assert most == 20  # the twenty retries were in flight together
