@@ -19,6 +19,7 @@ from trustscore.scoring.kernels import (
     ascending_sums,
     dense_codes,
     exclusive_prefix_sums,
+    group_starts,
 )
 
 #: Relative margin of the quick "no cap needed" test: an ordered sum of k terms >= 0 is within k·2⁻⁵³ of
@@ -43,22 +44,28 @@ def issuer_cap_factors(cell: I64, issuer: I64, weight: F64, cells: int, max_shar
     pair_cell = pairs // width
 
     # Each issuer's weight in its cell and the first-party weight X of each cell, in one pass of sums:
-    # capped rows sum into their pair, the others into pairs.size + their cell.
+    # capped rows sum into their pair, the others into pairs.size + their cell. Taken in any order first.
     sum_group = cell + pairs.size
     sum_group[capped] = group
-    sums = ascending_sums(sum_group, weight, pairs.size + cells)
-    issuer_weight, exempt = sums[: pairs.size], sums[pairs.size :]
+    rough = np.bincount(sum_group, weights=weight, minlength=pairs.size + cells)
 
-    # Most cells need no cap: their heaviest issuer holds at most c of a total taken in any order, with
-    # a margin (1e-6) far above that total's rounding error, so the exact test below would say the same.
-    # Only the other cells' issuers go through the water-filling, which works cell by cell.
+    # Most cells need no cap: their heaviest issuer holds at most c of their total, both taken in any
+    # order, with a margin (1e-6) far above those sums' rounding errors, so the exact test below would say
+    # the same. Only the other cells' issuers go through the water-filling, which works cell by cell and
+    # reads their sums taken in ascending order, the only ones the methodology knows.
+    runs = group_starts(pair_cell)  # pairs are numbered in order of (cell, issuer)
     heaviest_of = np.zeros(cells)
-    np.maximum.at(heaviest_of, pair_cell, issuer_weight)
-    any_order_total = exempt + np.bincount(pair_cell, weights=issuer_weight, minlength=cells)
+    heaviest_of[pair_cell[runs]] = np.maximum.reduceat(rough[: pairs.size], runs)
+    any_order_total = rough[pairs.size :] + np.bincount(
+        pair_cell, weights=rough[: pairs.size], minlength=cells
+    )
     maybe = heaviest_of > max_share * any_order_total * (1.0 - _MARGIN)
     candidates = np.flatnonzero(maybe[pair_cell])
     if candidates.size == 0:
         return factors
+    rows = np.flatnonzero(maybe[cell])
+    sums = ascending_sums(sum_group[rows], weight[rows], pairs.size + cells)
+    issuer_weight, exempt = sums[: pairs.size], sums[pairs.size :]
 
     # Issuers of each cell in ascending order of weight; ranks i = 1..k within a cell.
     order = candidates[ascending_order(pair_cell[candidates], issuer_weight[candidates])]
