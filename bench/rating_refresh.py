@@ -30,10 +30,6 @@ import sys
 import time
 from typing import Any
 
-from trustscore import simd
-
-simd.prefer_avx2_sort()  # as the trustscore command does, before numpy is imported
-
 import numpy as np
 
 from _common import NoRatingTable, print_header  # run as a script: bench/ is on sys.path

@@ -43,10 +43,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trustscore import simd
-
-simd.prefer_avx2_sort()  # as the trustscore command does, before numpy is imported
-
 import msgspec
 import numpy as np
 

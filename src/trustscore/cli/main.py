@@ -18,7 +18,6 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from trustscore import simd
 from trustscore.cli.settings import ClientSettings, apply_defaults, from_env
 from trustscore.client import RemoteError
 from trustscore.errors import Busy, RateLimited, StorageError, TrustscoreError, VerificationError
@@ -111,7 +110,6 @@ def version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    simd.prefer_avx2_sort()  # before the command modules import numpy
     try:
         parser = build_parser()
     except TrustscoreError as exc:  # a bad TRUSTSCORE_* variable

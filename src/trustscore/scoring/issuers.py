@@ -26,6 +26,9 @@ from trustscore.scoring.kernels import (
 #: the exact sum, so with fewer than 10⁹ items a cell the quick and the exact test cannot disagree.
 _MARGIN = 1e-6
 
+#: Below this the quick test's margin is not trusted (floats near 2^-1022 lose relative precision).
+_NORMAL_FLOOR = 2.0**-1000
+
 
 def issuer_cap_factors(cell: I64, issuer: I64, weight: F64, cells: int, max_share: float) -> F64:
     """Per-row multiplier in [0, 1] that caps each issuer's share of its cell; ``issuer`` -1 is exempt."""
@@ -59,7 +62,11 @@ def issuer_cap_factors(cell: I64, issuer: I64, weight: F64, cells: int, max_shar
     any_order_total = rough[pairs.size :] + np.bincount(
         pair_cell, weights=rough[: pairs.size], minlength=cells
     )
-    maybe = heaviest_of > max_share * any_order_total * (1.0 - _MARGIN)
+    bound = max_share * any_order_total * (1.0 - _MARGIN)
+    # The margin holds for normal floats only: where c·T is subnormal (a custom tiny max_share, weights
+    # near 2^-1022) or an any-order sum overflowed, the cell goes to the exact test.
+    trusted = np.isfinite(bound) & (bound >= _NORMAL_FLOOR)
+    maybe = ~trusted | (heaviest_of > bound)
     candidates = np.flatnonzero(maybe[pair_cell])
     if candidates.size == 0:
         return factors
