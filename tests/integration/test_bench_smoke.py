@@ -60,6 +60,14 @@ RUNS: dict[str, tuple[str, list[str]]] = {
             rf"^\s+time refresh 1 h later, published\s+{NUMBER} s, longest event-loop stall\s+{NUMBER} ms",
         ],
     ),
+    "mirror_sync.py": (
+        "--agents 40 --items 2 --database-url {db}",
+        [
+            rf"^\s+mirror starting empty\s+120 rows\s+{NUMBER} s, longest event-loop stall\s+{NUMBER} ms",
+            rf"^\s+after the 1 h time refresh\s+120 rows\s+{NUMBER} s, longest event-loop stall\s+{NUMBER} ms",
+            r"the mirror serves what the service computed: True",
+        ],
+    ),
     "grading.py": (
         "--seconds 0.02 --exec-items 1",
         [

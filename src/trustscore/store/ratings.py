@@ -4,7 +4,7 @@ by every API process, which LISTENs on :data:`CHANNEL` to learn of new writes.""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import asyncpg
@@ -30,14 +30,16 @@ class RatingRow(msgspec.Struct, frozen=True, gc=False):
     log_size: int
 
 
+#: Rows a reader of the changes takes at a time (:meth:`RatingTable.changes`).
+PAGE_ROWS = 2_000
+
+
 @dataclass(frozen=True)
-class RatingsChange:
-    """What changed since a reader's ``version``: the rows written since, the newest version and the log
-    size every rating now holds for."""
+class RatingsState:
+    """The newest version written and the log size every rating then holds for."""
 
     version: int
     log_size: int
-    rows: list[RatingRow]
 
 
 class RatingTable:
@@ -71,31 +73,40 @@ class RatingTable:
             await conn.execute("SELECT pg_notify($1, $2)", CHANNEL, str(version))
         return version
 
-    async def changes(self, since: int) -> RatingsChange:
-        """The rows written after version ``since``, read in one snapshot with the state."""
+    async def changes(
+        self, since: int, take: Callable[[list[RatingRow]], Awaitable[None]], page: int = PAGE_ROWS
+    ) -> RatingsState:
+        """Pass the rows written after version ``since`` to ``take``, ``page`` rows at a time, all read
+        in one snapshot with the state, which is returned. A reader holds at most a page of undecoded
+        rows, and its event loop runs between pages: a time refresh rewrites every (agent, model) row,
+        3 x 10^5 rows of ~1.3 KB at 10^5 agents and three models (bench/mirror_sync.py)."""
+        if page < 1:
+            raise ValueError(f"a page holds at least one row, not {page}")
         async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
             state = await conn.fetchrow("SELECT version, log_size FROM ratings_state")
             assert state is not None  # migration 0016 inserts the one row
-            rows = await conn.fetch(
+            cursor = await conn.cursor(
                 "SELECT model, agent, rating, medals, computed_at, log_size FROM current_ratings "
                 "WHERE version > $1",
                 since,
             )
-        return RatingsChange(
-            state["version"],
-            state["log_size"],
-            [
-                RatingRow(
-                    r["model"],
-                    r["agent"],
-                    None if r["rating"] is None else bytes(r["rating"]),
-                    None if r["medals"] is None else bytes(r["medals"]),
-                    r["computed_at"],
-                    r["log_size"],
+            while records := await cursor.fetch(page):
+                await take(
+                    [
+                        RatingRow(
+                            r["model"],
+                            r["agent"],
+                            None if r["rating"] is None else bytes(r["rating"]),
+                            None if r["medals"] is None else bytes(r["medals"]),
+                            r["computed_at"],
+                            r["log_size"],
+                        )
+                        for r in records
+                    ]
                 )
-                for r in rows
-            ],
-        )
+                if len(records) < page:
+                    break
+        return RatingsState(state["version"], state["log_size"])
 
 
 class Listener:
@@ -126,4 +137,4 @@ class Listener:
         await give_back(self.pool, conn)
 
 
-__all__ = ["CHANNEL", "Listener", "RatingRow", "RatingTable", "RatingsChange"]
+__all__ = ["CHANNEL", "PAGE_ROWS", "Listener", "RatingRow", "RatingTable", "RatingsState"]

@@ -1,0 +1,148 @@
+"""An API process's ratings mirror taking in a whole time refresh: its event loop and its memory.
+
+Every API process keeps a copy of ``current_ratings`` (``services/rating_mirror.py``). An hourly time
+refresh of the ``ratings`` lease holder rewrites every (agent, model) row (each has a new
+``computed_at``), so each mirror then reads and decodes every row: at 10^5 agents and three models,
+3 x 10^5 rows of about 1.3 KB. This bench fills a rating service with synthetic evidence (the shape of
+``bench/rating_refresh.py``), publishes its ratings into a real ``current_ratings`` table (a fresh
+database on ``--database-url``, else the embedded PostgreSQL), then times two mirror syncs beside a
+coroutine that wakes every 5 ms:
+
+* a mirror starting empty (an API process starting) reading every row;
+* the same mirror after the service's time refresh one hour later (every row rewritten).
+
+For each it prints the rows read, the seconds the sync took (the baseline of the run), the longest time
+the event loop could not run, their ratio, and the largest growth of the process's resident memory
+seen during the sync. It then checks that the mirror serves exactly what the service computed.
+
+    PYTHONPATH=src python bench/mirror_sync.py [--agents 20000] [--items 2] [--database-url URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import drop_database, embedded_dsn, fresh_database, print_header  # bench/ is on sys.path
+from rating_refresh import AT, fill
+from trustscore.cli.serve import tune_gc
+from trustscore.services.metrics import Metrics
+from trustscore.services.rating_mirror import RatingMirror
+from trustscore.services.ratings import RatingService, load_models
+from trustscore.settings import SERVABLE_MODELS
+from trustscore.store import db
+from trustscore.store.ratings import RatingTable
+
+TICK = 0.005
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+
+
+def resident() -> int:
+    """This process's resident memory in bytes (Linux: /proc/self/statm)."""
+    return int(Path("/proc/self/statm").read_text().split()[1]) * PAGE_SIZE
+
+
+async def watched(run: asyncio.Future[int] | asyncio.Task[int]) -> tuple[int, float, float, int]:
+    """``run``'s result, its seconds, the longest event-loop stall meanwhile and the largest growth of
+    resident memory seen (bytes)."""
+    start_rss = peak = resident()
+    longest = 0.0
+    done = False
+
+    async def ticker() -> None:
+        nonlocal longest, peak
+        last = time.perf_counter()
+        while not done:
+            await asyncio.sleep(TICK)
+            now = time.perf_counter()
+            longest, last = max(longest, now - last - TICK), now
+            peak = max(peak, resident())
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(4 * TICK)
+    start = time.perf_counter()
+    rows = await run
+    took = time.perf_counter() - start
+    peak = max(peak, resident())
+    done = True
+    await task
+    return rows, took, max(0.0, longest), peak - start_rss
+
+
+def served(view: RatingService | RatingMirror) -> dict[str, dict[str, object]]:
+    return {
+        m: {a: (r.rating, r.medals, r.at, r.log_size) for a, r in kept.items()}
+        for m, kept in view._ratings.items()
+    }
+
+
+async def measure(dsn: str, agents: int, items: int, models: tuple[str, ...]) -> bool:
+    await db.migrate(dsn)
+    pool = await db.create_pool(dsn)
+    try:
+        now = [AT]
+        service = RatingService(
+            None,  # type: ignore[arg-type]
+            load_models(names=models),
+            Metrics(),
+            clock=lambda: now[0],
+            table=RatingTable(pool),
+        )
+        fill(service, agents, items, future=False)
+        started = time.perf_counter()
+        await service.recompute_all()
+        print(f"  service: first time refresh, written        {time.perf_counter() - started:6.2f} s")
+        mirror = RatingMirror(RatingTable(pool), load_models(names=models), poll=3600.0)
+        results = [("mirror starting empty", await watched(asyncio.ensure_future(mirror.sync())))]
+        now[0] = AT + dt.timedelta(hours=1)
+        started = time.perf_counter()
+        await service.recompute_all()
+        print(f"  service: time refresh 1 h later, written    {time.perf_counter() - started:6.2f} s")
+        results.append(("after the 1 h time refresh", await watched(asyncio.ensure_future(mirror.sync()))))
+        for label, (rows, took, stall, grown) in results:
+            print(
+                f"  {label:<28} {rows:9,} rows {took:6.2f} s, longest event-loop stall {stall * 1000:6.0f} ms"
+                f" = {stall / took:.2f} x the sync; resident memory +{grown / 2**20:,.0f} MiB"
+            )
+        same = served(mirror) == served(service) and mirror.size == service.size
+        print(f"  the mirror serves what the service computed: {same}")
+        await mirror.close()
+        return same
+    finally:
+        await pool.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--agents", type=int, default=20_000)
+    parser.add_argument("--items", type=int, default=2, help="evidence items per agent")
+    parser.add_argument("--models", default=",".join(SERVABLE_MODELS), help="served models")
+    parser.add_argument("--database-url", help="a server to create a fresh database on (default: embedded)")
+    args = parser.parse_args()
+    if args.agents < 1 or args.items < 1:
+        parser.error("--agents and --items must be at least 1")
+    print_header("trustscore bench: a ratings mirror taking in a whole time refresh")
+    tune_gc()
+    models = tuple(args.models.split(","))
+    print(f"{args.agents:,} agents x {args.items} items, models {', '.join(models)}")
+    with tempfile.TemporaryDirectory(prefix="trustscore-bench-") as tmp:
+        admin = args.database_url or embedded_dsn(Path(tmp))
+        dsn = asyncio.run(fresh_database(admin, "bench_mirror"))
+        try:
+            ok = asyncio.run(measure(dsn, args.agents, args.items, models))
+        finally:
+            asyncio.run(drop_database(admin, dsn))
+    if not ok:
+        print("the mirror differs from the service", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
