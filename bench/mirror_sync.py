@@ -3,7 +3,7 @@
 Every API process keeps a copy of ``current_ratings`` (``services/rating_mirror.py``). An hourly time
 refresh of the ``ratings`` lease holder rewrites every (agent, model) row (each has a new
 ``computed_at``), so each mirror then reads and decodes every row: at 10^5 agents and three models,
-3 x 10^5 rows of about 1.3 KB. This bench fills a rating service with synthetic evidence (the shape of
+3 x 10^5 rows of 0.7-2.4 KB. This bench fills a rating service with synthetic evidence (the shape of
 ``bench/rating_refresh.py``), publishes its ratings into a real ``current_ratings`` table (a fresh
 database on ``--database-url``, else the embedded PostgreSQL), then times two mirror syncs beside a
 coroutine that wakes every 5 ms:
@@ -13,7 +13,8 @@ coroutine that wakes every 5 ms:
 
 For each it prints the rows read, the seconds the sync took (the baseline of the run), the longest time
 the event loop could not run, their ratio, and the largest growth of the process's resident memory
-seen during the sync. It then checks that the mirror serves exactly what the service computed.
+seen during the sync; then the process's peak resident memory (service and mirror together), and
+checks that the mirror serves exactly what the service computed.
 
     PYTHONPATH=src python bench/mirror_sync.py [--agents 20000] [--items 2] [--database-url URL]
 """
@@ -46,6 +47,14 @@ PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 def resident() -> int:
     """This process's resident memory in bytes (Linux: /proc/self/statm)."""
     return int(Path("/proc/self/statm").read_text().split()[1]) * PAGE_SIZE
+
+
+def peak_resident() -> int:
+    """This process's peak resident memory in bytes (Linux: VmHWM of /proc/self/status)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
 
 
 async def watched(run: asyncio.Future[int] | asyncio.Task[int]) -> tuple[int, float, float, int]:
@@ -110,6 +119,7 @@ async def measure(dsn: str, agents: int, items: int, models: tuple[str, ...]) ->
                 f"  {label:<28} {rows:9,} rows {took:6.2f} s, longest event-loop stall {stall * 1000:6.0f} ms"
                 f" = {stall / took:.2f} x the sync; resident memory +{grown / 2**20:,.0f} MiB"
             )
+        print(f"  process peak resident memory (service and mirror): {peak_resident() / 2**20:,.0f} MiB")
         same = served(mirror) == served(service) and mirror.size == service.size
         print(f"  the mirror serves what the service computed: {same}")
         await mirror.close()

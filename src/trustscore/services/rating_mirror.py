@@ -13,7 +13,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import functools
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 import msgspec
 
@@ -23,6 +26,8 @@ from trustscore.scoring.weights import Weights
 from trustscore.services.periodic import Periodic
 from trustscore.services.ratings import RatedAgent, RatingView, _release
 from trustscore.store.ratings import PAGE_ROWS, Listener, RatingRow, RatingTable
+
+T = TypeVar("T")
 
 #: Longest wait between two reads of the table when no NOTIFY arrives (seconds).
 POLL = 1.0
@@ -48,41 +53,49 @@ class RatingMirror(RatingView):
         self.version = 0
         self._notified = asyncio.Event()
         self._syncing = asyncio.Lock()
+        self._executor: ThreadPoolExecutor | None = None
         self.listener = Listener(table.pool, self._notified.set)
 
     async def sync(self) -> int:
         """Apply every row written since the last sync; return how many were read (rows of unserved models
         are skipped: another process may serve more models).
 
-        The rows are read a page at a time (:data:`~trustscore.store.ratings.PAGE_ROWS`), each page
-        decoded in a worker thread and then put in place on the event loop (dict updates only), the
-        ratings it replaced freed in a worker thread. Before, reading and decoding every row ran on the
-        loop at once: a mirror taking in a time refresh of 60,000 rows held it for 0.36-0.39 s (0.46-1.1 s
-        starting empty; bench/mirror_sync.py). While a sync runs, readers may see some agents' ratings
-        of the new version beside others' of the one before: each names its own time and log size, and
-        the log size every rating holds for (``size``, which an unrated agent is stamped with) moves only
-        once every row is in. A sync that fails part-way leaves the pages it applied; the next reads them
-        again. Syncs run one at a time: one that read an older version must not apply its rows after a
-        newer one's."""
+        The rows are read a page at a time (:data:`~trustscore.store.ratings.PAGE_ROWS`) and decoded in
+        the mirror's own worker thread; once the last page is read, that thread builds each changed
+        model's new dict of ratings, and the event loop swaps them in with the new version and log size
+        in one step, so readers see every rating of one version or every rating of the next, never a mix
+        (a rating's log size is the view's: RatingView.rating), and a sync that fails part-way changes
+        nothing. The ratings replaced are freed in that thread. Before, reading and decoding every row
+        ran on the loop: a mirror taking in a time refresh of 60,000 rows held it for 0.36-0.44 s (0.46-1.1
+        s starting empty; bench/mirror_sync.py). The thread is the mirror's own, not the loop's default
+        executor: pages must not wait behind grading while the read's transaction stays open. While a
+        sync runs, the mirror holds about two pages of undecoded rows, and the decoded ratings that will
+        replace held ones beside those (the old are freed after the swap). Syncs run one at a time."""
         async with self._syncing:
+            decoded: list[Decoded] = []
             read = 0
 
             async def take(rows: list[RatingRow]) -> None:
                 nonlocal read
                 read += len(rows)
-                decoded = await asyncio.to_thread(_decoded, rows, self._ratings)
-                replaced: list[object | None] = []
-                for served, agent, rated in decoded:
-                    replaced.append(served.pop(agent, None) if rated is None else served.get(agent))
-                    if rated is not None:
-                        served[agent] = rated
-                del decoded
-                await asyncio.to_thread(_release, replaced)
+                decoded.extend(await self._in_thread(_decoded, rows, frozenset(self._ratings)))
 
             state = await self.table.changes(self.version, take, self.page)
+            fresh, retired = await self._in_thread(_merged, self._ratings, decoded)
+            decoded.clear()
+            retired += (self._ratings[model] for model in fresh)  # the dicts swapped out, freed off the loop
+            self._ratings.update(fresh)
             self.version = state.version
             self.size = state.log_size
+            del fresh
+            await self._in_thread(_release, retired)
             return read
+
+    async def _in_thread(self, run: Callable[..., T], *args: object) -> T:
+        """``run(*args)`` in the mirror's own worker thread."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="ratings-mirror")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, functools.partial(run, *args))
 
     async def follow(self, stop: asyncio.Event) -> int:
         """One periodic step: (re)listen, wait for a NOTIFY (at most ``poll`` seconds, or until
@@ -105,26 +118,46 @@ class RatingMirror(RatingView):
 
     async def close(self) -> None:
         await self.listener.close()
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False)  # a sync still running keeps its thread until it ends
 
 
-def _decoded(
-    rows: list[RatingRow], ratings: dict[str, dict[str, RatedAgent]]
-) -> list[tuple[dict[str, RatedAgent], str, RatedAgent | None]]:
-    """Each row of a served model as (that model's served ratings, agent, its rating with its medals;
-    None: the model no longer rates the agent). Reads ``ratings`` only to find each model's dict: safe in
-    a worker thread."""
-    out: list[tuple[dict[str, RatedAgent], str, RatedAgent | None]] = []
+#: A decoded row: (model, agent, its rating with its medals; None: the model no longer rates the agent).
+Decoded = tuple[str, str, RatedAgent | None]
+
+
+def _decoded(rows: list[RatingRow], served: frozenset[str]) -> list[Decoded]:
+    """The rows of ``served`` models, decoded (pure: in a worker thread)."""
+    out: list[Decoded] = []
     for row in rows:
-        served = ratings.get(row.model)
-        if served is None:
+        if row.model not in served:
             continue
         if row.rating is None:
-            out.append((served, row.agent, None))
+            out.append((row.model, row.agent, None))
             continue
         medals = None if row.medals is None else msgspec.json.decode(row.medals, type=Medals)
         rating = msgspec.json.decode(row.rating, type=Rating)
-        out.append((served, row.agent, RatedAgent(rating, row.computed_at, row.log_size, medals)))
+        out.append((row.model, row.agent, RatedAgent(rating, row.computed_at, row.log_size, medals)))
     return out
+
+
+def _merged(
+    ratings: dict[str, dict[str, RatedAgent]], decoded: list[Decoded]
+) -> tuple[dict[str, dict[str, RatedAgent]], list[object | None]]:
+    """For each model ``decoded`` changes, a new dict of its ratings with the changes in, and the ratings
+    they replace. Reads ``ratings`` without writing it (in a worker thread: only a sync, one at a time,
+    writes the mirror's ratings)."""
+    fresh: dict[str, dict[str, RatedAgent]] = {}
+    replaced: list[object | None] = []
+    for model, agent, rated in decoded:
+        kept = fresh.get(model)
+        if kept is None:
+            kept = fresh[model] = dict(ratings[model])
+        replaced.append(kept.pop(agent, None) if rated is None else kept.get(agent))
+        if rated is not None:
+            kept[agent] = rated
+    return fresh, replaced
 
 
 __all__ = ["POLL", "RatingMirror"]

@@ -77,9 +77,11 @@ class RatingTable:
         self, since: int, take: Callable[[list[RatingRow]], Awaitable[None]], page: int = PAGE_ROWS
     ) -> RatingsState:
         """Pass the rows written after version ``since`` to ``take``, ``page`` rows at a time, all read
-        in one snapshot with the state, which is returned. A reader holds at most a page of undecoded
-        rows, and its event loop runs between pages: a time refresh rewrites every (agent, model) row,
-        3 x 10^5 rows of ~1.3 KB at 10^5 agents and three models (bench/mirror_sync.py)."""
+        in one snapshot with the state, which is returned. A reader holds about two pages of undecoded
+        rows (the page it takes and the one fetched next), not every row: a time refresh rewrites every
+        (agent, model) row, 3 x 10^5 rows of 0.7-2.4 KB at 10^5 agents and three models
+        (bench/mirror_sync.py). The transaction stays open while ``take`` runs: it should not wait on
+        anything slow."""
         if page < 1:
             raise ValueError(f"a page holds at least one row, not {page}")
         async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):

@@ -1,12 +1,17 @@
-"""A ratings mirror takes in a large change a page at a time: its event loop runs between pages, the log
-size every rating holds for moves only once every row is in, and a sync that read an older version never
-applies its rows after a newer one's (bench/mirror_sync.py: a time refresh rewrites every row)."""
+"""A ratings mirror takes in a large change a page at a time, decoded off its event loop in a thread of
+its own, and swaps it in at once: readers never see ratings of two versions beside each other or a rating
+with a log size it does not hold for, a sync that fails part-way changes nothing, and one that read an
+older version never applies after a newer one's (bench/mirror_sync.py: a time refresh rewrites every
+row)."""
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import os
+import threading
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import asyncpg
 import msgspec
@@ -14,6 +19,7 @@ import pytest
 
 from tests.unit.services.test_ratings_recompute import ALICE, AT, service
 from trustscore.scoring.ratings import Rating
+from trustscore.services import rating_mirror
 from trustscore.services.rating_mirror import RatingMirror
 from trustscore.store.ratings import RatingRow, RatingsState, RatingTable
 
@@ -37,25 +43,68 @@ def served(mirror: RatingMirror) -> dict[str, int | None]:
     return {r.rating.agent: r.rating.total for r in mirror.all(MODEL)}
 
 
-async def test_the_loop_runs_between_pages_and_the_size_moves_last(pool: asyncpg.Pool) -> None:
+async def test_readers_never_see_two_versions_at_once(pool: asyncpg.Pool) -> None:
+    """Review of bf9cf72: pages put in place one by one were served with the log size of the version
+    before (RatingView.rating stamps the view's size): a rating of log size 9 served as holding for 7."""
     await written(pool, 500, AT, 7)
     mirror = RatingMirror(RatingTable(pool), service().models, page=3)
-    seen: list[tuple[int, int]] = []  # (agents served, mirror.size) each time the loop ran a tick
+    await mirror.sync()
+    await written(pool, 600, AT + dt.timedelta(hours=1), 9)
+    seen: set[tuple[tuple[int | None, ...], int]] = set()
     done = False
 
-    async def ticker() -> None:
+    async def reader() -> None:
         while not done:
-            seen.append((len(served(mirror)), mirror.size))
+            seen.add((tuple(sorted(set(served(mirror).values()), key=str)), mirror.size))
             await asyncio.sleep(0)
 
-    task = asyncio.create_task(ticker())
+    task = asyncio.create_task(reader())
     assert await mirror.sync() == len(AGENTS)
     done = True
     await task
-    partial = {n for n, _ in seen if 0 < n < len(AGENTS)}
-    assert partial, seen  # the loop ran while some pages were in and others not
-    assert all(size == 0 for n, size in seen if n < len(AGENTS))  # the size moved only with the last page
-    assert mirror.size == 7 and served(mirror) == dict.fromkeys(AGENTS, 500)
+    assert seen <= {((500,), 7), ((600,), 9)}, seen
+    assert mirror.size == 9 and served(mirror) == dict.fromkeys(AGENTS, 600)
+    for agent in AGENTS:
+        rated = mirror.rating(agent, MODEL)
+        assert rated is not None and rated.log_size == 9 and rated.rating.total == 600
+    await mirror.close()
+
+
+async def test_pages_are_decoded_off_the_event_loop(
+    pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await written(pool, 500, AT, 7)
+    threads: list[str] = []
+    decode = rating_mirror._decoded
+
+    def recorded(*args: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return decode(*args)
+
+    monkeypatch.setattr(rating_mirror, "_decoded", recorded)
+    mirror = RatingMirror(RatingTable(pool), service().models, page=3)
+    assert await mirror.sync() == len(AGENTS)
+    assert len(threads) == 4  # 10 rows in pages of 3
+    assert all(name.startswith("ratings-mirror") for name in threads), threads
+    await mirror.close()
+
+
+async def test_a_busy_default_executor_does_not_hold_a_sync(pool: asyncpg.Pool) -> None:
+    """Review of bf9cf72: pages decoded in the loop's default executor waited behind grading (which fills
+    it) with the read's transaction open ("idle in transaction"), so an operator's
+    idle_in_transaction_session_timeout failed every sync while grading lasted."""
+    await written(pool, 500, AT, 7)
+    mirror = RatingMirror(RatingTable(pool), service().models, page=3)
+    release = threading.Event()
+    loop = asyncio.get_running_loop()
+    workers = min(32, (os.cpu_count() or 1) + 4)  # the default executor's size
+    busy = [loop.run_in_executor(None, release.wait, 30) for _ in range(workers)]
+    try:
+        assert await asyncio.wait_for(mirror.sync(), 10) == len(AGENTS)
+        assert served(mirror) == dict.fromkeys(AGENTS, 500)
+    finally:
+        release.set()
+        await asyncio.gather(*busy)
     await mirror.close()
 
 
@@ -119,7 +168,7 @@ async def test_a_sync_that_fails_part_way_is_taken_up_by_the_next(pool: asyncpg.
     mirror = RatingMirror(Failing(pool), service().models, page=4)
     with pytest.raises(OSError):
         await mirror.sync()
-    assert len(served(mirror)) == 4 and mirror.size == 0 and mirror.version == 0  # one page in
+    assert served(mirror) == {} and mirror.size == 0 and mirror.version == 0  # nothing changed
     mirror.table = RatingTable(pool)
     assert await mirror.sync() == len(AGENTS)
     assert served(mirror) == dict.fromkeys(AGENTS, 500) and mirror.size == 7
