@@ -65,10 +65,12 @@ class RatingTable:
                     "medals = excluded.medals, computed_at = excluded.computed_at, "
                     "log_size = excluded.log_size, version = excluded.version "
                     "WHERE (excluded.log_size, excluded.computed_at) >= (c.log_size, c.computed_at)",
-                    [
+                    # A generator: asyncpg encodes the rows as it sends them, with the event loop running
+                    # between sends (a list of 3 x 10^5 rows held the loop for 0.15 s).
+                    (
                         (r.model, r.agent, r.rating, r.medals, r.computed_at, r.log_size, version)
                         for r in rows
-                    ],
+                    ),
                 )
             await conn.execute("SELECT pg_notify($1, $2)", CHANNEL, str(version))
         return version
