@@ -18,55 +18,64 @@ import msgspec
 import pytest
 
 from tests.unit.services.test_ratings_recompute import ALICE, AT, service
-from trustscore.scoring.ratings import Rating
 from trustscore.services import rating_mirror
 from trustscore.services.rating_mirror import RatingMirror
+from trustscore.services.ratings import _release
 from trustscore.store.ratings import RatingRow, RatingsState, RatingTable
 
 MODEL = "trustscore-v2"
+BOTH = (MODEL, "baseline-v0.3")  # the models service() serves
 AGENTS = [f"ts1_{i:040x}" for i in range(10)]
 
 
-async def written(pool: asyncpg.Pool, total: int, at: dt.datetime, log_size: int) -> dict[str, Rating]:
-    """One rating per agent of :data:`AGENTS` (Alice's, renamed, with ``total``) written to the table."""
+async def written(
+    pool: asyncpg.Pool, total: int, at: dt.datetime, log_size: int, models: tuple[str, ...] = (MODEL,)
+) -> None:
+    """For each of ``models``, one rating per agent of :data:`AGENTS` (Alice's under that model, renamed,
+    with ``total``) written to the table."""
     computing = service()
     await computing.recompute_all()
-    alice = computing.stored(ALICE, MODEL)
-    assert alice is not None
-    ratings = {a: msgspec.structs.replace(alice.rating, agent=a, total=total) for a in AGENTS}
-    rows = [RatingRow(MODEL, a, msgspec.json.encode(r), None, at, log_size) for a, r in ratings.items()]
+    rows = []
+    for model in models:
+        alice = computing.stored(ALICE, model)
+        assert alice is not None
+        for agent in AGENTS:
+            rating = msgspec.structs.replace(alice.rating, agent=agent, total=total)
+            rows.append(RatingRow(model, agent, msgspec.json.encode(rating), None, at, log_size))
     await RatingTable(pool).write(rows, log_size)
-    return ratings
 
 
-def served(mirror: RatingMirror) -> dict[str, int | None]:
-    return {r.rating.agent: r.rating.total for r in mirror.all(MODEL)}
+def served(mirror: RatingMirror, model: str = MODEL) -> dict[str, int | None]:
+    return {r.rating.agent: r.rating.total for r in mirror.all(model)}
 
 
 async def test_readers_never_see_two_versions_at_once(pool: asyncpg.Pool) -> None:
     """Review of bf9cf72: pages put in place one by one were served with the log size of the version
     before (RatingView.rating stamps the view's size): a rating of log size 9 served as holding for 7."""
-    await written(pool, 500, AT, 7)
+    await written(pool, 500, AT, 7, BOTH)
     mirror = RatingMirror(RatingTable(pool), service().models, page=3)
     await mirror.sync()
-    await written(pool, 600, AT + dt.timedelta(hours=1), 9)
+    await written(pool, 600, AT + dt.timedelta(hours=1), 9, BOTH)
     seen: set[tuple[tuple[int | None, ...], int]] = set()
     done = False
 
-    async def reader() -> None:
+    async def reader() -> None:  # every total served under both models, with the size
         while not done:
-            seen.add((tuple(sorted(set(served(mirror).values()), key=str)), mirror.size))
+            totals = {t for model in BOTH for t in served(mirror, model).values()}
+            seen.add((tuple(sorted(totals, key=str)), mirror.size))
             await asyncio.sleep(0)
 
     task = asyncio.create_task(reader())
-    assert await mirror.sync() == len(AGENTS)
+    assert await mirror.sync() == len(AGENTS) * len(BOTH)
     done = True
     await task
     assert seen <= {((500,), 7), ((600,), 9)}, seen
-    assert mirror.size == 9 and served(mirror) == dict.fromkeys(AGENTS, 600)
-    for agent in AGENTS:
-        rated = mirror.rating(agent, MODEL)
-        assert rated is not None and rated.log_size == 9 and rated.rating.total == 600
+    assert mirror.size == 9
+    for model in BOTH:
+        assert served(mirror, model) == dict.fromkeys(AGENTS, 600)
+        for agent in AGENTS:
+            rated = mirror.rating(agent, model)
+            assert rated is not None and rated.log_size == 9 and rated.rating.total == 600
     await mirror.close()
 
 
@@ -152,7 +161,9 @@ async def test_a_sync_of_an_older_version_never_applies_after_a_newer_one(pool: 
     await mirror.close()
 
 
-async def test_a_sync_that_fails_part_way_is_taken_up_by_the_next(pool: asyncpg.Pool) -> None:
+async def test_a_sync_that_fails_part_way_is_taken_up_by_the_next(
+    pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     await written(pool, 500, AT, 7)
 
     class Failing(RatingTable):
@@ -165,10 +176,19 @@ async def test_a_sync_that_fails_part_way_is_taken_up_by_the_next(pool: asyncpg.
 
             return await super().changes(since, taking, page)
 
+    freed: list[tuple[str, int]] = []  # (thread, objects) of each list freed
+
+    def recorded(items: list[Any]) -> None:
+        freed.append((threading.current_thread().name, len(items)))
+        _release(items)
+
+    monkeypatch.setattr(rating_mirror, "_release", recorded)
     mirror = RatingMirror(Failing(pool), service().models, page=4)
     with pytest.raises(OSError):
         await mirror.sync()
     assert served(mirror) == {} and mirror.size == 0 and mirror.version == 0  # nothing changed
+    # What it decoded (the first page) is freed in the mirror's thread, not with the sync's frame.
+    assert [n for thread, n in freed if thread.startswith("ratings-mirror")] == [4], freed
     mirror.table = RatingTable(pool)
     assert await mirror.sync() == len(AGENTS)
     assert served(mirror) == dict.fromkeys(AGENTS, 500) and mirror.size == 7
