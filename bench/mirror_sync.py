@@ -30,14 +30,17 @@ import tempfile
 import time
 from pathlib import Path
 
+import asyncpg
+
 from _common import drop_database, embedded_dsn, fresh_database, print_header  # bench/ is on sys.path
 from rating_refresh import AT, fill
 from trustscore.cli.serve import tune_gc
+from trustscore.errors import ConfigError, InvalidInput, StorageError
 from trustscore.services.metrics import Metrics
 from trustscore.services.rating_mirror import RatingMirror
 from trustscore.services.ratings import RatingService, load_models
 from trustscore.settings import SERVABLE_MODELS
-from trustscore.store import db
+from trustscore.store import db, embedded
 from trustscore.store.ratings import RatingTable
 
 TICK = 0.005
@@ -144,17 +147,31 @@ def main() -> int:
     args = parser.parse_args()
     if args.agents < 1 or args.items < 1:
         parser.error("--agents and --items must be at least 1")
+    models = tuple(args.models.split(","))
+    try:
+        load_models(names=models)
+    except (ConfigError, InvalidInput) as exc:
+        parser.error(f"--models: {exc}")
     print_header("trustscore bench: a ratings mirror taking in a whole time refresh")
     tune_gc()
-    models = tuple(args.models.split(","))
     print(f"{args.agents:,} agents x {args.items} items, models {', '.join(models)}")
     with tempfile.TemporaryDirectory(prefix="trustscore-bench-") as tmp:
-        admin = args.database_url or embedded_dsn(Path(tmp))
-        dsn = asyncio.run(fresh_database(admin, "bench_mirror"))
+        data = Path(tmp) / "data"
+        try:
+            admin = args.database_url or embedded_dsn(data)
+            dsn = asyncio.run(fresh_database(admin, "bench_mirror"))
+        except (OSError, asyncpg.PostgresError, StorageError) as exc:
+            print(f"error: no database: {exc}", file=sys.stderr)
+            return 1
         try:
             ok = asyncio.run(measure(dsn, args.agents, args.items, models))
+        except (OSError, asyncpg.PostgresError, StorageError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
         finally:
             asyncio.run(drop_database(admin, dsn))
+            if not args.database_url:
+                embedded.stop(data / "pg")  # before its directory goes
     if not ok:
         print("the mirror differs from the service", file=sys.stderr)
         return 1
