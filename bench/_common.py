@@ -15,9 +15,11 @@ import shlex
 import socket
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
@@ -28,6 +30,8 @@ from trustscore.kinds import cards
 from trustscore.ledger import dsse, keys, statements
 from trustscore.store import embedded
 from trustscore.store.ratings import RatingRow
+
+T = TypeVar("T")
 
 
 def machine() -> str:
@@ -53,6 +57,37 @@ def percentile(sorted_values: Sequence[float], p: float) -> float:
         raise ValueError("no values")
     k = max(0, min(len(sorted_values) - 1, round(p / 100 * len(sorted_values) + 0.5) - 1))
     return sorted_values[k]
+
+
+# --- the event loop ---------------------------------------------------------------------------------
+
+#: How often :func:`stalled`'s coroutine wakes (seconds).
+TICK = 0.005
+
+
+async def stalled(run: Awaitable[T], tick: Callable[[], None] = lambda: None) -> tuple[T, float, float]:
+    """``run``'s result, the seconds it took and the longest time the event loop could not run meanwhile,
+    seen by a coroutine that wakes every :data:`TICK` seconds and calls ``tick`` each time."""
+    longest = 0.0
+    done = False
+
+    async def ticker() -> None:
+        nonlocal longest
+        last = time.perf_counter()
+        while not done:
+            await asyncio.sleep(TICK)
+            now = time.perf_counter()
+            longest, last = max(longest, now - last - TICK), now
+            tick()
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(4 * TICK)  # the ticker is running before ``run`` starts
+    start = time.perf_counter()
+    result = await run
+    took = time.perf_counter() - start
+    done = True
+    await task
+    return result, took, max(0.0, longest)
 
 
 # --- databases ---------------------------------------------------------------------------------------

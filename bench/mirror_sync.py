@@ -28,11 +28,18 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable
 from pathlib import Path
 
 import asyncpg
 
-from _common import drop_database, embedded_dsn, fresh_database, print_header  # bench/ is on sys.path
+from _common import (  # bench/ is on sys.path
+    drop_database,
+    embedded_dsn,
+    fresh_database,
+    print_header,
+    stalled,
+)
 from rating_refresh import AT, fill
 from trustscore.cli.serve import tune_gc
 from trustscore.errors import ConfigError, InvalidInput, StorageError
@@ -43,7 +50,6 @@ from trustscore.settings import SERVABLE_MODELS
 from trustscore.store import db, embedded
 from trustscore.store.ratings import RatingTable
 
-TICK = 0.005
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -60,36 +66,18 @@ def peak_resident() -> int:
     return 0
 
 
-async def watched(run: asyncio.Future[int] | asyncio.Task[int]) -> tuple[int, float, float, int]:
+async def watched(run: Awaitable[int]) -> tuple[int, float, float, int]:
     """``run``'s result, its seconds, the longest event-loop stall meanwhile and the largest growth of
-    resident memory seen (bytes)."""
-    start_rss = peak = resident()
-    longest = 0.0
-    done = False
+    resident memory seen (bytes), sampled at each wake of the stall's ticker."""
+    peak = start_rss = resident()
 
-    async def ticker() -> None:
-        nonlocal longest, peak
-        last = time.perf_counter()
-        while not done:
-            await asyncio.sleep(TICK)
-            now = time.perf_counter()
-            longest, last = max(longest, now - last - TICK), now
-            peak = max(peak, resident())
+    def sample() -> None:
+        nonlocal peak
+        peak = max(peak, resident())
 
-    task = asyncio.create_task(ticker())
-    await asyncio.sleep(4 * TICK)
-    start = time.perf_counter()
-    rows = await run
-    took = time.perf_counter() - start
-    peak = max(peak, resident())
-    done = True
-    await task
-    return rows, took, max(0.0, longest), peak - start_rss
-
-
-async def refreshed(service: RatingService) -> int:
-    await service.recompute_all()
-    return 0
+    rows, took, stall = await stalled(run, sample)
+    sample()
+    return rows, took, stall, peak - start_rss
 
 
 def served(view: RatingService | RatingMirror) -> dict[str, dict[str, object]]:
@@ -116,14 +104,14 @@ async def measure(dsn: str, agents: int, items: int, models: tuple[str, ...]) ->
         await service.recompute_all()
         print(f"  service: first time refresh, written        {time.perf_counter() - started:6.2f} s")
         mirror = RatingMirror(RatingTable(pool), load_models(names=models), poll=3600.0)
-        results = [("mirror starting empty", await watched(asyncio.ensure_future(mirror.sync())))]
+        results = [("mirror starting empty", await watched(mirror.sync()))]
         now[0] = AT + dt.timedelta(hours=1)
-        _, took, stall, _ = await watched(asyncio.ensure_future(refreshed(service)))
+        _, took, stall = await stalled(service.recompute_all())
         print(
             f"  service: time refresh 1 h later, written    {took:6.2f} s,"
             f" longest event-loop stall {stall * 1000:6.0f} ms = {stall / took:.2f} x the refresh"
         )
-        results.append(("after the 1 h time refresh", await watched(asyncio.ensure_future(mirror.sync()))))
+        results.append(("after the 1 h time refresh", await watched(mirror.sync())))
         for label, (rows, took, stall, grown) in results:
             print(
                 f"  {label:<28} {rows:9,} rows {took:6.2f} s, longest event-loop stall {stall * 1000:6.0f} ms"

@@ -22,10 +22,8 @@ import argparse
 import asyncio
 import datetime as dt
 import sys
-import time
-from collections.abc import Awaitable
 
-from _common import NoRatingTable, print_header  # run as a script: bench/ is on sys.path
+from _common import NoRatingTable, print_header, stalled  # run as a script: bench/ is on sys.path
 from trustscore.cli.serve import tune_gc
 from trustscore.kinds.graded import DIMENSIONS
 from trustscore.scoring.inputs import EvidenceItem
@@ -34,7 +32,6 @@ from trustscore.services.ratings import RELEASED_MODELS, RatingService, load_mod
 from trustscore.store.projection_tables import EvidenceRow
 
 AT = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)
-TICK = 0.005
 
 
 class Projected:
@@ -67,29 +64,6 @@ class Projected:
         return []
 
 
-async def stalled(run: Awaitable[object]) -> tuple[float, float]:
-    """Seconds ``run`` took and the longest time the event loop could not run meanwhile."""
-    longest = 0.0
-    done = False
-
-    async def ticker() -> None:
-        nonlocal longest
-        last = time.perf_counter()
-        while not done:
-            await asyncio.sleep(TICK)
-            now = time.perf_counter()
-            longest, last = max(longest, now - last - TICK), now
-
-    task = asyncio.create_task(ticker())
-    await asyncio.sleep(4 * TICK)  # the ticker is running before the refresh starts
-    start = time.perf_counter()
-    await run
-    took = time.perf_counter() - start
-    done = True
-    await task
-    return took, max(0.0, longest)
-
-
 async def measure(agents: int, items: int, models: tuple[str, ...]) -> list[tuple[str, float, float]]:
     """The first refresh, then an hourly time refresh, each published into a table that stores nothing
     (as the ``ratings`` lease holder publishes): each one's seconds and longest event-loop stall."""
@@ -101,9 +75,11 @@ async def measure(agents: int, items: int, models: tuple[str, ...]) -> list[tupl
         clock=lambda: now[0],
         table=NoRatingTable(),  # type: ignore[arg-type]
     )
-    out = [("first refresh, published", *await stalled(ratings.refresh()))]
+    _, took, stall = await stalled(ratings.refresh())
+    out = [("first refresh, published", took, stall)]
     now[0] = AT + dt.timedelta(hours=1)
-    out.append(("time refresh 1 h later, published", *await stalled(ratings.recompute_all())))
+    _, took, stall = await stalled(ratings.recompute_all())
+    out.append(("time refresh 1 h later, published", took, stall))
     return out
 
 

@@ -186,3 +186,26 @@ async def test_bench_script_runs_at_a_tiny_size(script: str, admin_dsn: str, tmp
     # A bench on an external server leaves no database of its own behind (it created them fresh).
     created = await _bench_databases(admin_dsn, script) - before
     assert not created, created
+
+
+@pytest.mark.bench
+@pytest.mark.parametrize(
+    ("args", "code", "says"),
+    [
+        ("--agents 0", 2, "--agents and --items must be at least 1"),
+        ("--agents 2 --models nope", 2, "--models: cannot read weights file"),
+        ("--agents 2 --database-url postgresql://postgres@127.0.0.1:1/x", 1, "error: no database:"),
+    ],
+)
+def test_mirror_sync_refuses_bad_input_in_one_line(args: str, code: int, says: str, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRUSTSCORE_")}
+    r = subprocess.run(
+        [sys.executable, str(BENCH / "mirror_sync.py"), *args.split()],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert r.returncode == code, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr and says in r.stderr.strip().splitlines()[-1], r.stderr
