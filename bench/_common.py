@@ -8,6 +8,7 @@ size (``tests/integration/test_bench_smoke.py``) so that none breaks silently.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import platform
 import secrets
@@ -26,6 +27,7 @@ import asyncpg
 import msgspec
 
 from trustscore.canonical import b64encode
+from trustscore.devserver import ServeProcess
 from trustscore.kinds import cards
 from trustscore.ledger import dsse, keys, statements
 from trustscore.store import embedded
@@ -121,6 +123,24 @@ async def drop_database(admin_dsn: str, dsn: str) -> None:
 def embedded_dsn(data_dir: Path) -> str:
     """Start (or re-attach to) the embedded PostgreSQL in ``data_dir/pg``; stopped when we exit."""
     return embedded.start(data_dir / "pg")
+
+
+@contextlib.contextmanager
+def fresh_server(
+    database_url: str | None, prefix: str, data_dir: Path, env: dict[str, str], *, keep: bool = False
+) -> Iterator[ServeProcess]:
+    """A started ``trustscore serve`` (one uvicorn worker) on a fresh database: CREATEd on the server of
+    ``database_url`` and dropped after (unless ``keep``), else the embedded PostgreSQL in ``data_dir/pg``,
+    stopped after, before the caller's temporary directory goes."""
+    dsn = asyncio.run(fresh_database(database_url, prefix)) if database_url else embedded_dsn(data_dir)
+    try:
+        with ServeProcess(data_dir, dsn, env=env, log_path=data_dir / "serve.log") as server:
+            yield server
+    finally:
+        if database_url and not keep:
+            asyncio.run(drop_database(database_url, dsn))
+        elif not database_url:
+            embedded.stop(data_dir / "pg", wait=30)
 
 
 # --- signed statements -------------------------------------------------------------------------------

@@ -31,13 +31,7 @@ from pathlib import Path
 import httpx
 import msgspec
 
-from _common import (  # run as a script: bench/ is on sys.path
-    drop_database,
-    embedded_dsn,
-    fresh_database,
-    percentile,
-    print_header,
-)
+from _common import fresh_server, percentile, print_header  # run as a script: bench/ is on sys.path
 from ingest import cpu_seconds, machine_busy_seconds
 from trustscore.cli.agent import card_envelope
 from trustscore.devserver import ServeProcess
@@ -45,7 +39,6 @@ from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, list_exams
 from trustscore.ledger import keys
 from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import RunResult, sign_run
-from trustscore.store import embedded
 
 BADGE, PROFILE = "GET /v1/agents/{id}/badge.svg", "GET /agents/{id} (page)"
 AGENTS_FILE = DEFAULT_PUBLIC_DIR.parent / "examples" / "agents" / "scripted.py"
@@ -496,11 +489,6 @@ def report_reads(results: list[Load]) -> None:
         raise RuntimeError("some reads failed (non-2xx or socket errors); figures are not valid")
 
 
-def stop_embedded(pg_dir: Path, limit: float = 30) -> None:
-    """Stop the embedded PostgreSQL and wait for it to exit, before its directory is removed."""
-    embedded.stop(pg_dir, wait=limit)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     print_header("trustscore bench: rating queries and report ingest over HTTP")
@@ -514,27 +502,19 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="trustscore-bench-") as tmp:
         data_dir = Path(tmp) / "data"
-        if args.database_url:
-            dsn = asyncio.run(fresh_database(args.database_url, "bench_service"))
-            where = f"external PostgreSQL, fresh database {dsn}"
-        else:
-            dsn = embedded_dsn(data_dir)
-            where = f"embedded PostgreSQL in {data_dir / 'pg'}"
-        print(f"database: {where}")
-        server = ServeProcess(data_dir, dsn, env=SERVER_ENV, log_path=data_dir / "serve.log")
-        env = " ".join(f"{k}={v}" for k, v in SERVER_ENV.items())
-        print(f"server:   {env} {' '.join(server.argv)}  (one uvicorn worker)", flush=True)
-        try:
-            with server:
-                reads: list[Load] = []
-                phases, lag = asyncio.run(ingest(server, prep, args.in_flight, args.profile_ingest))
-                if not args.ingest_only:
-                    reads = read_load(server, [k.id for k in prep.keys], args, Path(tmp))
-        finally:
-            if args.database_url and not args.keep:
-                asyncio.run(drop_database(args.database_url, dsn))
-            elif not args.database_url:
-                stop_embedded(data_dir / "pg")
+        with fresh_server(args.database_url, "bench_service", data_dir, SERVER_ENV, keep=args.keep) as server:
+            where = (
+                f"external PostgreSQL, fresh database {server.database_url}"
+                if args.database_url
+                else f"embedded PostgreSQL in {data_dir / 'pg'}"
+            )
+            print(f"database: {where}")
+            env = " ".join(f"{k}={v}" for k, v in SERVER_ENV.items())
+            print(f"server:   {env} {' '.join(server.argv)}  (one uvicorn worker)", flush=True)
+            reads: list[Load] = []
+            phases, lag = asyncio.run(ingest(server, prep, args.in_flight, args.profile_ingest))
+            if not args.ingest_only:
+                reads = read_load(server, [k.id for k in prep.keys], args, Path(tmp))
 
     print()
     report_ingest(phases, lag)

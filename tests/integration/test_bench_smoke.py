@@ -120,6 +120,15 @@ RUNS: dict[str, tuple[str, list[str]]] = {
         "--load httpx --database-url {db}",
         [rf"without sandbox\s+2\s+\d+\s+\d+\s+{NUMBER}\s+{NUMBER}", rf"rating / healthz = {NUMBER}"],
     ),
+    "leaderboard.py": (
+        "--idle 20 --rated 2 --requests 2 --seconds 5 --database-url {db}",
+        [
+            r"^registered 20 idle agents",
+            rf"^GET /v1/leaderboard\?limit=100, again\s+\d+\s+{NUMBER}\s+{NUMBER}\s+{NUMBER} ms$",
+            rf"^GET /v1/agents/\{{idle\}}/rating\s+\d+\s+{NUMBER}",
+            rf"^ratio leaderboard p50 \(again\) / healthz p50: {NUMBER}x$",
+        ],
+    ),
     "scope_runs.py": (
         "--runs 1",
         [rf"server run over guarded HTTP: median {NUMBER} s", rf"ratio \(HTTP run / in-process\): {NUMBER}x"],

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
+import heapq
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+
+import msgspec
 
 from trustscore import resources
 from trustscore.errors import InvalidInput, NotFound
@@ -53,6 +57,11 @@ class Leaderboard:
 
 
 MAX_KEPT_BODIES = 100_000  # encoded rating bodies kept (about 2.5 KB each)
+BOARD_ROWS = 1000  # the most a leaderboard read asks for, of ranked and of unranked agents
+
+# A leaderboard's kept rows: (-score, agent, rating) ranked; (agent, reason, rating or None) unranked.
+_Scored = tuple[float, str, RatedAgent]
+_Unscored = tuple[str, str, RatedAgent | None]
 
 
 class PublicService:
@@ -82,6 +91,14 @@ class PublicService:
         self.ladder = ladder
         self.scope_summary = scope_summary
         self._names = NameIndex()
+        # Leaderboards by (model, dimension) with the stamp they were made at (leaderboard()).
+        self._boards: dict[
+            tuple[str, str | None], tuple[tuple[int, int, int], list[_Scored], list[_Unscored]]
+        ] = {}
+        # The keys registered as agents, read incrementally (_registered_agents()).
+        self._registered: set[str] = set()
+        self._registered_sorted: list[str] = []
+        self._registered_next = 0  # the log index after the last agent card read
 
     async def lookalikes(self, card: Card) -> list[str]:
         """Agents registered before ``card``'s whose display names look like its name (issue #10)."""
@@ -101,9 +118,11 @@ class PublicService:
         """The cards of registered agents after ``after`` in id order, at most ``limit``."""
         if not 1 <= limit <= 1000:
             raise InvalidInput("limit must be 1..1000")
-        ids = [a for a in await self.store.agent_ids() if after is None or a > after][:limit]
-        cards = [await self.store.card(a) for a in ids]
-        return [c for c in cards if c is not None]
+        registered = await self._registered_agents()
+        first = 0 if after is None else bisect.bisect_right(registered, after)
+        ids = registered[first : first + limit]
+        cards = await self.store.cards(ids)  # one query for the page, not one per agent
+        return [cards[a] for a in ids if a in cards]
 
     async def rating(self, agent: str, model: str | None) -> RatedAgent:
         rated = self.ratings.rating(agent, model)
@@ -155,36 +174,82 @@ class PublicService:
 
     async def leaderboard(self, model: str | None, dimension: str | None, limit: int) -> Leaderboard:
         """Agents ranked by total (or one dimension). Registered agents without a score, including those
-        with no evidence at all, are listed apart with the reason, never ranked. Parties are not ranked."""
+        with no evidence at all, are listed apart with the reason, never ranked. Parties are not ranked.
+
+        The first :data:`BOARD_ROWS` of each list are kept per model and dimension with the stamp they were
+        made at (the ratings' revision and log size, and how many agents are registered); a read at the
+        same stamp costs O(``limit``), and only the agents shown are given an all-null rating. Making a
+        board again is one pass over the registered agents, in one step of the event loop with the
+        stamp, so every row holds for the log size the board names."""
         if dimension is not None and dimension not in DIMENSIONS:
             raise InvalidInput(f"unknown dimension {dimension!r}; one of {', '.join(DIMENSIONS)}")
-        if not 1 <= limit <= 1000:
-            raise InvalidInput("limit must be 1..1000")
-        weights = self.ratings.model(model)
-        agents = set(await self.store.agent_ids())
-        scored: list[tuple[float, RatedAgent]] = []
-        unranked: list[tuple[RatedAgent, str]] = []
-        rated = {
-            r.rating.agent: r for r in self.ratings.all(weights.model_version) if r.rating.agent in agents
-        }
-        for agent in sorted(agents - rated.keys()):
-            r = self.ratings.unrated(agent, weights.model_version)
-            unranked.append((r, "no_evidence"))
-        for r in rated.values():
+        if not 1 <= limit <= BOARD_ROWS:
+            raise InvalidInput(f"limit must be 1..{BOARD_ROWS}")
+        name = self.ratings.model(model).model_version
+        registered = await self._registered_agents()
+        # From here on no await: the stamp, the board and the rows are read in one step.
+        stamp = (self.ratings.revision, self.ratings.size, len(registered))
+        kept = self._boards.get((name, dimension))
+        if kept is None or kept[0] != stamp:
+            kept = self._boards[(name, dimension)] = (stamp, *self._board(name, dimension, registered))
+        _, scored, unscored = kept
+        size = self.ratings.size
+        ranked = [
+            Ranked(i + 1, msgspec.structs.replace(rated, log_size=size), -negated)
+            for i, (negated, _, rated) in enumerate(scored[:limit])
+        ]
+        unranked = [
+            (
+                self.ratings.unrated(agent, name)
+                if rated is None
+                else msgspec.structs.replace(rated, log_size=size),
+                reason,
+            )
+            for agent, reason, rated in unscored[:limit]
+        ]
+        return Leaderboard(name, dimension, ranked, unranked)
+
+    def _board(
+        self, model: str, dimension: str | None, registered: list[str]
+    ) -> tuple[list[_Scored], list[_Unscored]]:
+        """The first :data:`BOARD_ROWS` ranked (highest first, then by id) and unranked (by id) agents of
+        ``registered`` (sorted): one pass, the ratings read in place, never copied or sorted whole."""
+        held = self.ratings.held(model)
+        scored: list[_Scored] = []
+        unscored: list[_Unscored] = []
+        for agent in registered:
+            rated = held.get(agent)
+            if rated is None:
+                if len(unscored) < BOARD_ROWS:  # agents come in id order: the first are the ones kept
+                    unscored.append((agent, "no_evidence", None))
+                continue
+            rating = rated.rating
             if dimension is None:
-                value: float | None = None if r.rating.total is None else float(r.rating.total)
-                reason = r.rating.null_reasons.get("total", "no_scored_dimensions")
+                value: float | None = None if rating.total is None else float(rating.total)
+                reason = rating.null_reasons.get("total", "no_scored_dimensions")
             else:
-                value = r.rating.dimensions.get(dimension)
-                reason = r.rating.null_reasons.get(f"dimensions.{dimension}", "no_evidence")
+                value = rating.dimensions.get(dimension)
+                reason = rating.null_reasons.get(f"dimensions.{dimension}", "no_evidence")
             if value is None:
-                unranked.append((r, reason))
+                if len(unscored) < BOARD_ROWS:
+                    unscored.append((agent, reason, rated))
             else:
-                scored.append((value, r))
-        scored.sort(key=lambda t: (-t[0], t[1].rating.agent))
-        unranked.sort(key=lambda t: t[0].rating.agent)
-        ranked = [Ranked(i + 1, r, v) for i, (v, r) in enumerate(scored[:limit])]
-        return Leaderboard(weights.model_version, dimension, ranked, unranked[:limit])
+                scored.append((-value, agent, rated))
+        # Agents are distinct, so no two tuples tie on (value, agent) and ratings are never compared.
+        return heapq.nsmallest(BOARD_ROWS, scored), unscored
+
+    async def _registered_agents(self) -> list[str]:
+        """Every key registered as an agent, in id order: the agent cards logged since the last call are
+        read (one indexed query: ids only), the list is kept (a first call reads every agent card)."""
+        rows = await self.store.agent_ids_since(self._registered_next)
+        if rows:
+            self._registered_next = max(self._registered_next, rows[-1][0] + 1)
+            found = {agent for _, agent in rows} - self._registered  # new keys, not new cards of known ones
+            if found:
+                self._registered.update(found)
+                # Two sorted runs: timsort merges them in one pass.
+                self._registered_sorted = sorted([*self._registered_sorted, *sorted(found)])
+        return self._registered_sorted
 
     def methodology(self) -> tuple[str, list[tuple[str, str, str, bool]]]:
         """The methodology document and each served model's (version, digest, weights file text, default)."""

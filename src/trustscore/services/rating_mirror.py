@@ -95,6 +95,8 @@ class RatingMirror(RatingView):
                     del fresh
                 self.version = state.version
                 self.size = state.log_size
+                if decoded:
+                    self.revision += 1
             except BaseException:
                 # A failed or cancelled sync changes nothing; what it decoded is freed off the loop too.
                 dropped, decoded = decoded, []

@@ -210,6 +210,11 @@ class ProjectionStore:
         found = (await newest_of_kinds(self.pool, [key_id], CARD_KINDS, 1)).get(key_id)
         return None if found is None else _card(*found[0])
 
+    async def cards(self, key_ids: list[str]) -> dict[str, Card]:
+        """The newest card of each of ``key_ids`` that has one, in one query (:meth:`card` for many)."""
+        found = await newest_of_kinds(self.pool, key_ids, CARD_KINDS, 1)
+        return {key_id: _card(*rows[0]) for key_id, rows in found.items()}
+
     async def agent_names_since(self, start: int) -> list[tuple[int, str, str]]:
         """(index, agent id, display name) of every agent card logged at ``start`` or later, in log order."""
         rows = await self.pool.fetch(
@@ -223,10 +228,15 @@ class ProjectionStore:
             out.append((card.index, card.id, card.name))
         return out
 
-    async def agent_ids(self) -> list[str]:
-        """Every key registered as an agent."""
-        rows = await self.pool.fetch("SELECT id FROM keys WHERE kind = 'agent' ORDER BY id")
-        return [r["id"] for r in rows]
+    async def agent_ids_since(self, start: int) -> list[tuple[int, str]]:
+        """(index, agent id) of every agent card logged at ``start`` or later, in log order (a card's
+        subject is its key's id; a key registered as an agent logs only agent cards)."""
+        rows = await self.pool.fetch(
+            "SELECT idx, subject FROM entries WHERE kind = ANY($1::text[]) AND idx >= $2 ORDER BY idx",
+            list(CARD_PREDICATE_TYPES),
+            start,
+        )
+        return [(r["idx"], r["subject"]) for r in rows]
 
 
 def _card(index: int, leaf: bytes) -> Card:

@@ -199,3 +199,18 @@ async def test_a_sync_that_fails_part_way_is_taken_up_by_the_next(
 def test_a_page_holds_at_least_one_row(page: int) -> None:
     with pytest.raises(ValueError, match="at least one row"):
         RatingMirror(RatingTable(None), service().models, page=page)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("page", [3, 2_000])  # a change swapped in whole, and one put in place
+async def test_revision_moves_with_every_change_and_only_then(pool: asyncpg.Pool, page: int) -> None:
+    """Readers keep what they derive from the ratings (the leaderboards) by the view's revision: a time
+    refresh changes ratings without moving the log size, and must move it; a sync without rows must not."""
+    await written(pool, 500, AT, 7)
+    mirror = RatingMirror(RatingTable(pool), service().models, page=page)
+    await mirror.sync()
+    first = mirror.revision
+    assert await mirror.sync() == 0 and mirror.revision == first
+    await written(pool, 600, AT + dt.timedelta(hours=1), 7)  # the same log size, new ratings
+    await mirror.sync()
+    assert mirror.revision > first and served(mirror) == dict.fromkeys(AGENTS, 600)
+    await mirror.close()

@@ -1,0 +1,155 @@
+"""Registered agents without evidence cost the public reads nothing per agent.
+
+A key is free, and a card registers it: before 2026-12-06 every leaderboard read (the JSON route, its page
+and the home page, which shows the top ten) computed the all-null rating of every registered agent
+without evidence, 1-2 ms each, so 10^4 free keys made each visit to the home page cost ~20 s of the API
+process's event loop. Now that rating is computed once per model and copied for the agents shown, and
+the leaderboard lists agents without asking for every one's rating."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from dataclasses import replace
+from typing import Any
+
+import msgspec
+import pytest
+from litestar import Litestar
+from litestar.testing import AsyncTestClient
+
+from tests.helpers import new_card
+from trustscore.api.wiring import STATE_KEY
+from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, load_exam
+from trustscore.sdk import agent_from_spec, run_exam
+from trustscore.sdk.runner import sign_run
+from trustscore.services import ratings as ratings_module
+from trustscore.settings import Settings
+
+Client = AsyncTestClient[Litestar]
+AGENTS = DEFAULT_PUBLIC_DIR.parent / "examples" / "agents" / "scripted.py"
+IDLE = 40
+VARYING = ("agent", "computed_at", "scope_honesty", "log_size", "checkpoint_size")
+
+
+@pytest.fixture
+def scorings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts every scoring of an agent without evidence (RatingView.unrated's path)."""
+    calls = [0]
+    real = ratings_module.score_agents  # type: ignore[attr-defined]
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ratings_module, "score_agents", counted)
+    return calls
+
+
+async def _register_idle(client: Client) -> list[str]:
+    cards = [new_card(f"idle {i}") for i in range(IDLE)]
+    body = b"[" + b",".join(msgspec.json.encode(card) for _, card in cards) + b"]"
+    r = await client.post("/v1/log/entries", content=body)
+    assert r.status_code in (200, 201), r.text
+    ids = sorted(key.id for key, _ in cards)
+    for _ in range(400):
+        listed = (await client.get("/v1/agents", params={"limit": 1000})).json()["agents"]
+        if {a["id"] for a in listed} >= set(ids):
+            return ids
+        await asyncio.sleep(0.05)
+    raise AssertionError("the cards were not projected")
+
+
+async def test_leaderboard_and_home_page_do_not_rate_each_idle_agent(
+    client: Client, scorings: list[int]
+) -> None:
+    ids = await _register_idle(client)
+    scorings[0] = 0
+    board = (await client.get("/v1/leaderboard", params={"limit": 3})).json()
+    assert board["ranked"] == []
+    assert [(u["agent"], u["reason"]) for u in board["unranked"]] == [(a, "no_evidence") for a in ids[:3]]
+    assert (await client.get("/")).status_code == 200
+    page = await client.get("/leaderboard")
+    assert page.status_code == 200 and ids[-1] in page.text  # all 40 fit the page's table of 100
+    for model in ("trustscore-v2", "baseline-v0.3"):
+        board = (await client.get("/v1/leaderboard", params={"limit": 1000, "model": model})).json()
+        assert [u["agent"] for u in board["unranked"]] == ids
+    # Each served model's all-null rating computed once at most (before: once per idle agent per read).
+    assert scorings[0] <= 2, scorings[0]
+
+
+async def test_an_idle_agents_rating_is_not_scored_per_request(client: Client, scorings: list[int]) -> None:
+    ids = await _register_idle(client)
+    scorings[0] = 0
+    bodies = [(await client.get(f"/v1/agents/{a}/rating")).json() for a in ids]
+    assert scorings[0] <= 1, scorings[0]
+    for agent, rating in zip(ids, bodies, strict=True):
+        assert rating["agent"] == agent and rating["total"] is None
+        assert rating["null_reasons"]["total"] == "no_scored_dimensions"
+    # The same body for every idle agent but what names the agent or the moment.
+    shapes = {msgspec.json.encode({k: v for k, v in b.items() if k not in VARYING}) for b in bodies}
+    assert len(shapes) == 1
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    return replace(settings, rating_refresh_interval=0.1)  # the decay refresh, for the last test
+
+
+async def test_a_kept_leaderboard_follows_registrations_and_ratings(client: Client) -> None:
+    """The kept board is made again when an agent registers or a rating changes, never served stale."""
+    first = await _register_idle(client)
+    board = (await client.get("/v1/leaderboard", params={"limit": 1000})).json()
+    assert [u["agent"] for u in board["unranked"]] == first and board["ranked"] == []
+    newcomer, card = new_card("newcomer")
+    assert (await client.post("/v1/log/entries", content=msgspec.json.encode(card))).status_code in (200, 201)
+    for _ in range(400):
+        board = (await client.get("/v1/leaderboard", params={"limit": 1000})).json()
+        if newcomer.id in [u["agent"] for u in board["unranked"]]:
+            break
+        await asyncio.sleep(0.05)
+    assert [u["agent"] for u in board["unranked"]] == sorted([*first, newcomer.id])
+
+    run = run_exam(load_exam("integrity@1", ExamDirs()), agent_from_spec(f"python:{AGENTS}:good"))
+    r = await client.post("/v1/reports", content=msgspec.json.encode(sign_run(run, newcomer)))
+    assert r.status_code in (200, 201), r.text
+    for _ in range(400):
+        rating = (await client.get(f"/v1/agents/{newcomer.id}/rating")).json()
+        if rating["total"] is not None:
+            break
+        await asyncio.sleep(0.05)
+    board = (await client.get("/v1/leaderboard", params={"limit": 1000})).json()
+    assert [(r["rank"], r["agent"], r["total"]) for r in board["ranked"]] == [
+        (1, newcomer.id, rating["total"])
+    ]
+    assert [u["agent"] for u in board["unranked"]] == first
+
+    # A rating that moves with the time alone (the periodic decay refresh, no new entry): the board follows.
+    ratings = client.app.state[STATE_KEY].public.ratings
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(days=200)
+    ratings.clock = lambda: later
+    for _ in range(400):
+        moved = (await client.get(f"/v1/agents/{newcomer.id}/rating")).json()
+        if moved["total"] != rating["total"]:
+            break
+        await asyncio.sleep(0.05)
+    assert moved["total"] != rating["total"]
+    board = (await client.get("/v1/leaderboard", params={"limit": 1000})).json()
+    assert [(r["agent"], r["total"]) for r in board["ranked"]] == [(newcomer.id, moved["total"])]
+
+
+async def test_the_agent_list_pages_through_every_agent_in_id_order(client: Client) -> None:
+    ids = await _register_idle(client)
+    pages, after = [], None
+    while True:
+        params: dict[str, Any] = {"limit": 7, **({"after": after} if after else {})}
+        page = [a["id"] for a in (await client.get("/v1/agents", params=params)).json()["agents"]]
+        if not page:
+            break
+        pages.append(page)
+        after = page[-1]
+    assert [a for page in pages for a in page] == ids and all(len(p) == 7 for p in pages[:-1])
+    # A cursor that is no agent's id starts after where it would sort.
+    middle = ids[20][:10]
+    listed = (await client.get("/v1/agents", params={"limit": 1000, "after": middle})).json()["agents"]
+    assert [a["id"] for a in listed] == [a for a in ids if a > middle]
