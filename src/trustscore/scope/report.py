@@ -127,17 +127,6 @@ def _components(run: Run) -> tuple[Fraction | None, Fraction, Fraction]:
     )
 
 
-def _weekly(runs: list[Run], composites: list[float | None], upto: int, week: int) -> list[float]:
-    """The composites of the latest run of each week in the 8-week window ending at ``week``, among
-    runs before ``upto``."""
-    latest: dict[int, float] = {}
-    for run, c in zip(runs[:upto], composites[:upto], strict=True):
-        w = week_of(run.at)
-        if c is not None and week - scores.WINDOW_WEEKS < w <= week:
-            latest[w] = c
-    return [latest[w] for w in sorted(latest)]
-
-
 def build(
     agent: str, cards: list[CardVersion], runs: list[Run], now: dt.datetime, newest: AgentCard | None = None
 ) -> ScopeHonesty:
@@ -234,12 +223,20 @@ def _composites(runs: list[Run]) -> tuple[list[float | None], list[tuple[float, 
     """Each run's SHS (None without declarations) and its TC with the weekly series it was read from."""
     composites: list[float | None] = []
     tcs: list[tuple[float, list[float]]] = []
-    for k, run in enumerate(runs):
-        series = _weekly(runs, composites, k, week_of(run.at))
+    # Per week, the composite of the latest run so far (in log order) of that week that has one. A run's
+    # series is the entries of the 8-week window ending at its week, oldest first: 8 lookups, not a pass
+    # over the runs before it (which made a view O(runs^2): 8.1 s at 3,000 runs, on every read).
+    latest: dict[int, float] = {}
+    for run in runs:
+        week = week_of(run.at)
+        series = [latest[w] for w in range(week - scores.WINDOW_WEEKS + 1, week + 1) if w in latest]
         tc = scores.temporal_consistency(series)
         da, ft, ba = _components(run)
-        composites.append(None if da is None else scores.composite(da, ft, ba, tc))
+        composite = None if da is None else scores.composite(da, ft, ba, tc)
+        composites.append(composite)
         tcs.append((tc, series))
+        if composite is not None:
+            latest[week] = composite
     return composites, tcs
 
 
@@ -278,14 +275,15 @@ def _trend(weeks: list[escalation.WeeklyScore]) -> str | None:
     return "stable" if abs(delta) < TREND_STABLE else "up" if delta > 0 else "down"
 
 
-def _statements(leaves: Iterable[tuple[int, bytes]]) -> list[tuple[int, ParsedStatement]]:
+def statements_of(leaves: Iterable[tuple[int, bytes]]) -> list[tuple[int, ParsedStatement]]:
+    """(index, statement) of stored leaves (index, leaf bytes)."""
     return [(index, audit.parse_leaf(leaf).statement) for index, leaf in leaves]
 
 
 def from_leaves(agent: str, leaves: Iterable[tuple[int, bytes]], now: dt.datetime) -> ScopeHonesty:
     """The view from stored leaves (index, leaf bytes) in log order, e.g. a whole export of the log:
     other agents' entries and other kinds are ignored. Signatures are the auditor's check, not this."""
-    stmts = _statements(leaves)
+    stmts = statements_of(leaves)
     cards, runs = collect(agent, stmts)
     return build(agent, cards, runs, now, _newest_card(agent, stmts))
 
@@ -321,9 +319,15 @@ def capability_history(
     agent: str, leaves: Iterable[tuple[int, bytes]], capability: str
 ) -> CapabilityHistory | None:
     """One capability: its current declaration and its result in every scope run (None if never seen)."""
-    stmts = _statements(leaves)
+    stmts = statements_of(leaves)
     _, runs = collect(agent, stmts)
-    newest = _newest_card(agent, stmts)
+    return capability_history_of(agent, runs, _newest_card(agent, stmts), capability)
+
+
+def capability_history_of(
+    agent: str, runs: list[Run], newest: AgentCard | None, capability: str
+) -> CapabilityHistory | None:
+    """:func:`capability_history` from the agent's collected runs and newest card."""
     decls = declarations_of(newest)[0] if newest is not None else []
     declared = next((d for d in decls if d.id == capability), None)
     out = [

@@ -96,29 +96,49 @@ def collect(
     agent: str, entries: Iterable[tuple[int, ParsedStatement]]
 ) -> tuple[list[CardVersion], list[Run]]:
     """The agent's card versions and closed scope runs, from statements in log order."""
-    cards: list[CardVersion] = []
-    card: AgentCard | None = None
-    opens: dict[int, tuple[SittingOpen, AgentCard | None]] = {}
-    runs: list[Run] = []
-    for index, stmt in entries:
-        p = stmt.predicate
-        if isinstance(p, AgentCard) and stmt.facts.subject == agent:
-            decls, non = declarations_of(p)
-            changed = _changes(card, p)
-            if changed:
-                cards.append(CardVersion(index, parse_time(p.issued_at, what="issued_at"), p.model_version,
-                                         declarations_digest(p), [d.id for d in decls], len(non), changed))  # fmt: skip
-            card = p
-        elif isinstance(p, SittingOpen) and p.agent == agent and p.exam == SCOPE_EXAM:
-            opens[index] = (p, card)
-        elif isinstance(p, SittingClose) and p.agent == agent and p.exam == SCOPE_EXAM and p.sitting in opens:
-            o, in_force = opens.pop(p.sitting)
-            runs.append(_run(o.form, p.items, in_force, p.sitting, index, p.closed_at, p.outcome))
-        elif isinstance(p, ScopeRun) and p.agent == agent and p.exam == SCOPE_EXAM:
-            run = _run(p.form, p.items, card, index, index, p.ran_at, "server")
-            run.trigger = p.trigger
-            runs.append(run)
-    return cards, runs
+    collector = Collector(agent)
+    collector.feed(entries)
+    return collector.cards, collector.runs
+
+
+class Collector:
+    """:func:`collect` as a fold that can be resumed: statements fed in log order, over any number of
+    calls, leave the card versions and runs one call over all of them gives, and ``card``, the newest
+    agent card about the agent (the card in force). A reader keeps one per agent and feeds it only what
+    was logged since (services/scope.py), instead of parsing the agent's whole history at every read."""
+
+    def __init__(self, agent: str) -> None:
+        self.agent = agent
+        self.cards: list[CardVersion] = []
+        self.runs: list[Run] = []
+        self.card: AgentCard | None = None
+        self._opens: dict[int, tuple[SittingOpen, AgentCard | None]] = {}
+
+    def feed(self, entries: Iterable[tuple[int, ParsedStatement]]) -> None:
+        agent = self.agent
+        for index, stmt in entries:
+            p = stmt.predicate
+            if isinstance(p, AgentCard) and stmt.facts.subject == agent:
+                decls, non = declarations_of(p)
+                changed = _changes(self.card, p)
+                if changed:
+                    self.cards.append(CardVersion(index, parse_time(p.issued_at, what="issued_at"), p.model_version,
+                                                  declarations_digest(p), [d.id for d in decls], len(non), changed))  # fmt: skip
+                self.card = p
+            elif isinstance(p, SittingOpen) and p.agent == agent and p.exam == SCOPE_EXAM:
+                self._opens[index] = (p, self.card)
+            elif (
+                isinstance(p, SittingClose)
+                and p.agent == agent
+                and p.exam == SCOPE_EXAM
+                and p.sitting in self._opens
+            ):
+                o, in_force = self._opens.pop(p.sitting)
+                self.runs.append(_run(o.form, p.items, in_force, p.sitting, index, p.closed_at, p.outcome))
+            elif isinstance(p, ScopeRun) and p.agent == agent and p.exam == SCOPE_EXAM:
+                run = _run(p.form, p.items, self.card, index, index, p.ran_at, "server")
+                run.trigger = p.trigger
+                self.runs.append(run)
 
 
 def _tested(form: list[FormPart]) -> tuple[list[Any], list[Any]]:

@@ -57,6 +57,8 @@ class Leaderboard:
 
 
 MAX_KEPT_BODIES = 100_000  # encoded rating bodies kept (about 2.5 KB each)
+#: The stamp's rating object of an agent without a rating (services/kept.py compares it by identity).
+_NO_RATING = object()
 BOARD_ROWS = 1000  # the most a leaderboard read asks for, of ranked and of unranked agents
 
 # A leaderboard's kept rows: (-score, agent, rating) ranked; (agent, reason, rating or None) unranked.
@@ -157,10 +159,12 @@ class PublicService:
             )
 
         stored = self.ratings.stored(agent, model)
-        if stored is None:  # no rating computed: an unknown agent (404) or one with no evidence yet
-            return await make()
-        key = (stored.rating.model_version, agent)
-        return await self._bodies.get(key, (stored.rating, self.ratings.size, size), make)
+        # No rating computed: an agent with no evidence yet (its all-null body, kept like any other while
+        # the log stays where it is: it was made again at every read, ~4 ms each), or an unknown key
+        # (make() raises NotFound: nothing is kept).
+        rating: object = _NO_RATING if stored is None else stored.rating
+        key = (self.ratings.model(model).model_version, agent)
+        return await self._bodies.get(key, (rating, self.ratings.size, size), make)
 
     async def evidence(self, agent: str, after: tuple[int, int], limit: int) -> tuple[int, list[EvidenceRow]]:
         """The log size the read database had projected, then ``agent``'s evidence after the cursor: every

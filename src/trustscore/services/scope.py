@@ -5,17 +5,21 @@ runs on an export to get the same answer."""
 from __future__ import annotations
 
 import datetime as dt
+from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from trustscore.errors import NotFound
 from trustscore.scope.report import (
     CapabilityHistory,
     ScopeHonesty,
     ScopeSummary,
-    capability_history,
-    from_leaves,
+    build,
+    capability_history_of,
+    statements_of,
     summary,
 )
+from trustscore.scope.runs import Collector
 from trustscore.store.scope import ScopeStore
 
 
@@ -23,27 +27,86 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+#: Agents whose collected scope history a service keeps, and the card versions and runs they may hold
+#: together (the least recently read agent is dropped first when either is exceeded).
+KEPT_AGENTS = 4096
+KEPT_ITEMS = 200_000
+
+
+@dataclass
+class _Kept:
+    collector: Collector
+    next_index: int = 0  # the log index after the last leaf fed
+
+    @property
+    def items(self) -> int:
+        return len(self.collector.cards) + len(self.collector.runs)
+
+
 class ScopeService:
     def __init__(self, store: ScopeStore, clock: Callable[[], dt.datetime] = _now) -> None:
         self.store = store
         self.clock = clock
+        self._kept: OrderedDict[str, _Kept] = OrderedDict()
+        self._items = 0  # the card versions and runs the kept folds hold
 
     async def view(self, agent: str) -> ScopeHonesty:
-        leaves = await self.store.agent_leaves(agent)
-        if await self.store.newest_card(agent) is None:
+        collected = await self._collected(agent)
+        if collected.card is None:
             raise NotFound(f"there is no agent {agent}")
-        return from_leaves(agent, leaves, self.clock())
+        return build(agent, collected.cards, collected.runs, self.clock(), collected.card)
 
     async def summary(self, agent: str) -> ScopeSummary | None:
         """The rating response's scope-honesty line (None for a key with no card: not an agent)."""
-        if await self.store.newest_card(agent) is None:
+        collected = await self._collected(agent)
+        if collected.card is None:
             return None
-        return summary(from_leaves(agent, await self.store.agent_leaves(agent), self.clock()))
+        return summary(build(agent, collected.cards, collected.runs, self.clock(), collected.card))
 
     async def capability(self, agent: str, capability: str) -> CapabilityHistory:
-        if await self.store.newest_card(agent) is None:
+        collected = await self._collected(agent)
+        if collected.card is None:
             raise NotFound(f"there is no agent {agent}")
-        history = capability_history(agent, await self.store.agent_leaves(agent), capability)
+        history = capability_history_of(agent, collected.runs, collected.card, capability)
         if history is None:
             raise NotFound(f"{agent} has never declared or been probed on capability {capability!r}")
         return history
+
+    async def _collected(self, agent: str) -> Collector:
+        """The agent's card versions, runs and newest card, collected from its leaves and kept: a read
+        parses only the leaves logged since the last read of that agent. Each read parsed every card
+        and sitting of the agent before (2026-12-06): one that logged 3,000 versions of its card made
+        every rating read of it cost 68-118 ms (tests/integration/api/test_scope_honesty_cost.py).
+        The views are :func:`~trustscore.scope.report.from_leaves`' (what an auditor computes from an
+        export), built from the same fold. A key without an agent card is not kept (a read of any
+        string must not push real agents out), and a fold whose feed failed part-way is dropped."""
+        kept = self._kept.get(agent)
+        if kept is None:
+            kept = _Kept(Collector(agent))  # kept once it has an agent card
+        else:
+            self._kept.move_to_end(agent)  # the most recently read last
+        leaves = await self.store.agent_leaves(agent, start=kept.next_index)
+        # Reads of one agent share its fold: another may have fed some of these while this one waited.
+        new = [(index, leaf) for index, leaf in leaves if index >= kept.next_index]
+        if new:
+            held, before = self._kept.get(agent) is kept, kept.items
+            try:
+                kept.collector.feed(statements_of(new))
+            except BaseException:
+                if held:  # fed part-way: never served again
+                    del self._kept[agent]
+                    self._items -= before
+                raise
+            kept.next_index = new[-1][0] + 1
+            if held:
+                self._items += kept.items - before
+        if kept.collector.card is not None and self._kept.get(agent) is not kept:
+            replaced = self._kept.pop(agent, None)  # a concurrent first read's fold
+            if replaced is not None:
+                self._items -= replaced.items
+            self._kept[agent] = kept
+            self._items += kept.items
+        while len(self._kept) > 1 and (len(self._kept) > KEPT_AGENTS or self._items > KEPT_ITEMS):
+            _, dropped = self._kept.popitem(last=False)
+            self._items -= dropped.items
+        return kept.collector

@@ -35,14 +35,18 @@ class ScopeStore:
         leaf = await self.pool.fetchval("SELECT leaf FROM entries WHERE idx = $1", index)
         return None if leaf is None else bytes(leaf)
 
-    async def agent_leaves(self, agent: str, before: int | None = None) -> list[tuple[int, bytes]]:
-        """(index, leaf) of every card and sitting open/close about ``agent``, in log order."""
+    async def agent_leaves(
+        self, agent: str, before: int | None = None, start: int = 0
+    ) -> list[tuple[int, bytes]]:
+        """(index, leaf) of every card and sitting open/close about ``agent`` logged at ``start`` or later
+        (and below ``before``, if given), in log order."""
         rows = await self.pool.fetch(
             "SELECT idx, leaf FROM entries WHERE subject = $1 AND kind = ANY($2::text[]) "
-            "AND ($3::bigint IS NULL OR idx < $3) ORDER BY idx",
+            "AND ($3::bigint IS NULL OR idx < $3) AND idx >= $4 ORDER BY idx",
             agent,
             list(KINDS),
             before,
+            start,
         )
         return [(r["idx"], bytes(r["leaf"])) for r in rows]
 

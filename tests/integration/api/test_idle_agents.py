@@ -153,3 +153,25 @@ async def test_the_agent_list_pages_through_every_agent_in_id_order(client: Clie
     middle = ids[20][:10]
     listed = (await client.get("/v1/agents", params={"limit": 1000, "after": middle})).json()["agents"]
     assert [a["id"] for a in listed] == [a for a in ids if a > middle]
+
+
+async def test_an_idle_agents_rating_body_is_kept_while_the_log_stays(client: Client) -> None:
+    """Its all-null body was made again at every read (card, re-verification, ladder, scope: ~4 ms)."""
+    ids = await _register_idle(client)
+    public = client.app.state[STATE_KEY].public
+    made: list[str] = []
+    real = public.verification
+
+    async def counted(agent: str) -> Any:
+        made.append(agent)
+        return await real(agent)
+
+    public.verification = counted
+    for _ in range(100):  # until two reads meet the same checkpoint (the integrator may still be moving)
+        first = (await client.get(f"/v1/agents/{ids[0]}/rating")).json()
+        made.clear()
+        second = (await client.get(f"/v1/agents/{ids[0]}/rating")).json()
+        if first["checkpoint_size"] == second["checkpoint_size"]:
+            break
+        await asyncio.sleep(0.05)
+    assert made == [] and first == second  # the second read made nothing: the first's body was kept

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import random
 from typing import Any
 
 import msgspec
@@ -22,7 +23,7 @@ from trustscore.kinds.graded import GradedItem
 from trustscore.kinds.sittings import SittingClose, SittingOpen, make_close, make_open
 from trustscore.ledger import keys, statements
 from trustscore.scope import scores
-from trustscore.scope.report import build
+from trustscore.scope.report import _components, _composites, build, week_of
 from trustscore.scope.runs import CapabilityResult, CardVersion, Run, collect
 
 T0 = dt.datetime(2026, 1, 5, 12, tzinfo=dt.UTC)  # a Monday
@@ -157,3 +158,39 @@ def test_a_card_raced_in_before_the_open_does_not_inherit_the_run() -> None:
     raced = card_envelope(AGENT_KEY, "gamer", declarations=[broader], non_capabilities=["legal advice"])
     v = view_of(honest, card=raced)
     assert v.runs[0].current is False and v.shs is None and v.evaluation_due
+
+
+def _weekly_by_definition(
+    runs: list[Run], composites: list[float | None], upto: int, week: int
+) -> list[float]:
+    """The composites of the latest run of each week in the 8-week window ending at ``week``, among runs
+    before ``upto``: the definition, a pass over the runs before (report._composites keeps it per week)."""
+    latest: dict[int, float] = {}
+    for r, c in zip(runs[:upto], composites[:upto], strict=True):
+        w = week_of(r.at)
+        if c is not None and week - scores.WINDOW_WEEKS < w <= week:
+            latest[w] = c
+    return [latest[w] for w in sorted(latest)]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_each_runs_weekly_series_is_the_definitions(seed: int) -> None:
+    """Runs out of time order, weeks repeated and skipped, runs without declarations (no composite)."""
+    rng = random.Random(seed)
+    runs = []
+    for _ in range(rng.randrange(1, 60)):
+        r = run(
+            T0 + dt.timedelta(days=rng.uniform(-30, 200)),
+            rng.randrange(11),
+            rng.randrange(5),
+            rng.randrange(6),
+        )
+        if rng.random() < 0.15:
+            r.capabilities.clear()  # no declarations tested: no composite
+        runs.append(r)
+    composites, tcs = _composites(runs)
+    for k, r in enumerate(runs):
+        series = _weekly_by_definition(runs, composites, k, week_of(r.at))
+        assert tcs[k] == (scores.temporal_consistency(series), series)
+        da, ft, ba = _components(r)
+        assert composites[k] == (None if da is None else scores.composite(da, ft, ba, tcs[k][0]))
