@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 import heapq
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -19,7 +20,7 @@ from trustscore.ladder.stats import Distribution
 from trustscore.names import NameIndex
 from trustscore.reverify.status import VerificationStatus, summarize
 from trustscore.scope.report import ScopeSummary
-from trustscore.services.kept import KeptBodies
+from trustscore.services.kept import MAX_STALE, KeptBodies
 from trustscore.services.log import LogService
 from trustscore.services.ratings import DEFAULT_MODEL, DEFAULT_WEIGHTS_DIR, RatedAgent, RatingView
 from trustscore.store.projection_tables import Card, EvidenceRow, ProjectionStore
@@ -57,8 +58,6 @@ class Leaderboard:
 
 
 MAX_KEPT_BODIES = 100_000  # encoded rating bodies kept (about 2.5 KB each)
-#: The stamp's rating object of an agent without a rating (services/kept.py compares it by identity).
-_NO_RATING = object()
 BOARD_ROWS = 1000  # the most a leaderboard read asks for, of ranked and of unranked agents
 
 # A leaderboard's kept rows: (-score, agent, rating) ranked; (agent, reason, rating or None) unranked.
@@ -88,6 +87,7 @@ class PublicService:
         # Encoded rating bodies by (model, agent): reused while the rating object, the log size and the
         # checkpoint size stay the same (services/kept.py).
         self._bodies = KeptBodies[tuple[str, str], bytes](MAX_KEPT_BODIES)
+        self._no_rating_period, self._no_rating_marker = -1, object()  # _no_rating()
         self.verification = verification  # an agent's re-verification status (services/reverify.py)
         # Per dimension, the rung distribution of an agent's evidence (services/ladder.py).
         self.ladder = ladder
@@ -161,10 +161,20 @@ class PublicService:
         stored = self.ratings.stored(agent, model)
         # No rating computed: an agent with no evidence yet (its all-null body, kept like any other while
         # the log stays where it is: it was made again at every read, ~4 ms each), or an unknown key
-        # (make() raises NotFound: nothing is kept).
-        rating: object = _NO_RATING if stored is None else stored.rating
+        # (make() raises NotFound: nothing is kept). Its stamp's rating object changes every MAX_STALE
+        # seconds, as a decay refresh changes a rated agent's, so a body with a status reached by time
+        # alone is made again in the background even on a quiet log.
+        rating: object = self._no_rating() if stored is None else stored.rating
         key = (self.ratings.model(model).model_version, agent)
         return await self._bodies.get(key, (rating, self.ratings.size, size), make)
+
+    def _no_rating(self) -> object:
+        """The stamp's rating object of an agent without a rating (services/kept.py compares it by
+        identity): a new one every :data:`~trustscore.services.kept.MAX_STALE` seconds."""
+        period = int(time.monotonic() // MAX_STALE)
+        if period != self._no_rating_period:
+            self._no_rating_period, self._no_rating_marker = period, object()
+        return self._no_rating_marker
 
     async def evidence(self, agent: str, after: tuple[int, int], limit: int) -> tuple[int, list[EvidenceRow]]:
         """The log size the read database had projected, then ``agent``'s evidence after the cursor: every

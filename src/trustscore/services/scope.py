@@ -30,13 +30,14 @@ def _now() -> dt.datetime:
 #: Agents whose collected scope history a service keeps, and the card versions and runs they may hold
 #: together (the least recently read agent is dropped first when either is exceeded).
 KEPT_AGENTS = 4096
-KEPT_ITEMS = 200_000
+KEPT_ITEMS = 100_000  # ~1-2.3 KB each (a run with 8 declarations the most): ~100-230 MB
 
 
 @dataclass
 class _Kept:
     collector: Collector
     next_index: int = 0  # the log index after the last leaf fed
+    broken: bool = False  # a feed failed part-way: the fold is no longer a fold of a prefix of the log
 
     @property
     def items(self) -> int:
@@ -80,26 +81,34 @@ class ScopeService:
         The views are :func:`~trustscore.scope.report.from_leaves`' (what an auditor computes from an
         export), built from the same fold. A key without an agent card is not kept (a read of any
         string must not push real agents out), and a fold whose feed failed part-way is dropped."""
-        kept = self._kept.get(agent)
-        if kept is None:
-            kept = _Kept(Collector(agent))  # kept once it has an agent card
-        else:
-            self._kept.move_to_end(agent)  # the most recently read last
-        leaves = await self.store.agent_leaves(agent, start=kept.next_index)
-        # Reads of one agent share its fold: another may have fed some of these while this one waited.
-        new = [(index, leaf) for index, leaf in leaves if index >= kept.next_index]
-        if new:
-            held, before = self._kept.get(agent) is kept, kept.items
-            try:
-                kept.collector.feed(statements_of(new))
-            except BaseException:
-                if held:  # fed part-way: never served again
-                    del self._kept[agent]
-                    self._items -= before
-                raise
-            kept.next_index = new[-1][0] + 1
-            if held:
-                self._items += kept.items - before
+        for attempt in range(2):
+            found = self._kept.get(agent)
+            if found is None:
+                kept = _Kept(Collector(agent))  # kept once it has an agent card
+            else:
+                kept = found
+                self._kept.move_to_end(agent)  # the most recently read last
+            leaves = await self.store.agent_leaves(agent, start=kept.next_index)
+            if kept.broken:  # another read's feed failed part-way on this fold while this one waited
+                if attempt == 0:
+                    continue
+                raise RuntimeError(f"the scope history of {agent} could not be read twice in a row")
+            # Reads of one agent share its fold: another may have fed some of these while this one waited.
+            new = [(index, leaf) for index, leaf in leaves if index >= kept.next_index]
+            if new:
+                held, before = self._kept.get(agent) is kept, kept.items
+                try:
+                    kept.collector.feed(statements_of(new))
+                except BaseException:
+                    kept.broken = True  # fed part-way: never served or fed again
+                    if held:
+                        del self._kept[agent]
+                        self._items -= before
+                    raise
+                kept.next_index = new[-1][0] + 1
+                if held:
+                    self._items += kept.items - before
+            break
         if kept.collector.card is not None and self._kept.get(agent) is not kept:
             replaced = self._kept.pop(agent, None)  # a concurrent first read's fold
             if replaced is not None:

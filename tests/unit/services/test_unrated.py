@@ -10,6 +10,10 @@ import msgspec
 import pytest
 
 from trustscore.errors import InvalidInput
+from trustscore.exams.loader import ExamDirs
+from trustscore.services import public as public_module
+from trustscore.services.kept import MAX_STALE
+from trustscore.services.public import PublicService
 from trustscore.services.ratings import RatingView, load_models
 from trustscore.settings import SERVABLE_MODELS
 
@@ -60,3 +64,19 @@ def test_an_anchored_model_refuses_a_time_out_of_its_range_as_scoring_does() -> 
         with pytest.raises(InvalidInput, match="half-lives"):
             view.unrated(AGENTS[0], "trustscore-v3")
         view.unrated(AGENTS[0], "trustscore-v2")  # a model without an anchor has no range
+
+
+def test_an_idle_agents_body_stamp_moves_with_time_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kept rating bodies are made again in the background when their stamp's rating object changes
+    (services/kept.py); an agent without a rating has no rating object to change, so its stamp takes a
+    marker that changes every MAX_STALE seconds, as a decay refresh changes a rated agent's rating."""
+    now = [MAX_STALE * 1000]  # the start of a period
+    monkeypatch.setattr(public_module.time, "monotonic", lambda: now[0])  # type: ignore[attr-defined]
+    public = PublicService(None, None, RatingView(load_models()), ExamDirs())  # type: ignore[arg-type]
+    first = public._no_rating()
+    now[0] += MAX_STALE / 2
+    assert public._no_rating() is first or int(now[0] // MAX_STALE) != int(
+        (now[0] - MAX_STALE / 2) // MAX_STALE
+    )
+    now[0] += MAX_STALE
+    assert public._no_rating() is not first
