@@ -70,7 +70,9 @@ async def test_a_rating_read_parses_only_the_history_logged_since(
     await _log_cards(client, key, ["one more version"])
     parsed.clear()
     again = (await client.get(f"/v1/agents/{key.id}/rating")).json()
-    assert parsed.get(key.id, 0) == 1, parsed  # the new card only
+    # The new card at most (by this read, or earlier by the background renewal of the agent's kept body,
+    # which a read starts when its stamp moved with the time alone: services/kept.py); never the history.
+    assert parsed.get(key.id, 0) <= 1, parsed
     assert again["scope_honesty"] == first["scope_honesty"]
     view = (await client.get(f"/v1/agents/{key.id}/scope-honesty")).json()
     assert len(view["declarations"]) == 1  # versions that change no declaration are not listed
