@@ -8,7 +8,10 @@ covers the log, then times, one request at a time over one keep-alive connection
 * ``GET /v1/leaderboard?limit=100``, ``GET /`` (the home page shows the top ten) and ``GET /leaderboard``
   (the page): the first read after a change (a new card registered just before: the kept board is made
   again) and the reads after it, at the same log size;
-* ``GET /v1/agents/{id}/rating`` of random idle agents, and ``GET /v1/agents?after=...&limit=100``.
+* ``GET /v1/agents/{id}/rating`` of random idle agents, and ``GET /v1/agents?after=...&limit=100``;
+* then, with the server stopped and started again on the same database, the first read of each route
+  that names or lists every agent (the home page, the agent search, a card with its look-alike warnings,
+  the leaderboard, the home page's search).
 
 For each route it prints requests, p50 and the largest latency and the server's CPU per request, and
 the ratio of the leaderboard's p50 to ``GET /healthz``'s, measured in the same run. Each route stops
@@ -79,7 +82,7 @@ class Timed:
     def line(self) -> str:
         n = len(self.latencies)
         return (
-            f"{self.route:<44} {n:>8} {statistics.median(self.latencies) * 1e3:>9.2f} "
+            f"{self.route:<56} {n:>8} {statistics.median(self.latencies) * 1e3:>9.2f} "
             f"{max(self.latencies) * 1e3:>9.2f} {self.server_cpu / n * 1e3:>14.2f}"
         )
 
@@ -177,7 +180,28 @@ def run(server: ServeProcess, args: argparse.Namespace) -> list[Timed]:
         for a in rng.sample(idle + rated, min(args.requests, len(idle + rated)))
     ]
     out.append(timed(url, pid, "GET /v1/agents?after=...&limit=100", pages, args.requests, args.seconds))
-    return out
+    return out + after_restart(server, args, idle + rated)
+
+
+def after_restart(server: ServeProcess, args: argparse.Namespace, agents: list[str]) -> list[Timed]:
+    """Stop the server and start it again on the same database, then time the first read of each route
+    that names or lists every agent, in this order (what a process does once after it starts)."""
+    server.stop()
+    server.start()
+    assert server.proc is not None
+    pid, url = server.proc.pid, server.url
+    print("server started again on the same database; first reads", flush=True)
+    some = random.Random(11).choice(agents)
+    return [
+        timed(url, pid, f"{route}, first after a restart", [path], 1, args.seconds)
+        for route, path in (
+            ("GET / (home page)", "/"),
+            ("GET /v1/search/agents?q=agent", "/v1/search/agents?q=agent"),
+            ("GET /v1/agents/{id} (look-alikes)", f"/v1/agents/{some}"),
+            ("GET /v1/leaderboard?limit=100", "/v1/leaderboard?limit=100"),
+            ("GET /?q=agent (home page search)", "/?q=agent"),
+        )
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -193,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)  # no database, or it went away
             return 1
     print()
-    print(f"{'route':<44} {'requests':>8} {'p50 ms':>9} {'max ms':>9} {'server CPU/req':>14}")
+    print(f"{'route':<56} {'requests':>8} {'p50 ms':>9} {'max ms':>9} {'server CPU/req':>14}")
     for r in results:
         print(r.line() + " ms")
     health = statistics.median(results[0].latencies)

@@ -47,7 +47,7 @@ class Integrations:
         if self._search is None:
             public = self._public()
             if public is not None:
-                self._search = AgentSearch(public.store)
+                self._search = AgentSearch(public.directory)
         return self._search
 
     def _search_dependency(self) -> AgentSearch:

@@ -11,6 +11,7 @@ table (Cyrillic, Greek, Armenian and digit homoglyphs of Latin letters), not all
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 #: Characters mapped to the Latin letter they are mistaken for (after NFKC and case folding).
@@ -44,27 +45,78 @@ def skeleton(name: str) -> str:
     return mapped.replace("rn", "m").replace("vv", "w").replace("l", "i")
 
 
+@dataclass(frozen=True)
+class Named:
+    """An agent as its cards name it: the newest card's display name and its skeleton, the index of the
+    first card (its registration) and of the newest card read."""
+
+    name: str
+    skeleton: str
+    first: int
+    last: int
+
+
 @dataclass
 class NameIndex:
-    """Every agent's current display name, by skeleton; fed agent cards in log order."""
+    """Every registered agent's current display name, by id and by skeleton, and the ids in order; fed
+    agent cards in log order (a card fed again, or an older card of an agent fed after a newer one, changes
+    nothing: its name is not the agent's current one)."""
 
-    names: dict[str, tuple[str, int]] = field(default_factory=dict)  # id -> (skeleton, first card index)
+    agents: dict[str, Named] = field(default_factory=dict)
     by_skeleton: dict[str, set[str]] = field(default_factory=dict)
-    next_index: int = 0
+    next_index: int = 0  # the log index after the newest card fed
+    _sorted: list[str] = field(default_factory=list)  # ids in order, as of the last ids() call
+    _new: list[str] = field(default_factory=list)  # ids first fed since
 
     def add(self, index: int, agent: str, name: str) -> None:
-        key = skeleton(name)
-        old = self.names.get(agent)
-        first = index if old is None else old[1]
-        if old is not None:
-            self.by_skeleton.get(old[0], set()).discard(agent)
-        self.names[agent] = (key, first)
-        self.by_skeleton.setdefault(key, set()).add(agent)
         self.next_index = max(self.next_index, index + 1)
+        old = self.agents.get(agent)
+        if old is None:
+            self._new.append(agent)
+        elif index <= old.last:  # not newer than the card read already: only its registration may be older
+            if index < old.first:
+                self.agents[agent] = Named(old.name, old.skeleton, index, old.last)
+            return
+        key = skeleton(name)
+        if old is not None and old.skeleton != key:
+            holders = self.by_skeleton[old.skeleton]
+            holders.discard(agent)
+            if not holders:  # renamed away: no empty set left behind per name an agent ever had
+                del self.by_skeleton[old.skeleton]
+        first = index if old is None else old.first
+        self.agents[agent] = Named(name, key, first, index)
+        self.by_skeleton.setdefault(key, set()).add(agent)
+
+    def ids(self) -> list[str]:
+        """Every agent id in ascending order. The list returned is never changed afterwards (a feed of new
+        agents makes a new one at the next call), so a caller may hold it across awaits."""
+        if self._new:
+            # Two sorted runs: timsort merges them in one pass.
+            self._sorted = sorted([*self._sorted, *sorted(self._new)])
+            self._new = []
+        return self._sorted
 
     def confusable_with(self, agent: str, name: str, limit: int = 10) -> list[str]:
         """Agents registered before ``agent`` whose names look like ``name`` (oldest first)."""
-        mine = self.names.get(agent)
-        first = mine[1] if mine is not None else self.next_index
-        others = [(self.names[o][1], o) for o in self.by_skeleton.get(skeleton(name), set()) if o != agent]
+        mine = self.agents.get(agent)
+        first = mine.first if mine is not None else self.next_index
+        others = [
+            (self.agents[o].first, o) for o in self.by_skeleton.get(skeleton(name), set()) if o != agent
+        ]
         return [o for f, o in sorted(others) if f < first][:limit]
+
+
+class DisplayNames(Mapping[str, str]):
+    """Agent id -> current display name, read from a :class:`NameIndex` (no copy)."""
+
+    def __init__(self, index: NameIndex) -> None:
+        self._agents = index.agents
+
+    def __getitem__(self, agent: str) -> str:
+        return self._agents[agent].name
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._agents)
+
+    def __len__(self) -> int:
+        return len(self._agents)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 import msgspec
@@ -17,6 +17,7 @@ import msgspec
 from trustscore.errors import InvalidInput, NotFound, TrustscoreError
 from trustscore.kinds.graded import DIMENSIONS
 from trustscore.ledger import audit, keys
+from trustscore.names import DisplayNames
 from trustscore.pages import badge as badges
 from trustscore.services.kept import KeptBodies, Stamp
 from trustscore.services.log import LogService
@@ -93,8 +94,6 @@ class PageService:
         self.public = public
         self.log = log
         self.history_store = HistoryStore(public.store.pool)
-        self._names: dict[str, str] = {}  # agent id -> its newest card's display name
-        self._names_next = 0  # the log index the name map has read up to
         # (model, agent, dimension) -> the badge's SVG, kept with the rating it was drawn from
         self._badges = KeptBodies[tuple[str, str, str | None], Badge](MAX_KEPT_BADGES, clock)
         self.rendered = RenderedPages(clock)
@@ -116,12 +115,9 @@ class PageService:
 
     # --- names ------------------------------------------------------------------------------------
 
-    async def names(self) -> dict[str, str]:
-        """Every agent's display name, read incrementally from the cards logged since the last call."""
-        for index, agent, name in await self.public.store.agent_names_since(self._names_next):
-            self._names[agent] = name
-            self._names_next = index + 1
-        return self._names
+    async def names(self) -> Mapping[str, str]:
+        """Every agent's display name by id (the public service's directory, brought up to date)."""
+        return DisplayNames(await self.public.directory.read())
 
     async def search(self, query: str) -> list[tuple[str, str]]:
         """Agents whose id starts with, or whose name contains, ``query`` (case-folded), at most
@@ -129,8 +125,8 @@ class PageService:
         if not 1 <= len(query) <= 200:
             raise InvalidInput("a search is 1..200 characters")
         q = query.strip().casefold()
-        names = await self.names()
-        hits = [(a, n) for a, n in names.items() if a.startswith(q) or q in n.casefold()]
+        agents = (await self.public.directory.read()).agents
+        hits = [(a, n.name) for a, n in agents.items() if a.startswith(q) or q in n.name.casefold()]
         return sorted(hits, key=lambda t: (t[1].casefold(), t[0]))[:MAX_SEARCH]
 
     # --- history ----------------------------------------------------------------------------------

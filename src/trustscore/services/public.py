@@ -17,9 +17,9 @@ from trustscore.exams.loader import ExamDirs, list_exams
 from trustscore.exams.model import ExamSet
 from trustscore.kinds.graded import DIMENSIONS
 from trustscore.ladder.stats import Distribution
-from trustscore.names import NameIndex
 from trustscore.reverify.status import VerificationStatus, summarize
 from trustscore.scope.report import ScopeSummary
+from trustscore.services.agent_directory import AgentDirectory
 from trustscore.services.kept import MAX_STALE, KeptBodies
 from trustscore.services.log import LogService
 from trustscore.services.ratings import DEFAULT_MODEL, DEFAULT_WEIGHTS_DIR, RatedAgent, RatingView
@@ -92,21 +92,15 @@ class PublicService:
         # Per dimension, the rung distribution of an agent's evidence (services/ladder.py).
         self.ladder = ladder
         self.scope_summary = scope_summary
-        self._names = NameIndex()
+        self.directory = AgentDirectory(store)  # every registered agent's id and name
         # Leaderboards by (model, dimension) with the stamp they were made at (leaderboard()).
         self._boards: dict[
             tuple[str, str | None], tuple[tuple[int, int, int], list[_Scored], list[_Unscored]]
         ] = {}
-        # The keys registered as agents, read incrementally (_registered_agents()).
-        self._registered: set[str] = set()
-        self._registered_sorted: list[str] = []
-        self._registered_next = 0  # the log index after the last agent card read
 
     async def lookalikes(self, card: Card) -> list[str]:
         """Agents registered before ``card``'s whose display names look like its name (issue #10)."""
-        for index, agent, name in await self.store.agent_names_since(self._names.next_index):
-            self._names.add(index, agent, name)
-        return self._names.confusable_with(card.id, card.name)
+        return (await self.directory.read()).confusable_with(card.id, card.name)
 
     async def card(self, agent: str) -> Card:
         card = await self.store.card(agent)
@@ -253,17 +247,9 @@ class PublicService:
         return heapq.nsmallest(BOARD_ROWS, scored), unscored
 
     async def _registered_agents(self) -> list[str]:
-        """Every key registered as an agent, in id order: the agent cards logged since the last call are
-        read (one indexed query: ids only), the list is kept (a first call reads every agent card)."""
-        rows = await self.store.agent_ids_since(self._registered_next)
-        if rows:
-            self._registered_next = max(self._registered_next, rows[-1][0] + 1)
-            found = {agent for _, agent in rows} - self._registered  # new keys, not new cards of known ones
-            if found:
-                self._registered.update(found)
-                # Two sorted runs: timsort merges them in one pass.
-                self._registered_sorted = sorted([*self._registered_sorted, *sorted(found)])
-        return self._registered_sorted
+        """Every key registered as an agent, in id order (the directory's list: never changed once
+        returned)."""
+        return (await self.directory.read()).ids()
 
     def methodology(self) -> tuple[str, list[tuple[str, str, str, bool]]]:
         """The methodology document and each served model's (version, digest, weights file text, default)."""

@@ -207,36 +207,64 @@ class ProjectionStore:
 
     async def card(self, key_id: str) -> Card | None:
         """The newest card of ``key_id``, with the type and controller its first card fixed."""
-        found = (await newest_of_kinds(self.pool, [key_id], CARD_KINDS, 1)).get(key_id)
-        return None if found is None else _card(*found[0])
+        return (await self.cards([key_id])).get(key_id)
 
     async def cards(self, key_ids: list[str]) -> dict[str, Card]:
         """The newest card of each of ``key_ids`` that has one, in one query (:meth:`card` for many)."""
         found = await newest_of_kinds(self.pool, key_ids, CARD_KINDS, 1)
         return {key_id: _card(*rows[0]) for key_id, rows in found.items()}
 
-    async def agent_names_since(self, start: int) -> list[tuple[int, str, str]]:
-        """(index, agent id, display name) of every agent card logged at ``start`` or later, in log order."""
-        rows = await self.pool.fetch(
-            "SELECT idx, leaf FROM entries WHERE kind = ANY($1::text[]) AND idx >= $2 ORDER BY idx",
-            list(CARD_PREDICATE_TYPES),
-            start,
-        )
-        out = []
-        for r in rows:
-            card = _card(r["idx"], bytes(r["leaf"]))
-            out.append((card.index, card.id, card.name))
-        return out
+    async def agent_names_since(
+        self, start: int, limit: int
+    ) -> tuple[list[tuple[int, str, str]], int | None]:
+        """(index, agent id, display name) of agent cards logged at ``start`` or later, in log order, at most
+        ``limit`` of each card kind; and None if those are all there were, else the index of the last one
+        returned (read on after it). The name is read alone from the stored leaf (checked when it was
+        appended): a third of what parsing the whole card costs.
 
-    async def agent_ids_since(self, start: int) -> list[tuple[int, str]]:
-        """(index, agent id) of every agent card logged at ``start`` or later, in log order (a card's
-        subject is its key's id; a key registered as an agent logs only agent cards)."""
-        rows = await self.pool.fetch(
-            "SELECT idx, subject FROM entries WHERE kind = ANY($1::text[]) AND idx >= $2 ORDER BY idx",
-            list(CARD_PREDICATE_TYPES),
-            start,
+        One kind at a time in the order of the (kind, idx) index, with bitmap scans and sorts off: with
+        both kinds in one query, or with the row count estimated low (a table not analysed yet), PostgreSQL
+        fetched every card after ``start`` and sorted them to return the first ``limit``: reading 20,000
+        cards a page at a time cost 10 such sorts (23 ms a page against 2 ms)."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute("SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off")
+            pages = [
+                await conn.fetch(
+                    "SELECT idx, subject, leaf FROM entries WHERE kind = $1 AND idx >= $2 ORDER BY idx LIMIT $3",
+                    kind,
+                    start,
+                    limit,
+                )
+                for kind in CARD_PREDICATE_TYPES
+            ]
+        # A full page of one kind may stop before cards of the other kinds: return up to the earliest stop.
+        full = [page[-1]["idx"] for page in pages if len(page) == limit]
+        last = min(full) if full else None
+        rows = sorted(
+            (r for page in pages for r in page if last is None or r["idx"] <= last), key=lambda r: r["idx"]
         )
-        return [(r["idx"], r["subject"]) for r in rows]
+        return [(r["idx"], r["subject"], _card_name(r["leaf"])) for r in rows], last
+
+
+class _Named(msgspec.Struct):
+    name: str
+
+
+class _NamedStatement(msgspec.Struct):
+    predicate: _Named
+
+
+class _Envelope(msgspec.Struct):
+    payload: bytes  # base64 in the JSON: msgspec decodes it
+
+
+_ENVELOPE = msgspec.json.Decoder(_Envelope)
+_STATEMENT = msgspec.json.Decoder(_NamedStatement)
+
+
+def _card_name(leaf: bytes) -> str:
+    """The display name of a stored agent card's leaf (the envelope's payload's ``predicate.name``)."""
+    return _STATEMENT.decode(_ENVELOPE.decode(leaf).payload).predicate.name
 
 
 def _card(index: int, leaf: bytes) -> Card:

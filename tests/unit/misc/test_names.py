@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trustscore.names import NameIndex, skeleton
+from trustscore.names import DisplayNames, NameIndex, skeleton
 
 
 @pytest.mark.parametrize(
@@ -48,3 +48,42 @@ def test_capital_i_for_small_l_is_confusable(lookalike: str) -> None:
     index.add(1, "ts1_original", "PayPal Agent")
     index.add(2, "ts1_copy", lookalike)
     assert index.confusable_with("ts1_copy", lookalike) == ["ts1_original"]
+
+
+def test_a_card_fed_late_never_brings_an_old_name_back() -> None:
+    """Two reads of the cards racing each other could feed an agent's older card after its newer one, and
+    gave a renamed agent its old name back (every reader kept a dict of its own, last write wins)."""
+    index = NameIndex()
+    index.add(3, "ts1_a", "Old Name")
+    index.add(8, "ts1_a", "New Name")
+    index.add(3, "ts1_a", "Old Name")  # the racing read's feed, older
+    index.add(8, "ts1_a", "New Name")  # and fed twice
+    named = index.agents["ts1_a"]
+    assert (named.name, named.first, named.last) == ("New Name", 3, 8)
+    assert index.by_skeleton == {skeleton("New Name"): {"ts1_a"}}
+    index.add(1, "ts1_a", "Older Still")  # an earlier registration read last: only its index counts
+    assert (index.agents["ts1_a"].name, index.agents["ts1_a"].first) == ("New Name", 1)
+    assert index.next_index == 9
+
+
+def test_ids_are_sorted_and_a_list_once_returned_never_changes() -> None:
+    index = NameIndex()
+    for i, agent in enumerate(["ts1_c", "ts1_a", "ts1_b"]):
+        index.add(i, agent, agent)
+    first = index.ids()
+    assert first == ["ts1_a", "ts1_b", "ts1_c"]
+    assert index.ids() is first  # nothing new: the same list
+    index.add(5, "ts1_0", "zero")
+    index.add(6, "ts1_b", "renamed")  # a known agent's new card adds no id
+    second = index.ids()
+    assert first == ["ts1_a", "ts1_b", "ts1_c"]  # held by a caller across awaits: untouched
+    assert second == ["ts1_0", "ts1_a", "ts1_b", "ts1_c"]
+
+
+def test_display_names_read_the_index() -> None:
+    index = NameIndex()
+    names = DisplayNames(index)
+    index.add(1, "ts1_a", "Alpha")
+    assert dict(names) == {"ts1_a": "Alpha"} and "ts1_a" in names and names.get("ts1_b", "?") == "?"
+    index.add(2, "ts1_a", "Beta")
+    assert names["ts1_a"] == "Beta" and len(names) == 1

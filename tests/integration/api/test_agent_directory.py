@@ -1,0 +1,98 @@
+"""One kept index of the registered agents serves every read that lists or names them.
+
+Before 2026-12-06 the home page's names, the agent search, the look-alike warnings and the agent list
+each kept an index of their own and read every agent card for it: a process parsed each card up to four
+times (~17 us each on this VM, so a first visit of each page after a start cost seconds at 10^5 agents)
+and held four copies of the names. Now each card is parsed once per process."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import msgspec
+import pytest
+from litestar import Litestar
+from litestar.testing import AsyncTestClient
+
+from tests.helpers import new_card
+from trustscore.cli.agent import card_envelope
+from trustscore.ledger import dsse, keys
+from trustscore.store.projection_tables import ProjectionStore
+
+Client = AsyncTestClient[Litestar]
+AGENTS = 30
+
+
+@pytest.fixture
+def parsed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """[queries, cards parsed] by ProjectionStore.agent_names_since (what builds a name index)."""
+    counts = [0, 0]
+    real = ProjectionStore.agent_names_since
+
+    async def counted(self: ProjectionStore, *args: Any) -> Any:
+        found = await real(self, *args)
+        counts[0] += 1
+        counts[1] += len(found[0] if isinstance(found, tuple) else found)  # (rows, last); before: rows
+        return found
+
+    monkeypatch.setattr(ProjectionStore, "agent_names_since", counted)
+    return counts
+
+
+Cards = dict[str, tuple[keys.SigningKey, dsse.Envelope]]
+
+
+async def _register(client: Client, count: int, prefix: str, cards: Cards | None = None) -> list[str]:
+    made = [new_card(f"{prefix} {i}") for i in range(count)]
+    body = b"[" + b",".join(msgspec.json.encode(card) for _, card in made) + b"]"
+    r = await client.post("/v1/log/entries", content=body)
+    assert r.status_code in (200, 201), r.text
+    ids = sorted(key.id for key, _ in made)
+    if cards is not None:
+        cards.update((key.id, (key, card)) for key, card in made)
+    for _ in range(400):  # projected: the last card is readable (its route reads it, not the index)
+        if (await client.get(f"/v1/agents/{ids[-1]}")).status_code == 200:
+            return ids
+        await asyncio.sleep(0.05)
+    raise AssertionError("the cards were not projected")
+
+
+async def test_every_reader_of_the_agents_parses_each_card_once(client: Client, parsed: list[int]) -> None:
+    cards: Cards = {}
+    ids = await _register(client, AGENTS, "directory", cards)
+    reads: list[tuple[str, dict[str, Any]]] = [
+        ("/", {}),
+        ("/", {"q": "directory 1"}),
+        ("/leaderboard", {}),
+        ("/v1/leaderboard", {"limit": 1000}),
+        ("/v1/agents", {"limit": 1000}),
+        ("/v1/search/agents", {"q": "directory"}),
+        (f"/v1/agents/{ids[0]}", {}),  # its look-alike warnings
+    ]
+    for path, params in reads:
+        r = await client.get(path, params=params)
+        assert r.status_code == 200, (path, r.text[:500])
+    assert parsed[1] == AGENTS, parsed  # before: 3 x AGENTS (each index read every card)
+    listed = (await client.get("/v1/agents", params={"limit": 1000})).json()["agents"]
+    assert [a["id"] for a in listed] == ids
+    found = (await client.get("/v1/search/agents", params={"q": "directory 7"})).json()
+    assert any(f["name"] == "directory 7" for f in found["agents"]), found
+
+    # A new agent and a rename reach every reader from the one index, each new card parsed once.
+    before = parsed[1]
+    extra = await _register(client, 1, "late")
+    key, _ = cards[ids[0]]
+    r = await client.post("/v1/log/entries", content=msgspec.json.encode(card_envelope(key, "Renamed Agent")))
+    assert r.status_code in (200, 201), r.text
+    for _ in range(400):
+        search = (await client.get("/v1/search/agents", params={"q": "renamed agent"})).json()
+        if search["agents"]:
+            break
+        await asyncio.sleep(0.05)
+    assert [f["id"] for f in search["agents"]] == [ids[0]], search
+    late = (await client.get("/v1/search/agents", params={"q": "late 0"})).json()
+    assert [f["id"] for f in late["agents"]] == extra, late
+    home = await client.get("/", params={"q": "renamed"})
+    assert home.status_code == 200 and ids[0] in home.text, home.text[:2000]
+    assert parsed[1] - before == 2, parsed
