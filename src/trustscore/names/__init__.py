@@ -45,7 +45,7 @@ def skeleton(name: str) -> str:
     return mapped.replace("rn", "m").replace("vv", "w").replace("l", "i")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Named:
     """An agent as its cards name it: the newest card's display name and its skeleton, the index of the
     first card (its registration) and of the newest card read."""
@@ -107,7 +107,8 @@ class NameIndex:
 
 
 class DisplayNames(Mapping[str, str]):
-    """Agent id -> current display name, read from a :class:`NameIndex` (no copy)."""
+    """Agent id -> current display name, read from a :class:`NameIndex` (no copy: a live view, which a
+    later feed changes; iterate it without an await in between)."""
 
     def __init__(self, index: NameIndex) -> None:
         self._agents = index.agents

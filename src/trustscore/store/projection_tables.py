@@ -226,7 +226,12 @@ class ProjectionStore:
         both kinds in one query, or with the row count estimated low (a table not analysed yet), PostgreSQL
         fetched every card after ``start`` and sorted them to return the first ``limit``: reading 20,000
         cards a page at a time cost 10 such sorts (23 ms a page against 2 ms)."""
-        async with self.pool.acquire() as conn, conn.transaction():
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        # One snapshot for every kind: appends commit in log order, so it holds a prefix of the log. Under
+        # READ COMMITTED each query saw its own moment, and a card of one kind committed between them
+        # with a later card of another behind it was skipped for good (found by review).
+        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
             await conn.execute("SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off")
             pages = [
                 await conn.fetch(
@@ -243,7 +248,7 @@ class ProjectionStore:
         rows = sorted(
             (r for page in pages for r in page if last is None or r["idx"] <= last), key=lambda r: r["idx"]
         )
-        return [(r["idx"], r["subject"], _card_name(r["leaf"])) for r in rows], last
+        return [(r["idx"], r["subject"], _card_name(r["idx"], r["leaf"])) for r in rows], last
 
 
 class _Named(msgspec.Struct):
@@ -251,7 +256,7 @@ class _Named(msgspec.Struct):
 
 
 class _NamedStatement(msgspec.Struct):
-    predicate: _Named
+    predicate: msgspec.Raw  # then decoded: of a key repeated, the last counts (Statement's own rule)
 
 
 class _Envelope(msgspec.Struct):
@@ -260,11 +265,16 @@ class _Envelope(msgspec.Struct):
 
 _ENVELOPE = msgspec.json.Decoder(_Envelope)
 _STATEMENT = msgspec.json.Decoder(_NamedStatement)
+_NAMED = msgspec.json.Decoder(_Named)
 
 
-def _card_name(leaf: bytes) -> str:
-    """The display name of a stored agent card's leaf (the envelope's payload's ``predicate.name``)."""
-    return _STATEMENT.decode(_ENVELOPE.decode(leaf).payload).predicate.name
+def _card_name(index: int, leaf: bytes) -> str:
+    """The display name of a stored agent card's leaf (the envelope's payload's ``predicate.name``); a
+    leaf these structs do not read (none known) is parsed whole, as :meth:`ProjectionStore.card` does."""
+    try:
+        return _NAMED.decode(_STATEMENT.decode(_ENVELOPE.decode(leaf).payload).predicate).name
+    except msgspec.MsgspecError:
+        return _card(index, leaf).name
 
 
 def _card(index: int, leaf: bytes) -> Card:

@@ -4,14 +4,19 @@ an index older than their question."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import asyncpg
 import pytest
 
 from tests.integration.store.test_group_commit import card, checked
+from trustscore import canonical
 from trustscore.cli.agent import card_envelope
-from trustscore.ledger import keys
+from trustscore.kinds.cards import AGENT_CARD, AgentCard, card_subject
+from trustscore.ledger import dsse, keys, statements
 from trustscore.services import agent_directory
 from trustscore.services.agent_directory import AgentDirectory
 from trustscore.store.log import LogStore
@@ -100,3 +105,126 @@ async def test_a_read_takes_every_page_of_every_card_kind_in_log_order(
         assert index.ids() == sorted(expected)
         assert {a: n.name for a, n in index.agents.items()} == expected
         assert sorted(n.first for n in index.agents.values()) == list(range(5))
+
+
+class _Between:
+    """A pool whose next connection runs ``hook`` before its second query (between the v1 and the v2 page)."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+        self.hook: Callable[[], Awaitable[None]] | None = None
+
+    @contextlib.asynccontextmanager
+    async def acquire(self) -> AsyncIterator[Any]:
+        hook, self.hook = self.hook, None
+        async with self.pool.acquire() as conn:
+            yield _HookedConnection(conn, hook)
+
+
+class _HookedConnection:
+    def __init__(self, conn: Any, hook: Callable[[], Awaitable[None]] | None) -> None:
+        self.conn, self.hook, self.fetches = conn, hook, 0
+
+    def transaction(self, **options: Any) -> Any:
+        return self.conn.transaction(**options)
+
+    async def execute(self, *args: Any) -> Any:
+        return await self.conn.execute(*args)
+
+    async def fetch(self, *args: Any) -> Any:
+        self.fetches += 1
+        if self.fetches == 2 and self.hook is not None:
+            await self.hook()
+        return await self.conn.fetch(*args)
+
+
+async def test_cards_committed_between_the_pages_of_two_kinds_are_not_skipped(pool: asyncpg.Pool) -> None:
+    """review: each kind's page saw the log at its own moment (READ COMMITTED). A v1 card and then a v2
+    card committed between the two: the v2 page had the later card, the v1 page not the earlier one, and
+    the read went on after both: the v1 card's agent was missing from every list until a restart."""
+    log = LogStore(pool)
+    (first,) = await _append(pool, ["first"])
+    between = _Between(pool)
+    directory = AgentDirectory(ProjectionStore(between))  # type: ignore[arg-type]
+    assert (await directory.read()).ids() == [first]
+    a, b = keys.SigningKey.generate(), keys.SigningKey.generate()
+
+    async def register_two() -> None:  # in log order: a v1 card, then a v2 card
+        await log.append([card(a, "alpha v1", secrets.token_hex(16))])
+        await log.append([checked(card_envelope(b, "beta v2", non_capabilities=["payments"]))])
+
+    between.hook = register_two
+    await directory.read()  # the racing read: it may see both cards or neither, never the later alone
+    index = await directory.read()
+    assert index.ids() == sorted([first, a.id, b.id])
+    assert {n.name for n in index.agents.values()} == {"first", "alpha v1", "beta v2"}
+
+
+async def test_a_card_admitted_with_a_repeated_predicate_key_is_named_as_before(pool: asyncpg.Pool) -> None:
+    """review: a payload repeating ``predicate`` (refused at intake only since 2026-12-03, so it can be in
+    an older log) failed the light name decoder at every read, and every agent list answered 500."""
+    (good,) = await _append(pool, ["good"])
+    key = keys.SigningKey.generate()
+    predicate = AgentCard(
+        nonce=secrets.token_hex(16),
+        issued_at="2026-11-30T00:00:00Z",
+        public_key=canonical.b64encode(key.public_key),
+        name="legacy",
+    )
+    payload = statements.make_statement(AGENT_CARD, card_subject(key.public_key), predicate)
+    payload = payload.replace(b'"predicate":', b'"predicate":null,"predicate":')
+    await LogStore(pool).append([checked(dsse.sign(payload, [key]))])  # the checks of an older log
+    index = await AgentDirectory(ProjectionStore(pool)).read()
+    assert {a: n.name for a, n in index.agents.items()} == {good: "good", key.id: "legacy"}
+
+
+async def test_a_failed_read_is_not_taken_for_a_finished_one(pool: asyncpg.Pool) -> None:
+    store = Counted(pool)
+    directory = AgentDirectory(store)
+    ids = await _append(pool, ["one", "two"])
+    real = store.agent_names_since
+    failing = [True]
+
+    async def flaky(start: int, limit: int) -> tuple[list[tuple[int, str, str]], int | None]:
+        if failing[0]:
+            failing[0] = False
+            raise ConnectionError("the database went away")
+        return await real(start, limit)
+
+    store.agent_names_since = flaky  # type: ignore[method-assign]
+    results = await asyncio.gather(*(directory.read() for _ in range(5)), return_exceptions=True)
+    assert isinstance(results[0], ConnectionError)
+    assert all(not isinstance(r, BaseException) and r.ids() == sorted(ids) for r in results[1:]), results
+    assert (await directory.read()).ids() == sorted(ids)
+
+
+async def test_a_caller_behind_a_failed_read_reads_again(pool: asyncpg.Pool) -> None:
+    """Callers that asked while a read ran wait for one started after; if that one fails, the next caller
+    reads again rather than take the failed read for a finished one (and answer without the new card)."""
+    store = Counted(pool)
+    directory = AgentDirectory(store)
+    real = store.agent_names_since
+    entered, release = asyncio.Event(), asyncio.Event()
+    calls = [0]
+
+    async def scripted(start: int, limit: int) -> tuple[list[tuple[int, str, str]], int | None]:
+        calls[0] += 1
+        if calls[0] == 2:  # the read started for the callers behind the first fails
+            raise ConnectionError("the database went away")
+        found = await real(start, limit)
+        if calls[0] == 1:  # the first read has read the log and is held open before it feeds it
+            entered.set()
+            await asyncio.wait_for(release.wait(), 30)
+        return found
+
+    store.agent_names_since = scripted  # type: ignore[method-assign]
+    first = asyncio.create_task(directory.read())
+    await asyncio.wait_for(entered.wait(), 30)
+    (late,) = await _append(pool, ["late comer"])
+    behind = [asyncio.create_task(directory.read()) for _ in range(2)]
+    await asyncio.sleep(0.05)
+    release.set()
+    await first
+    results = await asyncio.gather(*behind, return_exceptions=True)
+    assert isinstance(results[0], ConnectionError)
+    assert not isinstance(results[1], BaseException) and late in results[1].agents, results
