@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from trustscore.names import DisplayNames, NameIndex, skeleton
+from trustscore.names import DisplayNames, NameIndex, _mapped, skeleton
 
 
 @pytest.mark.parametrize(
@@ -87,3 +89,21 @@ def test_display_names_read_the_index() -> None:
     assert dict(names) == {"ts1_a": "Alpha"} and "ts1_a" in names and names.get("ts1_b", "?") == "?"
     index.add(2, "ts1_a", "Beta")
     assert names["ts1_a"] == "Beta" and len(names) == 1
+
+
+def _general(name: str) -> str:
+    """skeleton() by its general path, for any string (ASCII included)."""
+    return _mapped(name).replace("rn", "m").replace("vv", "w").replace("l", "i")
+
+
+def test_the_ascii_path_agrees_with_the_general_one_on_every_character_and_pair() -> None:
+    for a in range(128):
+        assert skeleton(chr(a)) == _general(chr(a)), a
+        for b in range(128):
+            pair = chr(a) + chr(b)
+            assert skeleton(pair) == _general(pair), pair
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=40))
+def test_the_ascii_path_agrees_with_the_general_one_on_names(name: str) -> None:
+    assert skeleton(name) == _general(name)
