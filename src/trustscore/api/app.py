@@ -245,7 +245,7 @@ async def build_services(
         projections if read_pool is None else ProjectionStore(read_pool),
         view,
         exam_dirs,
-        verification=reverifier.status,
+        verifications=reverifier.statuses,
         ladder=ladder.dimensions,
         scope_summary=scope.summary,
         primary=None if read_pool is None else projections,

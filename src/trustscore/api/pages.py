@@ -84,10 +84,13 @@ def _chart(points: list[charts.Point], title: str) -> Markup:
     return Markup(charts.history_svg(points, title=title))  # noqa: S704 - escaped by charts.py
 
 
-async def _row(public: PublicService, rated: RatedAgent) -> RatingOut:
-    """The rating as the JSON API publishes it (same rounding), with verification and scope honesty."""
-    agent = rated.rating.agent
-    return rating_out(rated, None, await public.verification(agent), None, await public.scope_summary(agent))
+async def _rows(public: PublicService, rated: list[RatedAgent]) -> list[RatingOut]:
+    """Each rating as the JSON API publishes it (same rounding), with verification and scope honesty,
+    read for all the rows together (two queries for every row's verification status)."""
+    agents = [r.rating.agent for r in rated]
+    statuses = await public.verifications(agents)
+    scopes = await public.scope_summaries(agents)
+    return [rating_out(r, None, statuses[a], None, scopes[a]) for r, a in zip(rated, agents, strict=True)]
 
 
 def _medal_rules(public: PublicService, model: str) -> MedalsFile | None:
@@ -159,7 +162,7 @@ class PagesController(Controller):
             return Redirect(f"/agents/{q.strip()}")
         results = await pages.search(q) if q is not None else None
         board = await public.leaderboard(None, None, TOP)
-        top = [(r, await _row(public, r.rated)) for r in board.ranked]
+        top = list(zip(board.ranked, await _rows(public, [r.rated for r in board.ranked]), strict=True))
         return page(
             "home.html",
             q=q,
@@ -181,8 +184,11 @@ class PagesController(Controller):
         """Ranked agents with intervals, n, coverage, verification and scope tier; unranked apart."""
         # The page's form sends ``dimension=total`` for the total (an empty value is refused everywhere).
         board = await public.leaderboard(model, None if dimension == "total" else dimension, BOARD)
-        ranked = [(r, await _row(public, r.rated)) for r in board.ranked]
-        unranked = [(reason, await _row(public, rated)) for rated, reason in board.unranked]
+        outs = await _rows(public, [r.rated for r in board.ranked] + [rated for rated, _ in board.unranked])
+        ranked = list(zip(board.ranked, outs[: len(board.ranked)], strict=True))
+        unranked = [
+            (reason, out) for (_, reason), out in zip(board.unranked, outs[len(board.ranked) :], strict=True)
+        ]
         return page(
             "leaderboard.html",
             board=board,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import datetime as dt
 import heapq
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import msgspec
@@ -34,9 +35,10 @@ async def _no_scope(_agent: str) -> ScopeSummary | None:
     return None
 
 
-async def _no_verification(_agent: str) -> VerificationStatus:
+async def _no_verifications(agents: Sequence[str]) -> dict[str, VerificationStatus]:
     """No re-verifier is running: nothing is verified, and no lapse is claimed."""
-    return summarize([], endpoint="", now=dt.datetime.now(dt.UTC), interval_s=0)
+    now = dt.datetime.now(dt.UTC)
+    return {agent: summarize([], endpoint="", now=now, interval_s=0) for agent in agents}
 
 
 METHODOLOGY_DOC = resources.path("docs", "methodology.md")
@@ -59,6 +61,7 @@ class Leaderboard:
 
 MAX_KEPT_BODIES = 100_000  # encoded rating bodies kept (about 2.5 KB each)
 BOARD_ROWS = 1000  # the most a leaderboard read asks for, of ranked and of unranked agents
+SCOPE_READS = 4  # scope summaries read at once by scope_summaries(), in the whole process
 
 # A leaderboard's kept rows: (-score, agent, rating) ranked; (agent, reason, rating or None) unranked.
 _Scored = tuple[float, str, RatedAgent]
@@ -73,7 +76,9 @@ class PublicService:
         ratings: RatingView,
         exam_dirs: ExamDirs,
         *,
-        verification: Callable[[str], Awaitable[VerificationStatus]] = _no_verification,
+        verifications: Callable[
+            [Sequence[str]], Awaitable[dict[str, VerificationStatus]]
+        ] = _no_verifications,
         ladder: Callable[[str, int], Awaitable[dict[str, Distribution]]] = _no_ladder,
         scope_summary: Callable[[str], Awaitable[ScopeSummary | None]] = _no_scope,
         primary: ProjectionStore | None = None,
@@ -88,15 +93,39 @@ class PublicService:
         # checkpoint size stay the same (services/kept.py).
         self._bodies = KeptBodies[tuple[str, str], bytes](MAX_KEPT_BODIES)
         self._no_rating_period, self._no_rating_marker = -1, object()  # _no_rating()
-        self.verification = verification  # an agent's re-verification status (services/reverify.py)
+        self.verifications = verifications  # agents' re-verification status (services/reverify.py)
         # Per dimension, the rung distribution of an agent's evidence (services/ladder.py).
         self.ladder = ladder
         self.scope_summary = scope_summary
+        self._scope_reads = asyncio.Semaphore(SCOPE_READS)  # scope_summaries()
         self.directory = AgentDirectory(store)  # every registered agent's id and name
         # Leaderboards by (model, dimension) with the stamp they were made at (leaderboard()).
         self._boards: dict[
             tuple[str, str | None], tuple[tuple[int, int, int], list[_Scored], list[_Unscored]]
         ] = {}
+
+    async def verification(self, agent: str) -> VerificationStatus:
+        return (await self.verifications([agent]))[agent]
+
+    async def scope_summaries(self, agents: Sequence[str]) -> dict[str, ScopeSummary | None]:
+        """:attr:`scope_summary` of each of ``agents``, their round trips overlapping: at most
+        :data:`SCOPE_READS` at once in the whole process (a page of 200 rows, or several pages at once,
+        never hold more of the pool's connections, which appends share)."""
+
+        async def one(agent: str) -> ScopeSummary | None:
+            async with self._scope_reads:
+                return await self.scope_summary(agent)
+
+        unique = list(dict.fromkeys(agents))
+        tasks = [asyncio.ensure_future(one(agent)) for agent in unique]
+        try:
+            found = await asyncio.gather(*tasks)
+        except BaseException:  # one failed (the others are stopped) or the caller was cancelled
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        return dict(zip(unique, found, strict=True))
 
     async def lookalikes(self, card: Card) -> list[str]:
         """Agents registered before ``card``'s whose display names look like its name (issue #10)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import asyncpg
@@ -159,11 +160,21 @@ class ReverifyStore:
         v = await self.pool.fetchval("SELECT leaf FROM entries WHERE idx = $1", index)
         return None if v is None else bytes(v)
 
-    async def leaves_of(self, kind: str, subject: str) -> list[tuple[int, bytes]]:
+    async def leaves_of(self, kind: str, subjects: Collection[str]) -> dict[str, list[tuple[int, bytes]]]:
+        """(index, leaf) of every entry of ``kind`` about each of ``subjects``, in log order, in one query
+        (the (subject, kind, idx) index); a subject without any is left out."""
+        if isinstance(subjects, str):  # a str is a Collection of one-letter subjects: a caller's mistake
+            raise TypeError("subjects is a collection of subjects, not one")
         rows = await self.pool.fetch(
-            "SELECT idx, leaf FROM entries WHERE kind = $1 AND subject = $2 ORDER BY idx", kind, subject
+            "SELECT subject, idx, leaf FROM entries WHERE kind = $1 AND subject = ANY($2::text[]) "
+            "ORDER BY subject, idx",
+            kind,
+            sorted(set(subjects)),
         )
-        return [(r["idx"], bytes(r["leaf"])) for r in rows]
+        out: dict[str, list[tuple[int, bytes]]] = {}
+        for r in rows:
+            out.setdefault(r["subject"], []).append((r["idx"], bytes(r["leaf"])))
+        return out
 
     async def entry_by_nonce(self, signer: str, nonce: str) -> int | None:
         return await index_by_nonce(self.pool, signer, nonce)

@@ -8,6 +8,7 @@ when it returns; killing the service mid-run neither loses nor duplicates the ru
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 import sys
 import time
@@ -49,7 +50,7 @@ def server(tmp_path: Path, dsn: str) -> Iterator[ServerProcess]:
         yield s
 
 
-def sit(http: httpx.Client, persona: str, endpoint: str, exam: str = "integrity@1") -> tuple[str, int]:
+def sit(http: httpx.Client, persona: str, endpoint: str | None, exam: str = "integrity@1") -> tuple[str, int]:
     """Register an agent declaring ``endpoint``, sit ``exam`` as ``persona`` and submit the report."""
     key = keys.SigningKey.generate()
     assert (
@@ -70,6 +71,30 @@ def verification(http: httpx.Client, agent: str) -> dict[str, Any]:
         return {"verified": False, "history": []}
     data: dict[str, Any] = r.json()["verification"]
     return data
+
+
+def mark_of(status: dict[str, Any]) -> str:
+    """The page's verification mark for a status (api/templates/macros.html, ``verified``)."""
+    if status["verified"]:
+        return "verified"
+    if status["history"]:
+        lapsed = status.get("lapsed")
+        return "not verified" + (f" ({lapsed.replace('_', ' ')})" if lapsed else "")
+    return "never checked"
+
+
+def page_marks(http: httpx.Client) -> dict[str, str]:
+    """Each agent's verification mark in the /leaderboard page's rows (ranked and unranked)."""
+    html = http.get("/leaderboard").text
+    marks = {}
+    for row in re.findall(r"<tr>(.*?)</tr>", html, re.S):
+        agent = re.search(r'href="/agents/(ts1_[0-9a-f]{40})"', row)
+        mark = re.search(
+            r'<span class="(?:ok|warn|unknown)">((?:not )?verified[^<]*|never checked)</span>', row
+        )
+        if agent and mark:
+            marks[agent.group(1)] = mark.group(1)
+    return marks
 
 
 def wait(what: Callable[[], bool], seconds: float = 60) -> None:
@@ -112,6 +137,20 @@ def test_honest_liar_and_flaky_agents(server: ServerProcess, agents: Callable[..
     # The flaky endpoint comes back: the next scheduled run matches and it becomes verified.
     flaky.start()
     wait(lambda: verification(http, down)["verified"])
+    # The leaderboard page reads its rows' statuses together: each row shows its own agent's, as the rating
+    # route gives it (read around the page: a match goes stale after two intervals of 1 s here).
+    silent, _ = sit(http, "good", None)  # no endpoint declared: never checked
+    watched = (honest, liar, down, silent)
+
+    def rows_match_the_api() -> bool:
+        before = {a: mark_of(verification(http, a)) for a in watched}
+        marks = page_marks(http)
+        after = {a: mark_of(verification(http, a)) for a in watched}
+        return before == after and all(marks.get(a) == before[a] for a in watched)
+
+    wait(rows_match_the_api)
+    assert mark_of(verification(http, liar)).startswith("not verified")
+    assert mark_of(verification(http, silent)) == "never checked"
     # Anyone can recheck a logged run's seed and sample from the log alone.
     entry = verification(http, liar)["history"][0]["index"]
     vkey = http.get("/v1/log/key").text.strip()
