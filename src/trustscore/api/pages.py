@@ -33,6 +33,7 @@ from trustscore.api.wiring import services_of
 from trustscore.errors import InvalidInput, TrustscoreError
 from trustscore.kinds.graded import DIMENSIONS
 from trustscore.ledger import keys
+from trustscore.names import DisplayNames
 from trustscore.pages import charts
 from trustscore.pages import medals as medal_words
 from trustscore.scoring.medals import MedalsFile
@@ -157,11 +158,12 @@ class PagesController(Controller):
         self, public: Public, pages: Pages, q: Annotated[str | None, QueryParameter(max_length=200)] = None
     ) -> Template | Redirect:
         """Search, log status, the top agents and how to get rated."""
-        names = await pages.names()
+        directory = await pages.directory()  # read once: names, the search and the board share it
+        names = DisplayNames(directory)
         if q is not None and keys.is_key_id(q.strip()) and q.strip() in names:
             return Redirect(f"/agents/{q.strip()}")
-        results = await pages.search(q) if q is not None else None
-        board = await public.leaderboard(None, None, TOP)
+        results = pages.search(q, directory) if q is not None else None
+        board = await public.leaderboard(None, None, TOP, directory)
         top = list(zip(board.ranked, await _rows(public, [r.rated for r in board.ranked]), strict=True))
         return page(
             "home.html",
@@ -183,7 +185,8 @@ class PagesController(Controller):
     ) -> Template:
         """Ranked agents with intervals, n, coverage, verification and scope tier; unranked apart."""
         # The page's form sends ``dimension=total`` for the total (an empty value is refused everywhere).
-        board = await public.leaderboard(model, None if dimension == "total" else dimension, BOARD)
+        directory = await pages.directory()  # read once: the board and its names share it
+        board = await public.leaderboard(model, None if dimension == "total" else dimension, BOARD, directory)
         outs = await _rows(public, [r.rated for r in board.ranked] + [rated for rated, _ in board.unranked])
         ranked = list(zip(board.ranked, outs[: len(board.ranked)], strict=True))
         unranked = [
@@ -194,7 +197,7 @@ class PagesController(Controller):
             board=board,
             ranked=ranked,
             unranked=unranked,
-            names=await pages.names(),
+            names=DisplayNames(directory),
             models=sorted(public.ratings.models),
             dimensions=DIMENSIONS,
             medals_defined=board.model in public.ratings.medals,

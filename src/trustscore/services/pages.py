@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import msgspec
@@ -17,7 +17,7 @@ import msgspec
 from trustscore.errors import InvalidInput, NotFound, TrustscoreError
 from trustscore.kinds.graded import DIMENSIONS
 from trustscore.ledger import audit, keys
-from trustscore.names import DisplayNames
+from trustscore.names import NameIndex
 from trustscore.pages import badge as badges
 from trustscore.services.kept import KeptBodies, Stamp
 from trustscore.services.log import LogService
@@ -115,18 +115,20 @@ class PageService:
 
     # --- names ------------------------------------------------------------------------------------
 
-    async def names(self) -> Mapping[str, str]:
-        """Every agent's display name by id (the public service's directory, brought up to date)."""
-        return DisplayNames(await self.public.directory.read())
+    async def directory(self) -> NameIndex:
+        """Every registered agent's id and name (the public service's directory, brought up to date).
+        A page reads it once and hands it to :func:`names_of`, :meth:`search` and the leaderboard: each
+        read is a transaction of several round trips even when nothing changed."""
+        return await self.public.directory.read()
 
-    async def search(self, query: str) -> list[tuple[str, str]]:
-        """Agents whose id starts with, or whose name contains, ``query`` (case-folded), at most
-        :data:`MAX_SEARCH`, as (id, name) sorted by name."""
+    @staticmethod
+    def search(query: str, agents: NameIndex) -> list[tuple[str, str]]:
+        """Agents of ``agents`` whose id starts with, or whose name contains, ``query`` (case-folded), at
+        most :data:`MAX_SEARCH`, as (id, name) sorted by name."""
         if not 1 <= len(query) <= 200:
             raise InvalidInput("a search is 1..200 characters")
         q = query.strip().casefold()
-        agents = (await self.public.directory.read()).agents
-        hits = [(a, n.name) for a, n in agents.items() if a.startswith(q) or q in n.name.casefold()]
+        hits = [(a, n.name) for a, n in agents.agents.items() if a.startswith(q) or q in n.name.casefold()]
         return sorted(hits, key=lambda t: (t[1].casefold(), t[0]))[:MAX_SEARCH]
 
     # --- history ----------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from trustscore.exams.loader import ExamDirs, list_exams
 from trustscore.exams.model import ExamSet
 from trustscore.kinds.graded import DIMENSIONS
 from trustscore.ladder.stats import Distribution
+from trustscore.names import NameIndex
 from trustscore.reverify.status import VerificationStatus, summarize
 from trustscore.scope.report import ScopeSummary
 from trustscore.services.agent_directory import AgentDirectory
@@ -209,7 +210,9 @@ class PublicService:
         size = await self.store.projected_size()
         return size, await self.store.evidence_of(agent, after, limit)
 
-    async def leaderboard(self, model: str | None, dimension: str | None, limit: int) -> Leaderboard:
+    async def leaderboard(
+        self, model: str | None, dimension: str | None, limit: int, directory: NameIndex | None = None
+    ) -> Leaderboard:
         """Agents ranked by total (or one dimension). Registered agents without a score, including those
         with no evidence at all, are listed apart with the reason, never ranked. Parties are not ranked.
 
@@ -217,13 +220,14 @@ class PublicService:
         made at (the ratings' revision and log size, and how many agents are registered); a read at the
         same stamp costs O(``limit``), and only the agents shown are given an all-null rating. Making a
         board again is one pass over the registered agents, in one step of the event loop with the
-        stamp, so every row holds for the log size the board names."""
+        stamp, so every row holds for the log size the board names. A caller that has just read the
+        directory (a page that also shows names) passes it, sparing a second read."""
         if dimension is not None and dimension not in DIMENSIONS:
             raise InvalidInput(f"unknown dimension {dimension!r}; one of {', '.join(DIMENSIONS)}")
         if not 1 <= limit <= BOARD_ROWS:
             raise InvalidInput(f"limit must be 1..{BOARD_ROWS}")
         name = self.ratings.model(model).model_version
-        registered = await self._registered_agents()
+        registered = (await self.directory.read() if directory is None else directory).ids()
         # From here on no await: the stamp, the board and the rows are read in one step.
         stamp = (self.ratings.revision, self.ratings.size, len(registered))
         kept = self._boards.get((name, dimension))

@@ -96,3 +96,16 @@ async def test_every_reader_of_the_agents_parses_each_card_once(client: Client, 
     home = await client.get("/", params={"q": "renamed"})
     assert home.status_code == 200 and ids[0] in home.text, home.text[:2000]
     assert parsed[1] - before == 2, parsed
+
+
+async def test_each_page_reads_the_directory_once(client: Client, parsed: list[int]) -> None:
+    """The home page needs names, a search and the leaderboard; the leaderboard page the board and names.
+    Each used to bring the directory up to date on its own (a read is a 5-round-trip transaction even
+    when nothing changed): three reads for one home page, two for the leaderboard page."""
+    await _register(client, 3, "once")
+    for path, params in [("/", {}), ("/", {"q": "once"}), ("/leaderboard", {}), ("/leaderboard", {})]:
+        before = parsed[0]
+        r = await client.get(path, params=params)
+        assert r.status_code == 200, (path, r.text[:500])
+        assert (params == {} and path == "/") or "once 1" in r.text, (path, params)  # a name on the page
+        assert parsed[0] - before == 1, (path, params, parsed[0] - before)
