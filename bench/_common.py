@@ -262,3 +262,14 @@ class NoRatingTable:
 
     async def write(self, rows: Sequence[RatingRow], log_size: int) -> int:
         return 0
+
+
+def numpy_setting(set_here: str | None) -> str:
+    """numpy's version and CPU setting, ``set_here`` by :func:`trustscore.cli.numpy_cpu.configure` or not
+    (``NPY_DISABLE_CPU_FEATURES=`` before the command keeps AVX-512 on, to compare)."""
+    import numpy as np  # imported by the caller already, after configure
+
+    from trustscore.cli.numpy_cpu import VARIABLE
+
+    why = " (set here: AMD Zen 4's AVX-512 sort is slow)" if set_here else ""
+    return f"numpy {np.__version__}: {VARIABLE}={os.environ.get(VARIABLE)!r}{why}"

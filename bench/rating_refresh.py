@@ -20,7 +20,15 @@ rows: in the refresh's worker thread), ``_apply`` (putting them in place, on the
     PYTHONPATH=src python bench/rating_refresh.py [--agents 10000] [--items 100] [--future]
 """
 
+# ruff: noqa: E402 - numpy_cpu.configure must run before numpy is imported
 from __future__ import annotations
+
+import os
+
+from trustscore.cli import numpy_cpu
+
+# As the trustscore command does, before numpy is imported: numpy's AVX-512 sort off on AMD Zen 4.
+NUMPY_CPU = numpy_cpu.configure(os.environ)
 
 import argparse
 import asyncio
@@ -32,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from _common import NoRatingTable, print_header  # run as a script: bench/ is on sys.path
+from _common import NoRatingTable, numpy_setting, print_header  # run as a script: bench/ is on sys.path
 from trustscore.kinds.graded import DIMENSIONS
 from trustscore.scoring.inputs import EvidenceItem
 from trustscore.scoring.medals import award_columns
@@ -157,6 +165,7 @@ def bench(models: tuple[str, ...], agents: int, items: int, future: bool) -> boo
         return full_s
 
     print(f"models {', '.join(models)}: {agents:,} agents x {items} items = {agents * items:,} rows")
+    print(numpy_setting(NUMPY_CPU))
     step("first refresh (every row read once)", AT, costs=False)
     step("1 h later, no new evidence", AT + dt.timedelta(hours=1))
     rng = np.random.default_rng(11)

@@ -26,7 +26,15 @@ before/after ratio under the same load, and a check that both give the same rati
         [--refresh-models baseline-v0.3,trustscore-v2,trustscore-v3] [--against main]
 """
 
+# ruff: noqa: E402 - numpy_cpu.configure must run before numpy is imported
 from __future__ import annotations
+
+import os
+
+from trustscore.cli import numpy_cpu
+
+# As the trustscore command does, before numpy is imported: numpy's AVX-512 sort off on AMD Zen 4.
+NUMPY_CPU = numpy_cpu.configure(os.environ)
 
 import argparse
 import atexit
@@ -46,6 +54,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from _common import numpy_setting  # run as a script: bench/ is on sys.path
 from trustscore.kinds.graded import DIMENSIONS
 from trustscore.scoring import EvidenceBatch, SnapshotBatch, load_weights
 from trustscore.scoring.engine import RatingColumns, score_columns
@@ -357,6 +366,7 @@ def main() -> int:
 
     evidence, snapshots = synthetic(args.rows, args.agents)
     print(f"{args.rows:,} evidence rows, {len(snapshots):,} snapshots, {args.agents:,} agents")
+    print(numpy_setting(NUMPY_CPU))
     results: dict[str, list[Rating]] = {}
     engine_rate = 0.0
     best_of: dict[str, float] = {}

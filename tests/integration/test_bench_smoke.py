@@ -32,6 +32,7 @@ RUNS: dict[str, tuple[str, list[str]]] = {
         + (" --against HEAD" if IN_GIT else ""),  # --against reads the old engine from git
         [
             rf"baseline-v0\.3: full recompute .* {NUMBER} rows/s",
+            r"^numpy \S+: NPY_DISABLE_CPU_FEATURES=",
             r"identical on the sample: True",
             rf"refresh baseline-v0\.3, 40 agents x 3 items .* full / refresh = {NUMBER}x and {NUMBER}x; identical: True",
             r"refresh trustscore-v2, 40 agents x 3 items .* identical: True",
@@ -47,6 +48,7 @@ RUNS: dict[str, tuple[str, list[str]]] = {
         [
             r"^models trustscore-v2, trustscore-v3, baseline-v0\.3: 30 agents x 10 items",  # v3 served
             r"^models trustscore-v2, baseline-v0\.3: 30 agents x 10 items",  # the default set
+            r"^numpy \S+: NPY_DISABLE_CPU_FEATURES=",
             rf"1 h later, no new evidence\s+full recompute\s+{NUMBER} s\s+kept states\s+{NUMBER} s.*identical$",
             rf"^\s+engine {NUMBER}\s+to_ratings {NUMBER}\s+medals {NUMBER}\s+_prepare {NUMBER}\s+_apply {NUMBER}"
             rf"\s+_write {NUMBER} µs",

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from trustscore.cli import numpy_cpu
 from trustscore.cli.settings import ClientSettings, apply_defaults, from_env
 from trustscore.client import RemoteError
 from trustscore.errors import Busy, RateLimited, StorageError, TrustscoreError, VerificationError
@@ -110,6 +112,7 @@ def version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    numpy_cpu.configure(os.environ)  # before any command imports numpy (numpy_cpu.py says why)
     try:
         parser = build_parser()
     except TrustscoreError as exc:  # a bad TRUSTSCORE_* variable

@@ -29,6 +29,7 @@ from trustscore.scoring.kernels import (
     ascending_sums,
     decimal_sums,
     dense_codes,
+    powers_of_half,
     round_half_up,
     sums_in_order,
     sums_near_order,
@@ -443,9 +444,12 @@ def freshness_adjusted(total: F64, newest: I64, n: I64, at: int, weights: Weight
     """adjusted = round_half_up(total · 0.5^(days since the newest counted item / half-life)); NaN where
     the total is null or nothing counts. The only output of a model without decay that moves with the
     rating time while the counted rows stay the same (:mod:`trustscore.scoring.refresh`)."""
-    days = np.where(n > 0, (at - newest) / MICROS_PER_DAY, 0.0)
-    freshness = np.power(0.5, days / weights.spec.freshness.half_life_days)
-    return np.where(~np.isnan(total) & (n > 0), round_half_up(total * freshness), np.nan)
+    adjusted = np.full(total.shape, np.nan)
+    rows = np.flatnonzero(~np.isnan(total) & (n > 0))
+    days = (at - newest[rows]) / MICROS_PER_DAY
+    # The C library's pow, as the reference's ``**``, on every CPU (kernels.powers_of_half).
+    adjusted[rows] = round_half_up(total[rows] * powers_of_half(days / weights.spec.freshness.half_life_days))
+    return adjusted
 
 
 def wilson_interval(p: F64, n: F64, z: float) -> tuple[F64, F64]:

@@ -8,6 +8,7 @@ other groups. ``numpy.bincount`` accumulates sequentially in array order, so sor
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -193,6 +194,33 @@ def dense_codes(key: I64) -> tuple[I64, I64]:
 #: (``docs/methodology.md``, "Arithmetic").
 HALF_UP_TOLERANCE = 1e-9
 _HALF = 0.5 + HALF_UP_TOLERANCE
+
+
+def powers_of_half(y: F64) -> F64:
+    """``0.5 ** y`` element by element, by the C library's ``pow`` (Python's float ``**``, as the
+    plain-Python reference computes it), in ``y``'s shape; inf where it overflows, as numpy's.
+
+    Not numpy's ``power``: its AVX-512 code gives another last bit than ``pow`` for about 1 argument in
+    20, so a number rounded from it (``adjusted``, a medal's freshness) depended on the CPU and on
+    NPY_DISABLE_CPU_FEATURES (``docs/methodology.md``, "Powers"). One call per element: used per agent,
+    not per evidence row."""
+    values = y.ravel().tolist()
+    try:
+        out = np.fromiter(map(_half_pow, values), dtype=np.float64, count=len(values))
+    except OverflowError:  # 0.5 ** y for y below about -1024
+        out = np.array([_half_pow_or_inf(v) for v in values], dtype=np.float64)
+    return out.reshape(y.shape)
+
+
+def _half_pow(y: float) -> float:
+    return math.pow(0.5, y)
+
+
+def _half_pow_or_inf(y: float) -> float:
+    try:
+        return math.pow(0.5, y)
+    except OverflowError:
+        return math.inf
 
 
 def round_half_up(x: F64) -> F64:

@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 from trustscore.errors import ConfigError, UnsupportedKind
 from trustscore.scoring.engine import _newest_per_key
 from trustscore.scoring.inputs import F64, I64, RESULT_CODES, EvidenceBatch
+from trustscore.scoring.kernels import powers_of_half
 from trustscore.scoring.publish import SCALE, number, optional
 from trustscore.scoring.ratings import Rating, row_dicts
 from trustscore.scoring.times import MICROS_PER_DAY
@@ -203,8 +204,11 @@ def award_columns(
     spec = rules.spec
     dims = tuple(spec.thresholds)
     with np.errstate(over="ignore", invalid="ignore"):
-        decay = np.power(0.5, (at - newest) / MICROS_PER_DAY / spec.half_life_days)
-        freshness = np.where(real_n > 0, np.round(decay * SCALE) / SCALE, np.nan)  # as publish.number
+        has = real_n > 0
+        freshness = np.full(real_n.shape, np.nan)
+        # The C library's pow, on every CPU (kernels.powers_of_half); rounded as publish.number.
+        decay = powers_of_half((at - newest[has]) / MICROS_PER_DAY / spec.half_life_days)
+        freshness[has] = np.round(decay * SCALE) / SCALE
         raw = np.array([r.dimensions.get(d) for r in ratings for d in dims], dtype=np.float64).reshape(
             real_n.shape
         )

@@ -1,0 +1,86 @@
+"""The freshness factors (``adjusted`` of every model, the medals' freshness) are ``0.5 ** y`` by the C
+library's ``pow``, as the plain-Python reference computes them, on every CPU.
+
+They were numpy's ``power``, whose AVX-512 code gives another last bit than ``pow`` for about 1 argument
+in 20: where ``total · 0.5^y`` or ``0.5^y · 10^6`` lies that close to a rounding boundary, the published
+integer or 10^-6 number depended on the CPU (Intel or Zen 4 with AVX-512 against machines without it,
+or numpy told to skip AVX-512 by NPY_DISABLE_CPU_FEATURES), and the engine disagreed with the reference.
+The cases below were found by searching ages around each boundary; each rounds differently by the two."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import numpy as np
+import pytest
+
+from trustscore.scoring import EvidenceBatch, load_weights, score_agents
+from trustscore.scoring.engine import freshness_adjusted
+from trustscore.scoring.kernels import HALF_UP_TOLERANCE, powers_of_half
+from trustscore.scoring.medals import load_medal_rules, medals_of, medals_path
+from trustscore.scoring.times import MICROS_PER_DAY, to_micros
+
+from .conftest import AT, WEIGHTS, item
+
+AT_MICROS = to_micros(AT)
+BASELINE = load_weights(WEIGHTS / "baseline-v0.3.toml")
+V2 = load_weights(WEIGHTS / "trustscore-v2.toml")
+RULES = load_medal_rules(medals_path(WEIGHTS, "trustscore-v2"), V2)
+
+# (total, age of the newest counted item in microseconds, adjusted by the reference's formula)
+ADJUSTED = [
+    (397, 674_257_315_194, 332),
+    (421, 7_015_116_242_589, 65),
+    (486, 1_937_242_566_891, 290),
+    (528, 4_076_487_401_694, 178),
+    (602, 515_343_291_168, 525),
+]
+# (age of the newest real item in microseconds, its published freshness factor)
+FRESHNESS = [(3_355_948_816_900, 0.407612), (1_878_937_593_926, 0.60504), (51_021_864_902, 0.986449)]
+
+
+def reference_adjusted(total: int, age: int, half_life: float) -> int:
+    """scoring/reference.py's formula: Python's float ``**``."""
+    factor: float = 0.5 ** ((age / MICROS_PER_DAY) / half_life)
+    return math.floor(total * factor + 0.5 + HALF_UP_TOLERANCE)
+
+
+@pytest.mark.parametrize(("total", "age", "adjusted"), ADJUSTED)
+def test_adjusted_is_the_references_at_a_rounding_boundary(total: int, age: int, adjusted: int) -> None:
+    half_life = BASELINE.spec.freshness.half_life_days
+    assert half_life == 30.0  # the cases were found for it
+    assert reference_adjusted(total, age, half_life) == adjusted
+    got = freshness_adjusted(
+        np.array([float(total)]), np.array([AT_MICROS - age]), np.array([1]), AT_MICROS, BASELINE
+    )
+    assert got.tolist() == [adjusted]
+
+
+@pytest.mark.parametrize(("age", "freshness"), FRESHNESS)
+def test_a_medals_freshness_is_the_pow_of_its_age(age: int, freshness: float) -> None:
+    assert RULES.spec.half_life_days == 30.0
+    assert round(math.pow(0.5, age / MICROS_PER_DAY / 30.0) * 1e6) / 1e6 == freshness
+    items = [item(at=AT - dt.timedelta(microseconds=age), key="k")]
+    [rating] = score_agents(items, None, V2, AT, agents=["a"])
+    [m] = medals_of(EvidenceBatch.from_items(items), [rating], RULES, AT_MICROS)
+    assert m.dimensions["capability"].freshness == freshness
+
+
+def test_powers_of_half_is_pow_element_by_element() -> None:
+    rng = np.random.default_rng(11)
+    y = np.concatenate(
+        (rng.uniform(-50, 200, 20_000), [0.0, -0.0, 1.0, 1074.0, 1075.0, np.inf, -np.inf, np.nan])
+    )
+    got = powers_of_half(y)
+    expected = [math.pow(0.5, v) for v in y.tolist()]
+    assert got.dtype == np.float64
+    assert np.array_equal(got, expected, equal_nan=True)
+    assert powers_of_half(y.reshape(4, -1)).shape == (4, y.size // 4)  # any shape
+
+
+def test_powers_of_half_overflows_to_infinity_as_numpy_did() -> None:
+    """0.5 ** -2000 overflows: math.pow raises, numpy gave inf; the medals read it only where masked."""
+    got = powers_of_half(np.array([-2000.0, 3.0, -1e300]))
+    assert got.tolist() == [math.inf, 0.125, math.inf]
+    assert powers_of_half(np.zeros(0)).shape == (0,)
