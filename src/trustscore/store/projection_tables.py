@@ -20,7 +20,7 @@ from trustscore.ledger import audit
 from trustscore.scoring.inputs import EvidenceItem, Snapshot
 from trustscore.store import ladder
 from trustscore.store.db import checked_inserts
-from trustscore.store.log import newest_of_kinds
+from trustscore.store.log import kinds_since, newest_of_kinds
 
 _PROJECTOR_LOCK = 0x70726F6A  # advisory lock key held while projecting
 CARD_KINDS = (
@@ -219,35 +219,9 @@ class ProjectionStore:
     ) -> tuple[list[tuple[int, str, str]], int | None]:
         """(index, agent id, display name) of agent cards logged at ``start`` or later, in log order, at most
         ``limit`` of each card kind; and None if those are all there were, else the index of the last one
-        returned (read on after it). The name is read alone from the stored leaf (checked when it was
-        appended): a third of what parsing the whole card costs.
-
-        One kind at a time in the order of the (kind, idx) index, with bitmap scans and sorts off: with
-        both kinds in one query, or with the row count estimated low (a table not analysed yet), PostgreSQL
-        fetched every card after ``start`` and sorted them to return the first ``limit``: reading 20,000
-        cards a page at a time cost 10 such sorts (23 ms a page against 2 ms)."""
-        if limit < 1:
-            raise ValueError("limit must be at least 1")
-        # One snapshot for every kind: appends commit in log order, so it holds a prefix of the log. Under
-        # READ COMMITTED each query saw its own moment, and a card of one kind committed between them
-        # with a later card of another behind it was skipped for good (found by review).
-        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-            await conn.execute("SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off")
-            pages = [
-                await conn.fetch(
-                    "SELECT idx, subject, leaf FROM entries WHERE kind = $1 AND idx >= $2 ORDER BY idx LIMIT $3",
-                    kind,
-                    start,
-                    limit,
-                )
-                for kind in CARD_PREDICATE_TYPES
-            ]
-        # A full page of one kind may stop before cards of the other kinds: return up to the earliest stop.
-        full = [page[-1]["idx"] for page in pages if len(page) == limit]
-        last = min(full) if full else None
-        rows = sorted(
-            (r for page in pages for r in page if last is None or r["idx"] <= last), key=lambda r: r["idx"]
-        )
+        returned (read on after it): :func:`~trustscore.store.log.kinds_since`. The name is read alone from
+        the stored leaf (checked when it was appended): a third of what parsing the whole card costs."""
+        rows, last = await kinds_since(self.pool, CARD_PREDICATE_TYPES, start, limit, leaf=True)
         return [(r["idx"], r["subject"], _card_name(r["idx"], r["leaf"])) for r in rows], last
 
 

@@ -9,7 +9,7 @@ import asyncpg
 from trustscore.kinds.cards import CARD_PREDICATE_TYPES
 from trustscore.kinds.scope_run import SCOPE_RUN
 from trustscore.kinds.sittings import SITTING_CLOSE, SITTING_OPEN
-from trustscore.store.log import index_by_nonce, newest_of_kinds, sequenced_size
+from trustscore.store.log import index_by_nonce, kinds_since, newest_of_kinds, sequenced_size
 
 KINDS = (
     *CARD_PREDICATE_TYPES,
@@ -98,16 +98,14 @@ class ScopeStore:
         return await sequenced_size(self.pool)
 
     async def cards_since(self, index: int, limit: int = 10_000) -> tuple[dict[str, str], int]:
-        """Each agent with a card logged at or after ``index`` (at most ``limit`` cards), with the kind of
-        its newest of those cards, and the index to read from next."""
-        rows = await self.pool.fetch(
-            "SELECT subject, kind, idx FROM entries WHERE kind = ANY($1::text[]) AND idx >= $2 "
-            "ORDER BY idx LIMIT $3",
-            list(CARD_PREDICATE_TYPES),
-            index,
-            limit,
-        )
+        """Each agent with a card logged at or after ``index`` (at most ``limit`` cards of each kind), with
+        the kind of its newest of those cards, and the index to read from next
+        (:func:`~trustscore.store.log.kinds_since`: a page reads ``limit`` cards of the (kind, idx) index,
+        never every card after ``index``)."""
+        rows, last = await kinds_since(self.pool, CARD_PREDICATE_TYPES, index, limit)
         newest = {r["subject"]: r["kind"] for r in rows}  # in log order: each agent's last card stays
+        if last is not None:
+            return newest, last + 1
         return newest, (rows[-1]["idx"] + 1 if rows else index)
 
     async def schedule_run(self, agent: str, run_key: str, trigger: str, max_pending: int) -> bool:
