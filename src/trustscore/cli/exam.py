@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TextIO
 
-from trustscore.cli import sitting
+from trustscore.cli import numpy_cpu, sitting
 from trustscore.cli.table import Column, render
 from trustscore.errors import InvalidInput, TrustscoreError
 from trustscore.exams.loader import ExamDirs, list_exams, load_exam
@@ -113,7 +114,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise InvalidInput(f"{args.out} already exists; refusing to overwrite a report")
     key = keys.read_key_file(args.key)
     exam = load_exam(args.exam, ExamDirs.from_env())
-    agent = agent_from_spec(args.agent)
+    agent = agent_from_spec(args.agent, numpy_cpu.others_environ(os.environ))
     try:
         run = run_exam(exam, agent, timeout_s=args.item_timeout, progress=progress)  # type: ignore[arg-type]
     except TrustscoreError:

@@ -8,12 +8,13 @@ the last sitting, then prints the rating, the profile URL and the badge's Markdo
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from trustscore.cli import common
+from trustscore.cli import common, numpy_cpu
 from trustscore.cli.agent import card_envelope
 from trustscore.cli.rating import rating_lines
 from trustscore.client import LogClient
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     key, made = _key(args.key)
     _say(args, f"key: {key.id} ({'new, written to' if made else 'read from'} {args.key})")
     exams = sorted(set(args.exam or FORMS))
-    agent = agent_from_spec(args.agent)
+    agent = agent_from_spec(args.agent, numpy_cpu.others_environ(os.environ))
     sat: list[dict[str, Any]] = []
     try:
         with LogClient(server) as client:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from trustscore.cli import common
+from trustscore.cli import common, numpy_cpu
 from trustscore.errors import InvalidInput, VerificationError
 from trustscore.exams.forms import FORMS
 from trustscore.exams.loader import ExamDirs
@@ -36,7 +37,7 @@ def exams_to_sit(args: argparse.Namespace) -> list[str]:
 def run_on_server(args: argparse.Namespace, progress: Progress | None, table: Table) -> int:
     """Open a fresh sitting of each exam on the server, run it with the agent and report it."""
     key = keys.read_key_file(args.key)
-    agent = agent_from_spec(args.agent)
+    agent = agent_from_spec(args.agent, numpy_cpu.others_environ(os.environ))
     try:
         with SittingClient(args.server, timeout=120.0) as client:
             for exam in exams_to_sit(args):
@@ -55,7 +56,7 @@ def run_on_server(args: argparse.Namespace, progress: Progress | None, table: Ta
 
 def run_practice(args: argparse.Namespace, progress: Progress | None, table: Table) -> int:
     """A local practice instance from a random seed: graded locally, never submitted."""
-    agent = agent_from_spec(args.agent)
+    agent = agent_from_spec(args.agent, numpy_cpu.others_environ(os.environ))
     try:
         for exam in exams_to_sit(args):
             run = run_exam(practice_exam(exam, ExamDirs.from_env()), agent, timeout_s=args.item_timeout,

@@ -447,7 +447,7 @@ def freshness_adjusted(total: F64, newest: I64, n: I64, at: int, weights: Weight
     adjusted = np.full(total.shape, np.nan)
     rows = np.flatnonzero(~np.isnan(total) & (n > 0))
     days = (at - newest[rows]) / MICROS_PER_DAY
-    # The C library's pow, as the reference's ``**``, on every CPU (kernels.powers_of_half).
+    # The C library's pow, as the reference's ``**``, whatever numpy's vector width (kernels.powers_of_half).
     adjusted[rows] = round_half_up(total[rows] * powers_of_half(days / weights.spec.freshness.half_life_days))
     return adjusted
 

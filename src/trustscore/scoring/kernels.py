@@ -201,9 +201,10 @@ def powers_of_half(y: F64) -> F64:
     plain-Python reference computes it), in ``y``'s shape; inf where it overflows, as numpy's.
 
     Not numpy's ``power``: its AVX-512 code gives another last bit than ``pow`` for about 1 argument in
-    20, so a number rounded from it (``adjusted``, a medal's freshness) depended on the CPU and on
-    NPY_DISABLE_CPU_FEATURES (``docs/methodology.md``, "Powers"). One call per element: used per agent,
-    not per evidence row."""
+    20, so a number rounded from it (``adjusted``, a medal's freshness) depended on numpy's vector width
+    and on NPY_DISABLE_CPU_FEATURES (``docs/methodology.md``, "Powers"; glibc's ``pow`` still has an FMA
+    and a non-FMA variant that differ far more rarely). One call per element, ~1.2 µs: used per agent,
+    not per evidence row (123 ms at 10^6 agents, against numpy's 4.6 ms)."""
     values = y.ravel().tolist()
     try:
         out = np.fromiter(map(_half_pow, values), dtype=np.float64, count=len(values))

@@ -206,7 +206,7 @@ def award_columns(
     with np.errstate(over="ignore", invalid="ignore"):
         has = real_n > 0
         freshness = np.full(real_n.shape, np.nan)
-        # The C library's pow, on every CPU (kernels.powers_of_half); rounded as publish.number.
+        # The C library's pow, whatever numpy's vector width (kernels.powers_of_half); as publish.number.
         decay = powers_of_half((at - newest[has]) / MICROS_PER_DAY / spec.half_life_days)
         freshness[has] = np.round(decay * SCALE) / SCALE
         raw = np.array([r.dimensions.get(d) for r in ratings for d in dims], dtype=np.float64).reshape(

@@ -289,9 +289,10 @@ class PythonAgent(SubprocessAgent):
     segfaults fails its item instead of taking the CLI with it. The callable's prints go to stderr,
     never into the protocol. Loading errors are reported when the adapter is created."""
 
-    def __init__(self, target: str, *, label: str | None = None) -> None:
+    def __init__(self, target: str, *, label: str | None = None, env: dict[str, str] | None = None) -> None:
         super().__init__(
             [sys.executable, "-m", "trustscore.sdk.pyworker", target],
+            env=env,
             label=label or f"python:{target}",
             handshake=True,
         )
@@ -399,23 +400,24 @@ def load_callable(target: str) -> Callable[[AgentRequest], Any]:
     return fn  # type: ignore[no-any-return]
 
 
-def agent_from_spec(spec: str) -> Agent:
+def agent_from_spec(spec: str, env: dict[str, str] | None = None) -> Agent:
     """An adapter from a command-line spec (see docs/sdk.md):
 
     ``python:MODULE:FUNCTION`` or ``python:FILE.py:FUNCTION``; ``cmd:COMMAND LINE``; ``http:URL`` (or a
     bare ``http(s)://`` URL); ``a2a:URL`` (an A2A agent, docs/integrations.md); ``openai:MODEL@BASE_URL``.
+    A ``python:`` or ``cmd:`` agent's process runs with ``env`` (default: this process's environment).
     """
     kind, _, rest = spec.partition(":")
     if kind == "python":
         module_ref, _, attr = rest.rpartition(":")
         if not module_ref or not attr:
             raise InvalidInput(f"python agent spec must be python:MODULE_OR_FILE:FUNCTION, got {rest!r}")
-        return PythonAgent(rest, label=spec)
+        return PythonAgent(rest, label=spec, env=env)
     if kind == "cmd":
         argv = shlex.split(rest)
         if not argv:
             raise InvalidInput("cmd: agent spec needs a command")
-        return SubprocessAgent(argv)
+        return SubprocessAgent(argv, env=env)
     if kind in ("http", "https") and rest.startswith("//"):
         return HttpAgent(spec)
     if kind == "http" and rest.startswith(("http://", "https://")):

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from trustscore.cli import numpy_cpu
+from trustscore.sdk.adapters import SubprocessAgent, agent_from_spec
+from trustscore.sdk.agent_api import AgentRequest
 
 ZEN4 = """processor\t: 0
 vendor_id\t: AuthenticAMD
@@ -40,6 +42,7 @@ INTEL = ZEN4.replace("AuthenticAMD", "GenuineIntel", 1).replace("cpu family\t: 2
         (ZEN4, "2.3.5", None),  # feature names of its own: left as it is
         (ZEN4, "1.26.4", None),
         (ZEN4, "not a version", None),
+        (ZEN4, None, None),  # broken metadata: importlib.metadata.version gives None
         (ZEN3, "2.4.6", None),  # no AVX-512 at all
         (ZEN5, "2.4.6", None),  # Zen 5 stores compressed vectors at full speed
         (INTEL, "2.4.6", None),  # the second processor's vendor is not read
@@ -59,6 +62,16 @@ def test_an_operators_setting_is_kept_even_empty(tmp_path: Path) -> None:
     assert environ == {"NPY_DISABLE_CPU_FEATURES": ""}
 
 
+def test_an_operators_enable_list_is_left_alone(tmp_path: Path) -> None:
+    """numpy refuses to import with both variables set (review: every command that imported numpy
+    failed with an ImportError when NPY_ENABLE_CPU_FEATURES was set)."""
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(ZEN4)
+    environ = {"NPY_ENABLE_CPU_FEATURES": "X86_V3"}
+    assert numpy_cpu.configure(environ, cpuinfo, imported=False) is None
+    assert environ == {"NPY_ENABLE_CPU_FEATURES": "X86_V3"}
+
+
 def test_nothing_is_set_once_numpy_is_imported(tmp_path: Path) -> None:
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text(ZEN4)
@@ -66,19 +79,50 @@ def test_nothing_is_set_once_numpy_is_imported(tmp_path: Path) -> None:
     assert numpy_cpu.configure(environ, cpuinfo, imported=True) is None  # too late: numpy read it already
     assert environ == {}
     assert numpy_cpu.configure(environ, cpuinfo, imported=False) == numpy_cpu.ZEN4_DISABLED
-    assert environ == {"NPY_DISABLE_CPU_FEATURES": numpy_cpu.ZEN4_DISABLED}
+    assert environ == {
+        "NPY_DISABLE_CPU_FEATURES": numpy_cpu.ZEN4_DISABLED,
+        numpy_cpu.MARKER: numpy_cpu.ZEN4_DISABLED,
+    }
 
 
-def test_an_unreadable_cpuinfo_changes_nothing(tmp_path: Path) -> None:
-    environ: dict[str, str] = {}
-    assert numpy_cpu.configure(environ, tmp_path / "missing", imported=False) is None
-    assert numpy_cpu.configure(environ, tmp_path, imported=False) is None  # a directory
-    assert environ == {}
+def test_the_users_agents_do_not_inherit_it() -> None:
+    """What configure set is the CLI's choice for its own numpy; an agent command it starts for the user
+    gets the environment without it (review: a cmd: agent's numpy silently lost AVX-512). An operator's
+    own value (no marker, or changed since) is passed on."""
+    assert numpy_cpu.others_environ({"PATH": "/bin"}) is None  # nothing set here: inherit everything
+    mine = {"PATH": "/bin", "NPY_DISABLE_CPU_FEATURES": "X86_V4", numpy_cpu.MARKER: "X86_V4"}
+    assert numpy_cpu.others_environ(mine) == {"PATH": "/bin"}
+    changed = {"NPY_DISABLE_CPU_FEATURES": "AVX512_SPR", numpy_cpu.MARKER: "X86_V4"}
+    assert numpy_cpu.others_environ(changed) == {"NPY_DISABLE_CPU_FEATURES": "AVX512_SPR"}
 
 
-def _run(code: str) -> list[str]:
+def test_an_agent_started_with_others_environ_sees_no_setting(tmp_path: Path) -> None:
+    agent_file = tmp_path / "env_agent.py"
+    agent_file.write_text(
+        "import os\n\ndef answer(request):\n    return os.environ.get('NPY_DISABLE_CPU_FEATURES', 'unset')\n"
+    )
+    environ = {k: v for k, v in os.environ.items() if k != "NPY_DISABLE_CPU_FEATURES"}
+    environ.update({"NPY_DISABLE_CPU_FEATURES": "X86_V4", numpy_cpu.MARKER: "X86_V4"})
+    environ["PYTHONPATH"] = os.pathsep.join(sys.path)
+    request = AgentRequest(exam="e", item_id="i", turn=1, messages=[])
+    spec = f"python:{agent_file}:answer"  # a child process (sdk/pyworker.py), as a cmd: agent is
+    inherited, cleaned = (
+        agent_from_spec(spec, environ),
+        agent_from_spec(spec, numpy_cpu.others_environ(environ)),
+    )
+    try:
+        assert inherited.ask(request, 30) == "X86_V4"
+        assert cleaned.ask(request, 30) == "unset"
+    finally:
+        for agent in (inherited, cleaned):
+            agent.close()
+    command = agent_from_spec("cmd:true", {"A": "1"})
+    assert isinstance(command, SubprocessAgent) and command.env == {"A": "1"}
+
+
+def _run(code: str, **extra: str) -> list[str]:
     """Run ``code`` in a fresh interpreter (numpy not yet imported), the operator's setting removed."""
-    env = {k: v for k, v in os.environ.items() if k != "NPY_DISABLE_CPU_FEATURES"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NPY_")} | extra
     env["PYTHONPATH"] = os.pathsep.join(sys.path)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -120,6 +164,13 @@ def test_the_command_settles_it_before_numpy() -> None:
     )
     assert shown[0] == repr(expected).replace(" ", "_")
     assert expected is None or shown[1] == "False"
+    # An operator's NPY_ENABLE_CPU_FEATURES: the command leaves it alone and numpy imports.
+    shown = _run(
+        "import os, sys; from trustscore.cli.main import main\n"
+        f"try:\n    main(['--version'])\nexcept SystemExit:\n    pass\n{SHOW}",
+        NPY_ENABLE_CPU_FEATURES="X86_V3",
+    )
+    assert shown[0] == "None"
 
 
 def test_a_process_without_avx512_publishes_the_same_numbers() -> None:

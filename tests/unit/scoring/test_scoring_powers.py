@@ -1,5 +1,5 @@
 """The freshness factors (``adjusted`` of every model, the medals' freshness) are ``0.5 ** y`` by the C
-library's ``pow``, as the plain-Python reference computes them, on every CPU.
+library's ``pow``, as the plain-Python reference computes them, whatever numpy's vector width.
 
 They were numpy's ``power``, whose AVX-512 code gives another last bit than ``pow`` for about 1 argument
 in 20: where ``total · 0.5^y`` or ``0.5^y · 10^6`` lies that close to a rounding boundary, the published
