@@ -29,8 +29,8 @@ from trustscore.scoring.kernels import (
     ascending_sums,
     decimal_sums,
     dense_codes,
-    powers_of_half,
     round_half_up,
+    rounded_powers_of_half,
     sums_in_order,
     sums_near_order,
     table_order,
@@ -447,8 +447,9 @@ def freshness_adjusted(total: F64, newest: I64, n: I64, at: int, weights: Weight
     adjusted = np.full(total.shape, np.nan)
     rows = np.flatnonzero(~np.isnan(total) & (n > 0))
     days = (at - newest[rows]) / MICROS_PER_DAY
-    # The C library's pow, as the reference's ``**``, whatever numpy's vector width (kernels.powers_of_half).
-    adjusted[rows] = round_half_up(total[rows] * powers_of_half(days / weights.spec.freshness.half_life_days))
+    # The C library's pow, as the reference's ``**``, whatever numpy's vector width.
+    y = days / weights.spec.freshness.half_life_days
+    adjusted[rows] = rounded_powers_of_half(y, total[rows], round_half_up)
     return adjusted
 
 

@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 from trustscore.errors import ConfigError, UnsupportedKind
 from trustscore.scoring.engine import _newest_per_key
 from trustscore.scoring.inputs import F64, I64, RESULT_CODES, EvidenceBatch
-from trustscore.scoring.kernels import powers_of_half
+from trustscore.scoring.kernels import rounded_powers_of_half
 from trustscore.scoring.publish import SCALE, number, optional
 from trustscore.scoring.ratings import Rating, row_dicts
 from trustscore.scoring.times import MICROS_PER_DAY
@@ -206,9 +206,9 @@ def award_columns(
     with np.errstate(over="ignore", invalid="ignore"):
         has = real_n > 0
         freshness = np.full(real_n.shape, np.nan)
-        # The C library's pow, whatever numpy's vector width (kernels.powers_of_half); as publish.number.
-        decay = powers_of_half((at - newest[has]) / MICROS_PER_DAY / spec.half_life_days)
-        freshness[has] = np.round(decay * SCALE) / SCALE
+        # The C library's pow, whatever numpy's vector width; rounded as publish.number.
+        age = (at - newest[has]) / MICROS_PER_DAY / spec.half_life_days
+        freshness[has] = rounded_powers_of_half(age, np.full(age.shape, SCALE), _to_scale) / SCALE
         raw = np.array([r.dimensions.get(d) for r in ratings for d in dims], dtype=np.float64).reshape(
             real_n.shape
         )
@@ -224,6 +224,11 @@ def award_columns(
         Medals(rules_digest=rules.digest, dimensions=dimensions)
         for dimensions in row_dicts(dims, _dimension_medals(real_n, freshness, held, reason))
     ]
+
+
+def _to_scale(x: F64) -> F64:
+    """``x`` (a freshness factor times :data:`SCALE`) to the nearest integer, as publish.number rounds."""
+    return np.round(x)
 
 
 #: A dimension without real items has one of these (by reason code), shared by every agent (frozen).

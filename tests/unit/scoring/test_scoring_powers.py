@@ -17,7 +17,7 @@ import pytest
 
 from trustscore.scoring import EvidenceBatch, load_weights, score_agents
 from trustscore.scoring.engine import freshness_adjusted
-from trustscore.scoring.kernels import HALF_UP_TOLERANCE, powers_of_half
+from trustscore.scoring.kernels import F64, HALF_UP_TOLERANCE, I64, powers_of_half, rounded_powers_of_half
 from trustscore.scoring.medals import load_medal_rules, medals_of, medals_path
 from trustscore.scoring.times import MICROS_PER_DAY, to_micros
 
@@ -84,3 +84,42 @@ def test_powers_of_half_overflows_to_infinity_as_numpy_did() -> None:
     got = powers_of_half(np.array([-2000.0, 3.0, -1e300]))
     assert got.tolist() == [math.inf, 0.125, math.inf]
     assert powers_of_half(np.zeros(0)).shape == (0,)
+
+
+def _ages_next_to_boundaries(targets: F64, half_life: float, spread: int) -> I64:
+    """Ages in microseconds whose factor 0.5^(age / day / half_life) lies next to each of ``targets``."""
+    ages = np.round(-np.log2(targets) * half_life * MICROS_PER_DAY).astype(np.int64)
+    found: I64 = (ages[:, None] + np.arange(-spread, spread + 1)[None, :]).ravel()
+    return found
+
+
+def test_adjusted_is_the_references_next_to_every_boundary() -> None:
+    """Totals 100..1000, each adjusted value k, ages around the one that makes total · factor = k + 0.5:
+    numpy's power first, pow where it could round otherwise (kernels.rounded_powers_of_half), equals the
+    reference's ** on every one (among them the cases where numpy's own power rounds otherwise)."""
+    totals, ages = [], []
+    for whole in range(100, 1001, 9):
+        k = np.arange(1, whole)
+        found = _ages_next_to_boundaries((k + 0.5 - HALF_UP_TOLERANCE) / whole, 30.0, 2)
+        totals.append(np.full(found.size, float(whole)))
+        ages.append(found)
+    total, age = np.concatenate(totals), np.concatenate(ages)
+    got = freshness_adjusted(total, AT_MICROS - age, np.ones(age.size, dtype=np.int64), AT_MICROS, BASELINE)
+    expected = [
+        reference_adjusted(int(t), int(a), 30.0) for t, a in zip(total.tolist(), age.tolist(), strict=True)
+    ]
+    assert got.tolist() == expected
+    numpy_own = np.floor(total * np.power(0.5, age / MICROS_PER_DAY / 30.0) + 0.5 + HALF_UP_TOLERANCE)
+    print(f"{age.size} cases, numpy's power alone rounds {int((numpy_own != got).sum())} otherwise")
+
+
+def test_rounded_powers_of_half_is_pow_then_rounding() -> None:
+    rng = np.random.default_rng(5)
+    targets = (np.arange(1, 1_000_000, 3, dtype=np.float64) + 0.5) / 1e6  # freshness k.5e-6
+    near = _ages_next_to_boundaries(targets.astype(np.float64), 30.0, 1) / MICROS_PER_DAY / 30.0
+    y = np.concatenate((near, rng.uniform(-10, 60, 50_000), [np.nan, np.inf, -np.inf, 0.0, 1e6]))
+    scale = np.full(y.size, 1e6)
+    with np.errstate(over="ignore"):
+        got = rounded_powers_of_half(y, scale, np.round)
+    expected = np.round(scale * powers_of_half(y))
+    assert np.array_equal(got, expected, equal_nan=True)

@@ -103,10 +103,9 @@ def test_several_bad_agents_give_the_one_thread_error(
 @pytest.mark.parametrize("setting", ["raise", "warn"])
 def test_the_callers_numpy_error_settings_reach_the_threads(setting: str) -> None:
     """Found by review: numpy keeps errstate in a context variable and a pool's threads start from an empty
-    context, so an underflow (decay 10^5 days on) raised or warned in one thread and not in two. (It was
-    baseline-v0.3's freshness factor until that became the C library's pow, which underflows silently.)"""
+    context, so an underflow (freshness 10^5 days on) raised or warned in one thread and not in two."""
     evidence, snapshots = rich_evidence(rows=600, agents=40)
-    weights = load_weights(ROOT / "weights" / "trustscore-v2.toml")
+    weights = load_weights(ROOT / "weights" / "baseline-v0.3.toml")
     later = AT + 100_000 * MICROS_PER_DAY
     outcomes = []
     for threads in (1, 2):
