@@ -17,6 +17,12 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
+
+# Before any test calls trustscore.cli.main.main() in this process: main's numpy_cpu.configure sets
+# NPY_DISABLE_CPU_FEATURES only while numpy is not imported, and would otherwise set it for the whole
+# test process (and every subprocess) when such a test file runs alone (review). The suite's own process
+# keeps numpy's default CPU dispatch; tests/unit/cli/test_numpy_cpu.py runs the other one.
+import numpy  # noqa: F401
 import pytest
 
 from trustscore.store import embedded

@@ -215,21 +215,27 @@ def powers_of_half(y: F64) -> F64:
 
 
 #: numpy's ``power`` and the C library's ``pow`` both return 0.5^y within an ulp or two (2.2e-16
-#: relative): a product of the factor moves by far less than this relative window when its last bits do.
+#: relative): a product of the factor moves by far less than this window (relative, absolute below 1)
+#: when its last bits do.
 POW_WINDOW = 1e-9
 
 
 def rounded_powers_of_half(y: F64, scale: F64, rounding: Callable[[F64], F64]) -> F64:
     """``rounding(scale · 0.5^y)`` with 0.5^y the C library's ``pow`` (:func:`powers_of_half`), at
-    numpy's speed: the product with numpy's ``power`` first, rounded at both ends of a window of
-    :data:`POW_WINDOW` around it; ``rounding`` is monotone, so where both ends agree any last bit of
-    the factor rounds the same, and only the rest (about 2e-9 of random products; NaN and inf too) is
-    computed again by ``pow``. 10^6 products: ~19 ms, against 120 ms by ``pow`` alone."""
-    x = scale * np.power(0.5, y)
-    with np.errstate(invalid="ignore"):  # inf - inf where x is inf: NaN, an edge computed again
+    numpy's speed; ``y`` and ``scale`` one-dimensional, of one length. The product with numpy's ``power``
+    first, rounded at both ends of a window of :data:`POW_WINDOW` around it: ``rounding`` is monotone,
+    so where both ends give the same bits any last bit of the factor rounds the same; only the rest is
+    computed again by ``pow`` (NaN, inf, a product next to a rounding boundary, or within the window of
+    0, where the ends are -0.0 and 0.0): none of 10^6 random ``adjusted`` products, ~1.4e-3 of the
+    medals' (scale 10^6). 10^6 products: ~20 ms, against 120 ms by ``pow`` alone."""
+    if y.ndim != 1 or scale.shape != y.shape:
+        raise ValueError(f"y and scale must be one-dimensional and alike, not {y.shape} and {scale.shape}")
+    x = scale * np.power(0.5, y)  # numpy's floating-point errors as before: power and product
+    with np.errstate(invalid="ignore", over="ignore"):  # the window's own: such elements are edges
         window = POW_WINDOW * np.maximum(1.0, np.abs(x))
         out = rounding(x - window)
-        edge = np.flatnonzero(~(out == rounding(x + window)))
+        high = rounding(x + window)
+    edge = np.flatnonzero((out.view(np.int64) != high.view(np.int64)) | np.isnan(out))
     if edge.size:
         out[edge] = rounding(scale[edge] * powers_of_half(y[edge]))
     return out

@@ -206,7 +206,8 @@ class ScopeRunner:
 
     async def sweep_cards(self) -> int:
         """A run soon after every newest card whose declarations or declared model version differ from
-        the agent's previous card (its first card with declarations included), 10,000 cards at a time.
+        the agent's previous card (its first card with declarations included), up to 10,000 cards of each
+        kind at a time.
 
         Goes on from where this process's last sweep stopped; a new process (a restart, a lease takeover)
         from the mark in the database. A card whose run is refused for now (its agent has a run pending,

@@ -117,9 +117,26 @@ def test_rounded_powers_of_half_is_pow_then_rounding() -> None:
     rng = np.random.default_rng(5)
     targets = (np.arange(1, 1_000_000, 3, dtype=np.float64) + 0.5) / 1e6  # freshness k.5e-6
     near = _ages_next_to_boundaries(targets.astype(np.float64), 30.0, 1) / MICROS_PER_DAY / 30.0
-    y = np.concatenate((near, rng.uniform(-10, 60, 50_000), [np.nan, np.inf, -np.inf, 0.0, 1e6]))
+    # Old items (a product below the window: the ends round to -0.0 and 0.0, review), and specials.
+    y = np.concatenate((near, rng.uniform(-10, 80, 50_000), [60.0, 75.0, np.nan, np.inf, -np.inf, 0.0, 1e6]))
     scale = np.full(y.size, 1e6)
+    scale[-1] = 0.0
     with np.errstate(over="ignore"):
         got = rounded_powers_of_half(y, scale, np.round)
     expected = np.round(scale * powers_of_half(y))
-    assert np.array_equal(got, expected, equal_nan=True)
+    assert got.view(np.int64).tolist() == expected.view(np.int64).tolist()  # to the bit: -0.0 is not 0.0
+    assert not np.signbit(got[np.isfinite(got)]).any()
+
+
+def test_rounded_powers_of_half_raises_what_numpys_power_raised() -> None:
+    """Under np.errstate(all="raise") the window adds no error of its own (review: 0.5^-1024 plus the
+    window overflowed); numpy's power and the product raise as they did before."""
+    with np.errstate(all="raise"):
+        got = rounded_powers_of_half(np.array([-1024 + 5e-10, 3.0]), np.array([1.0, 8.0]), np.floor)
+        assert got.tolist() == [math.floor(math.pow(0.5, -1024 + 5e-10)), 1.0]
+        with pytest.raises(FloatingPointError):
+            rounded_powers_of_half(np.array([-1100.0]), np.array([1.0]), np.floor)  # np.power overflows
+    with pytest.raises(ValueError, match="one-dimensional"):
+        rounded_powers_of_half(np.zeros((2, 2)), np.zeros((2, 2)), np.floor)
+    with pytest.raises(ValueError, match="alike"):
+        rounded_powers_of_half(np.zeros(3), np.zeros(2), np.floor)
