@@ -2,9 +2,10 @@
 
 The agent list, the leaderboards, the pages' names, the search and the look-alike warnings all read it.
 Each read first reads the agent cards logged since the previous read (one snapshot, a page of each card
-kind per query in index order, only the name parsed: each card once per process). Before 2026-12-06 each of those four kept an index of its own, so a process
-parsed every agent card up to four times, each with a full copy of the names; and a read racing another
-one could feed an older card after a newer one and give a renamed agent its old name back.
+kind per query in index order, only the name parsed: each card once per process). Before 2026-12-06 each
+of those four kept an index of its own, so a process parsed every agent card up to four times, each with
+a full copy of the names; and a read racing another one could feed an older card after a newer one and
+give a renamed agent its old name back.
 """
 
 from __future__ import annotations

@@ -117,7 +117,7 @@ class PageService:
 
     async def directory(self) -> NameIndex:
         """Every registered agent's id and name (the public service's directory, brought up to date).
-        A page reads it once and hands it to :func:`names_of`, :meth:`search` and the leaderboard: each
+        A page reads it once and hands it to ``DisplayNames``, :meth:`search` and the leaderboard: each
         read is a transaction of several round trips even when nothing changed."""
         return await self.public.directory.read()
 

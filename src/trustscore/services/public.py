@@ -227,7 +227,7 @@ class PublicService:
         if not 1 <= limit <= BOARD_ROWS:
             raise InvalidInput(f"limit must be 1..{BOARD_ROWS}")
         name = self.ratings.model(model).model_version
-        registered = (await self.directory.read() if directory is None else directory).ids()
+        registered = await self._registered_agents() if directory is None else directory.ids()
         # From here on no await: the stamp, the board and the rows are read in one step.
         stamp = (self.ratings.revision, self.ratings.size, len(registered))
         kept = self._boards.get((name, dimension))

@@ -102,11 +102,9 @@ class ScopeStore:
         the kind of its newest of those cards, and the index to read from next
         (:func:`~trustscore.store.log.kinds_since`: a page reads ``limit`` cards of the (kind, idx) index,
         never every card after ``index``)."""
-        rows, last = await kinds_since(self.pool, CARD_PREDICATE_TYPES, index, limit)
+        rows, _ = await kinds_since(self.pool, CARD_PREDICATE_TYPES, index, limit)
         newest = {r["subject"]: r["kind"] for r in rows}  # in log order: each agent's last card stays
-        if last is not None:
-            return newest, last + 1
-        return newest, (rows[-1]["idx"] + 1 if rows else index)
+        return newest, (rows[-1]["idx"] + 1 if rows else index)  # a page ends at its last card
 
     async def schedule_run(self, agent: str, run_key: str, trigger: str, max_pending: int) -> bool:
         """Add a pending run unless that (agent, run key) is known, the agent already has one pending, or
