@@ -8,12 +8,18 @@ asked another endpoint than the card declares now is ``stale`` first). A mismatc
 unreachable endpoint) removes the status at once.
 The security status is carried by each statement (:mod:`trustscore.kinds.reverification.security`); :func:`check_history`
 recomputes that chain. :func:`should_record` keeps identical consecutive results out of the log.
+
+A status shows the newest :data:`HISTORY_SHOWN` runs and counts them all: an agent's runs grow by one a
+day, so a status of every run grew without bound, and so did the rating responses and pages showing it.
+Everything a status reads of the runs is a :class:`Digest`, which :func:`fold` carries forward over the
+runs logged since (:mod:`trustscore.services.reverify` keeps one per agent and reads only newer runs).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import msgspec
@@ -28,6 +34,9 @@ from trustscore.ledger.statements import parse_time
 STALE_INTERVALS = 2
 #: Public answers may score at most this much (millis) above private ones before it is a mismatch.
 PRIVATE_GAP_MILLIS = 400
+
+#: Recorded runs a status shows, the newest ones (``runs`` counts them all; the log holds every one).
+HISTORY_SHOWN = 20
 
 #: How the runner's error begins for an item it never asked (run deadline, unreachable endpoint).
 NOT_ASKED = "not asked:"
@@ -67,13 +76,14 @@ class HistoryRow(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class VerificationStatus(msgspec.Struct, frozen=True, kw_only=True):
-    """What the rating response shows: the status now and every recorded run, oldest first."""
+    """What the rating response shows: the status now and the newest recorded runs, oldest first."""
 
     verified: bool
     verified_since: str | None  # ran_at of the first run of the current unbroken series of matches
     latest_index: int | None
     security_status: SecurityStatus
-    history: list[HistoryRow]
+    history: list[HistoryRow]  # the newest HISTORY_SHOWN recorded runs, oldest first
+    runs: int  # every recorded run
     lapsed: LapseReason | None = None  # why the agent is not verified now (None: verified, or never run)
 
 
@@ -153,6 +163,45 @@ def lapse(
     return None
 
 
+@dataclass(frozen=True)
+class Digest:
+    """What a status reads of an agent's recorded runs up to the one logged at ``last_index`` (-1: none):
+    how many there are, when the current series of matches began, the newest rows, the last statement."""
+
+    last_index: int = -1
+    runs: int = 0
+    since: str | None = None
+    recent: tuple[HistoryRow, ...] = ()
+    last: Reverification | None = None
+
+
+def fold(digest: Digest, later: Sequence[tuple[int, Reverification]]) -> Digest:
+    """``digest`` carried over ``later``: (log index, statement) of the agent's runs logged after
+    ``digest.last_index``, in log order. Folding runs one batch at a time gives what folding them all at
+    once gives."""
+    runs, since, last_index, last = digest.runs, digest.since, digest.last_index, digest.last
+    recent = list(digest.recent)
+    for index, r in later:
+        if index <= last_index:
+            raise ValueError(f"run at {index} is not after {last_index}: runs are folded in log order, once")
+        recent.append(
+            HistoryRow(
+                index=index,
+                ran_at=r.ran_at,
+                report_index=r.report_index,
+                outcome=r.outcome,
+                matched_millis=r.matched_millis,
+                security_status=r.security_status,
+            )
+        )
+        if r.outcome != "match":
+            since = None
+        elif since is None:  # a new series of matches begins
+            since = r.ran_at
+        runs, last_index, last = runs + 1, index, r
+    return Digest(last_index, runs, since, tuple(recent[-HISTORY_SHOWN:]), last)
+
+
 def summarize(
     history: Sequence[tuple[int, Reverification]],
     *,
@@ -160,34 +209,26 @@ def summarize(
     now: dt.datetime,
     interval_s: float,
 ) -> VerificationStatus:
-    """The status and history of one agent from its (log index, statement) pairs in log order, given the
-    endpoint its current card declares, the time now and the re-verification interval (seconds; 0 runs
-    only after reports, and then a run never goes stale)."""
-    rows = [
-        HistoryRow(
-            index=i,
-            ran_at=r.ran_at,
-            report_index=r.report_index,
-            outcome=r.outcome,
-            matched_millis=r.matched_millis,
-            security_status=r.security_status,
-        )
-        for i, r in history
-    ]
-    since: str | None = None
-    for row in reversed(rows):
-        if row.outcome != "match":
-            break
-        since = row.ran_at
-    statements = [r for _, r in history]
+    """The status of one agent from its (log index, statement) pairs in log order (:func:`status_of`)."""
+    return status_of(fold(Digest(), history), endpoint=endpoint, now=now, interval_s=interval_s)
+
+
+def status_of(
+    digest: Digest, *, endpoint: str | None, now: dt.datetime, interval_s: float
+) -> VerificationStatus:
+    """The status and newest runs of one agent from the :class:`Digest` of its runs, given the endpoint its
+    current card declares, the time now and the re-verification interval (seconds; 0 runs only after
+    reports, and then a run never goes stale)."""
+    statements = [] if digest.last is None else [digest.last]  # what is said now rests on the last run
     why = lapse(statements, endpoint, now, interval_s)
     return VerificationStatus(
         verified=verified(statements) and why is None,
         lapsed=why,
-        verified_since=since,
-        latest_index=rows[-1].index if rows else None,
+        verified_since=digest.since,
+        latest_index=digest.recent[-1].index if digest.recent else None,
         security_status=security_state(statements).status,
-        history=rows,
+        history=list(digest.recent),
+        runs=digest.runs,
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
@@ -46,8 +47,11 @@ log = logging.getLogger(__name__)
 
 #: The background job's name (its failed steps and failed runs are counted under it).
 TASK = "re-verification"
-#: Agents whose re-verification statuses Reverifier.statuses() reads together (each one's whole history).
+#: Agents whose re-verification statuses Reverifier.statuses() reads together.
 STATUS_CHUNK = 25
+#: Agents whose digest of runs (reverify/status.py ``Digest``) a Reverifier keeps, the most recently read:
+#: a status then reads only the runs logged since. Each holds its last statement (a few KiB).
+MAX_DIGESTS = 1024
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,7 @@ class Reverifier:
         self.failures = failures
         self.leased = leased or still_held
         self._swept = 0  # reports below this index have been considered for a run
+        self._digests: OrderedDict[str, status.Digest] = OrderedDict()  # least recently read first
 
     async def _root(self, size: int) -> bytes:
         nodes = await self.log.store.nodes(merkle.frontier_nodes(size))
@@ -171,39 +176,43 @@ class Reverifier:
                 )
         return scheduled
 
-    async def history(self, agent: str) -> list[tuple[int, Reverification]]:
-        return (await self.histories([agent])).get(agent, [])
-
-    async def histories(self, agents: Collection[str]) -> dict[str, list[tuple[int, Reverification]]]:
-        """Each of ``agents``' re-verification statements (log index, statement) in log order, read in one
-        query; an agent without any is left out."""
+    async def digests(self, agents: Collection[str]) -> dict[str, status.Digest]:
+        """The :class:`~trustscore.reverify.status.Digest` of each of ``agents``' runs, in one query that
+        reads only the runs logged after each kept digest (an agent not kept: all of its runs, once)."""
+        base = {agent: self._digests.get(agent, status.Digest()) for agent in agents}
+        later = await self.store.leaves_after(
+            REVERIFICATION.predicate_type, {agent: d.last_index for agent, d in base.items()}
+        )
         out = {}
-        for agent, leaves in (await self.store.leaves_of(REVERIFICATION.predicate_type, agents)).items():
+        for agent, digest in base.items():
             runs = []
-            for index, leaf in leaves:
+            for index, leaf in later.get(agent, []):
                 p = audit.parse_leaf(leaf).statement.predicate
                 assert isinstance(p, Reverification)
                 runs.append((index, p))
-            out[agent] = runs
+            # Folded on the digest the query was asked from (another read may have kept a newer one since).
+            out[agent] = status.fold(digest, runs)
+            kept = self._digests.get(agent)
+            if kept is None or kept.last_index <= out[agent].last_index:
+                self._digests[agent] = out[agent]
+            self._digests.move_to_end(agent)
+        while len(self._digests) > MAX_DIGESTS:
+            self._digests.popitem(last=False)
         return out
 
     async def statuses(self, agents: Sequence[str]) -> dict[str, status.VerificationStatus]:
         """:meth:`status` of each of ``agents``, two queries for each :data:`STATUS_CHUNK` of them (a page
-        of a leaderboard read two per agent: 400 round trips for its 200 rows); a chunk's histories are
-        the most held at once."""
+        of a leaderboard read two per agent: 400 round trips for its 200 rows)."""
         out = {}
         unique = list(dict.fromkeys(agents))
         for start in range(0, len(unique), STATUS_CHUNK):
             chunk = unique[start : start + STATUS_CHUNK]
             endpoints = await self.store.endpoints(set(chunk))
-            histories = await self.histories(chunk)
+            digests = await self.digests(chunk)
             now = dt.datetime.now(dt.UTC)
             for agent in chunk:
-                out[agent] = status.summarize(
-                    histories.get(agent, []),
-                    endpoint=endpoints.get(agent),
-                    now=now,
-                    interval_s=self.config.interval,
+                out[agent] = status.status_of(
+                    digests[agent], endpoint=endpoints.get(agent), now=now, interval_s=self.config.interval
                 )
         return out
 
@@ -289,7 +298,7 @@ class Reverifier:
             deadline_s=self.config.deadline_s,
             fresh_items=fresh.plan(exam.id, run.seed, self.config.k_fresh, self.key.sign),
         )
-        history = await self.history(run.agent)
+        (before,) = (await self.digests([run.agent])).values()
         payload = build_statement(
             result,
             verifier=self.key.id,
@@ -300,13 +309,13 @@ class Reverifier:
             trigger=run.trigger,  # type: ignore[arg-type]
             checkpoint_size=run.checkpoint_size,
             checkpoint_root=root,
-            history=[p for _, p in history],
+            history=[] if before.last is None else [before.last],  # its security state is the last run's
             ran_at=statements.format_time(dt.datetime.now(dt.UTC)),
         )
         new = statements.parse_statement(payload).predicate
         assert isinstance(new, Reverification)
-        if history and not status.should_record(history[-1][1], new):
-            await self._finish(run, entry_index=None, same_as_index=history[-1][0])
+        if before.last is not None and not status.should_record(before.last, new):
+            await self._finish(run, entry_index=None, same_as_index=before.last_index)
             return
         envelope = dsse.sign(payload, [self.key])
         try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import asyncpg
@@ -160,16 +160,18 @@ class ReverifyStore:
         v = await self.pool.fetchval("SELECT leaf FROM entries WHERE idx = $1", index)
         return None if v is None else bytes(v)
 
-    async def leaves_of(self, kind: str, subjects: Collection[str]) -> dict[str, list[tuple[int, bytes]]]:
-        """(index, leaf) of every entry of ``kind`` about each of ``subjects``, in log order, in one query
-        (the (subject, kind, idx) index); a subject without any is left out."""
-        if isinstance(subjects, str):  # a str is a Collection of one-letter subjects: a caller's mistake
-            raise TypeError("subjects is a collection of subjects, not one")
+    async def leaves_after(self, kind: str, after: Mapping[str, int]) -> dict[str, list[tuple[int, bytes]]]:
+        """(index, leaf) of every entry of ``kind`` about each subject of ``after`` logged after the index
+        given for it (-1: all of them), in log order, in one query (the (subject, kind, idx) index); a
+        subject without any is left out."""
+        subjects = sorted(after)
         rows = await self.pool.fetch(
-            "SELECT subject, idx, leaf FROM entries WHERE kind = $1 AND subject = ANY($2::text[]) "
-            "ORDER BY subject, idx",
+            "SELECT t.subject, e.idx, e.leaf FROM unnest($2::text[], $3::bigint[]) AS t(subject, after) "
+            "JOIN entries e ON e.subject = t.subject AND e.kind = $1 AND e.idx > t.after "
+            "ORDER BY t.subject, e.idx",
             kind,
-            sorted(set(subjects)),
+            subjects,
+            [after[s] for s in subjects],
         )
         out: dict[str, list[tuple[int, bytes]]] = {}
         for r in rows:

@@ -145,15 +145,16 @@ async def _previous_totals(conn: Conn, snap: RatingSnapshot, index: int) -> dict
 async def _verified_changed(conn: Conn, index: int, agent: str, r: Reverification) -> list[WebhookEvent]:
     """Compare the agent's standing before and after its re-verification statement at ``index``, both
     against the endpoint of the card in force at that index (reverify/status.py ``standing``)."""
-    rows = await conn.fetch(
-        "SELECT leaf FROM entries WHERE kind = $1 AND subject = $2 AND idx < $3 ORDER BY idx",
+    # A standing rests on the last run (reverify/status.py): the one before this, not every earlier run.
+    leaf = await conn.fetchval(
+        "SELECT leaf FROM entries WHERE kind = $1 AND subject = $2 AND idx < $3 ORDER BY idx DESC LIMIT 1",
         REVERIFICATION.predicate_type,
         agent,
         index,
     )
     earlier = []
-    for row in rows:
-        p = audit.parse_leaf(bytes(row["leaf"])).statement.predicate
+    if leaf is not None:
+        p = audit.parse_leaf(bytes(leaf)).statement.predicate
         assert isinstance(p, Reverification)
         earlier.append(p)
     card = await _previous_card(conn, agent, index)

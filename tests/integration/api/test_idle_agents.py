@@ -193,7 +193,7 @@ async def test_a_leaderboard_page_reads_its_rows_statuses_together(
     scope summary, ~2.4 ms a row: 0.48 s for a page of 200 rows); now two queries for the page."""
     ids = await _register_idle(client)
     queries: list[str] = []
-    for name in ("leaves_of", "endpoints"):
+    for name in ("leaves_after", "endpoints"):
         real = getattr(ReverifyStore, name)
 
         def counted(*args: Any, _real: Any = real, _name: str = name) -> Any:
@@ -209,6 +209,6 @@ async def test_a_leaderboard_page_reads_its_rows_statuses_together(
         assert page.status_code == 200, page.text[:2000]
         # The home page shows only ranked agents (none here): no query; before, 40 of each on /leaderboard.
         expected = chunks if path == "/leaderboard" else 0
-        assert queries.count("leaves_of") == queries.count("endpoints") == expected, (path, queries)
+        assert queries.count("leaves_after") == queries.count("endpoints") == expected, (path, queries)
     page = await client.get("/leaderboard")
     assert all(a in page.text for a in ids) and page.text.count("never checked") == len(ids)

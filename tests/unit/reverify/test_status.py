@@ -214,3 +214,65 @@ def test_a_new_endpoint_is_not_verified_by_runs_of_the_old_one() -> None:
     assert _status(run).verified
     swapped = _status(run, endpoint="https://cheap.example/ask")
     assert not swapped.verified and swapped.lapsed == "stale"
+
+
+def _every_run_since(history: list[tuple[int, Reverification]]) -> str | None:
+    """verified_since read off every run, newest first (what the status computed before it kept a digest)."""
+    since = None
+    for _, r in reversed(history):
+        if r.outcome != "match":
+            break
+        since = r.ran_at
+    return since
+
+
+def _runs(outcomes: str) -> list[tuple[int, Reverification]]:
+    """One statement per letter (m: match, x: mismatch), a day apart, at log indexes 3, 6, 9, ..."""
+    out = []
+    for n, o in enumerate(outcomes):
+        ran_at = (dt.datetime(2026, 1, 1, tzinfo=dt.UTC) + dt.timedelta(days=n)).strftime(
+            "%Y-%m-%dT%H:%M:%SZ"
+        )
+        out.append((3 * (n + 1), statement(items=matching(observed=1000 if o == "m" else 0), ran_at=ran_at)))
+    return out
+
+
+def test_a_status_shows_the_newest_runs_and_counts_them_all() -> None:
+    """An agent's runs grow by one a day: a status of every run grew without bound in every rating
+    response, agent page and leaderboard row. It shows the newest HISTORY_SHOWN; verified_since still
+    reads back past them (a series of matches longer than the rows shown)."""
+    history = _runs("x" + "m" * (status.HISTORY_SHOWN + 9))
+    summary = status.summarize(history, **{**NOW, "now": dt.datetime(2026, 2, 1, tzinfo=dt.UTC)})
+    assert summary.runs == status.HISTORY_SHOWN + 10
+    assert [row.index for row in summary.history] == [i for i, _ in history[-status.HISTORY_SHOWN :]]
+    assert summary.verified_since == history[1][1].ran_at  # the second run, not among the rows shown
+    assert summary.verified and summary.latest_index == history[-1][0]
+    assert msgspec.json.decode(msgspec.json.encode(summary), type=status.VerificationStatus) == summary
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_folding_runs_in_batches_is_folding_them_at_once(seed: int) -> None:
+    """A kept digest carried over the runs logged since gives the status of every run."""
+    import random
+
+    rng = random.Random(seed)
+    history = _runs("".join(rng.choice("mmmx") for _ in range(rng.randrange(0, 60))))
+    at_once = status.fold(status.Digest(), history)
+    digest, start = status.Digest(), 0
+    while start < len(history):
+        end = start + rng.randrange(0, 8)
+        digest = status.fold(digest, history[start:end])
+        start = end
+    assert digest == at_once
+    assert at_once.runs == len(history) and at_once.since == _every_run_since(history)
+    assert [r.index for r in at_once.recent] == [i for i, _ in history][-status.HISTORY_SHOWN :]
+    assert at_once.last is (history[-1][1] if history else None)
+
+
+def test_a_run_is_folded_once_in_log_order() -> None:
+    history = _runs("mmm")
+    digest = status.fold(status.Digest(), history)
+    with pytest.raises(ValueError, match="log order"):
+        status.fold(digest, history[-1:])  # the same run again
+    with pytest.raises(ValueError, match="log order"):
+        status.fold(status.Digest(), list(reversed(history)))

@@ -1,0 +1,110 @@
+"""A re-verification status reads the runs logged since it was last read, not every run again.
+
+An agent's runs grow by one a day, and every rating response, agent page and leaderboard row read and
+parsed all of them (~4 KiB and ~44 µs each: a year of daily runs for the 100 agents of the home page was
+36,500 leaves per view) and showed them all. The Reverifier now keeps a digest per agent
+(reverify/status.py ``Digest``) and reads only the runs after it; a status shows the newest runs and counts
+them all, and equals the status computed from every run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, cast
+
+import asyncpg
+import msgspec
+
+from tests.unit.reverify.kit import VERIFIER, matching, payload
+from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs
+from trustscore.kinds.reverification import Reverification
+from trustscore.ledger import dsse, keys, statements
+from trustscore.ledger.submission import check, prepare
+from trustscore.reverify import status
+from trustscore.services import reverify as reverify_service
+from trustscore.services.log import LogService
+from trustscore.services.reverify import Reverifier, ReverifyConfig
+from trustscore.store.log import LogStore
+from trustscore.store.reverify import ReverifyStore
+
+START = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
+
+
+async def _log_runs(
+    pool: asyncpg.Pool, agent: str, outcomes: str, first_day: int
+) -> list[tuple[int, Reverification]]:
+    """One signed run of ``agent`` per letter (m: match, x: mismatch), a day apart: (index, statement)."""
+    envelopes, parsed = [], []
+    for n, o in enumerate(outcomes):
+        ran_at = statements.format_time(START + dt.timedelta(days=first_day + n))
+        body = payload(items=matching(observed=1000 if o == "m" else 0), agent=agent, ran_at=ran_at)
+        envelopes.append(dsse.sign(body, [VERIFIER]))
+        p = statements.parse_statement(body).predicate
+        assert isinstance(p, Reverification)
+        parsed.append(p)
+    appended = await LogStore(pool).append(
+        [check(prepare(msgspec.to_builtins(e)), lambda _: VERIFIER.public_key) for e in envelopes]
+    )
+    return [(a.index, p) for a, p in zip(appended, parsed, strict=True)]
+
+
+class _Counting(ReverifyStore):
+    """The real store, counting the leaves its reads return."""
+
+    read = 0
+
+    async def leaves_after(self, kind: str, after: Any) -> dict[str, list[tuple[int, bytes]]]:
+        out = await super().leaves_after(kind, after)
+        self.read += sum(len(v) for v in out.values())
+        return out
+
+
+async def test_a_status_reads_only_the_runs_logged_since(pool: asyncpg.Pool) -> None:
+    a, b, c = (keys.SigningKey.generate().id for _ in range(3))
+    store = _Counting(pool)
+    config = ReverifyConfig(interval=0)
+    # digests()/statuses() read the store only: no log service is needed for them.
+    reverifier = Reverifier(
+        cast(LogService, None), store, VERIFIER, ExamDirs(DEFAULT_PUBLIC_DIR, None), config
+    )
+    runs = {a: await _log_runs(pool, a, "x" + "m" * 29, 0), b: await _log_runs(pool, b, "mmx", 0), c: []}
+    runs[a] += await _log_runs(pool, a, "m", 30)
+
+    def expected(agent: str) -> status.VerificationStatus:
+        return status.summarize(runs[agent], endpoint=None, now=START, interval_s=0)
+
+    first = await reverifier.statuses([a, b, c])
+    assert first == {agent: expected(agent) for agent in (a, b, c)}
+    assert store.read == 34  # every run, once
+    assert first[a].runs == 31 and len(first[a].history) == status.HISTORY_SHOWN
+    assert first[a].verified_since == runs[a][1][1].ran_at  # older than every row shown
+
+    assert await reverifier.statuses([a, b, c]) == first
+    assert store.read == 34  # nothing new: nothing read
+
+    runs[a] += await _log_runs(pool, a, "xm", 31)
+    runs[c] += await _log_runs(pool, c, "m", 0)
+    again = await reverifier.statuses([c, a, b])
+    assert again == {agent: expected(agent) for agent in (a, b, c)}
+    assert store.read == 37  # the three new runs only
+    assert again[a].verified_since == runs[a][-1][1].ran_at and again[a].runs == 33
+
+
+async def test_kept_digests_are_bounded(pool: asyncpg.Pool, monkeypatch: Any) -> None:
+    monkeypatch.setattr(reverify_service, "MAX_DIGESTS", 3)
+    agents = [keys.SigningKey.generate().id for _ in range(5)]
+    runs = {agent: await _log_runs(pool, agent, "m", 0) for agent in agents}
+    store = _Counting(pool)
+    reverifier = Reverifier(
+        cast(LogService, None),
+        store,
+        VERIFIER,
+        ExamDirs(DEFAULT_PUBLIC_DIR, None),
+        ReverifyConfig(interval=0),
+    )
+    for agent in agents:
+        (digest,) = (await reverifier.digests([agent])).values()
+        assert digest == status.fold(status.Digest(), runs[agent])
+    assert list(reverifier._digests) == agents[-3:]  # the most recently read
+    await reverifier.digests([agents[0]])  # forgotten: read again, whole
+    assert store.read == 6
