@@ -139,7 +139,7 @@ def agent_lines(a: dict[str, Any]) -> list[str]:
         f"endpoint: {cell(a['endpoint'])}",
         f"controller: {cell(a['controller'])}",
         f"card: entry {a['card_index']}",
-        f"re-verification: {status}, {len(v['history'])} run(s)",
+        f"re-verification: {status}, {v.get('runs', len(v['history']))} run(s)",  # history: the newest only
     ]
     if a.get("name_confusable_with"):
         lines.append(f"warning: the name looks like that of {', '.join(a['name_confusable_with'])}")

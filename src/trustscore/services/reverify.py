@@ -50,7 +50,7 @@ TASK = "re-verification"
 #: Agents whose re-verification statuses Reverifier.statuses() reads together.
 STATUS_CHUNK = 25
 #: Agents whose digest of runs (reverify/status.py ``Digest``) a Reverifier keeps, the most recently read:
-#: a status then reads only the runs logged since. Each holds its last statement (a few KiB).
+#: a status then reads only the runs logged since. Each holds its last statement and newest rows (~7-10 KiB).
 MAX_DIGESTS = 1024
 
 
@@ -178,7 +178,11 @@ class Reverifier:
 
     async def digests(self, agents: Collection[str]) -> dict[str, status.Digest]:
         """The :class:`~trustscore.reverify.status.Digest` of each of ``agents``' runs, in one query that
-        reads only the runs logged after each kept digest (an agent not kept: all of its runs, once)."""
+        reads only the runs logged after each kept digest (an agent not kept: all of its runs, once).
+
+        The log only grows: a digest kept across a restore of the database to an earlier state (or a
+        failover to a standby that lost commits) without a restart would miss what was logged again at
+        its indexes; docs/operations.md restarts the processes after a restore."""
         base = {agent: self._digests.get(agent, status.Digest()) for agent in agents}
         later = await self.store.leaves_after(
             REVERIFICATION.predicate_type, {agent: d.last_index for agent, d in base.items()}
@@ -298,7 +302,14 @@ class Reverifier:
             deadline_s=self.config.deadline_s,
             fresh_items=fresh.plan(exam.id, run.seed, self.config.k_fresh, self.key.sign),
         )
-        (before,) = (await self.digests([run.agent])).values()
+        # The agent's last run (its security state and the identical-result check need no more), read
+        # alone: not through the kept digests, which a period's runs over every agent would churn.
+        last = await self.store.last_of(REVERIFICATION.predicate_type, run.agent)
+        before: Reverification | None = None
+        if last is not None:
+            p = audit.parse_leaf(last[1]).statement.predicate
+            assert isinstance(p, Reverification)
+            before = p
         payload = build_statement(
             result,
             verifier=self.key.id,
@@ -309,13 +320,13 @@ class Reverifier:
             trigger=run.trigger,  # type: ignore[arg-type]
             checkpoint_size=run.checkpoint_size,
             checkpoint_root=root,
-            history=[] if before.last is None else [before.last],  # its security state is the last run's
+            history=[] if before is None else [before],  # the security state after it is the last run's
             ran_at=statements.format_time(dt.datetime.now(dt.UTC)),
         )
         new = statements.parse_statement(payload).predicate
         assert isinstance(new, Reverification)
-        if before.last is not None and not status.should_record(before.last, new):
-            await self._finish(run, entry_index=None, same_as_index=before.last_index)
+        if last is not None and before is not None and not status.should_record(before, new):
+            await self._finish(run, entry_index=None, same_as_index=last[0])
             return
         envelope = dsse.sign(payload, [self.key])
         try:

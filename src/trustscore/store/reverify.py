@@ -160,10 +160,21 @@ class ReverifyStore:
         v = await self.pool.fetchval("SELECT leaf FROM entries WHERE idx = $1", index)
         return None if v is None else bytes(v)
 
+    async def last_of(self, kind: str, subject: str) -> tuple[int, bytes] | None:
+        """(index, leaf) of the newest entry of ``kind`` about ``subject``, if any."""
+        row = await self.pool.fetchrow(
+            "SELECT idx, leaf FROM entries WHERE kind = $1 AND subject = $2 ORDER BY idx DESC LIMIT 1",
+            kind,
+            subject,
+        )
+        return None if row is None else (row["idx"], bytes(row["leaf"]))
+
     async def leaves_after(self, kind: str, after: Mapping[str, int]) -> dict[str, list[tuple[int, bytes]]]:
         """(index, leaf) of every entry of ``kind`` about each subject of ``after`` logged after the index
         given for it (-1: all of them), in log order, in one query (the (subject, kind, idx) index); a
         subject without any is left out."""
+        if isinstance(after, str):  # a str is not a mapping of subjects: a caller's mistake
+            raise TypeError("after maps each subject to an index")
         subjects = sorted(after)
         rows = await self.pool.fetch(
             "SELECT t.subject, e.idx, e.leaf FROM unnest($2::text[], $3::bigint[]) AS t(subject, after) "

@@ -14,10 +14,12 @@ from typing import Any, cast
 
 import asyncpg
 import msgspec
+import pytest
 
 from tests.unit.reverify.kit import VERIFIER, matching, payload
+from trustscore import canonical
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs
-from trustscore.kinds.reverification import Reverification
+from trustscore.kinds.reverification import REVERIFICATION, Reverification
 from trustscore.ledger import dsse, keys, statements
 from trustscore.ledger.submission import check, prepare
 from trustscore.reverify import status
@@ -108,3 +110,21 @@ async def test_kept_digests_are_bounded(pool: asyncpg.Pool, monkeypatch: Any) ->
     assert list(reverifier._digests) == agents[-3:]  # the most recently read
     await reverifier.digests([agents[0]])  # forgotten: read again, whole
     assert store.read == 6
+
+
+async def test_a_run_reads_the_last_run_alone(pool: asyncpg.Pool) -> None:
+    """A run needs the agent's last run only (its security state, the identical-result check): read alone,
+    not through the kept digests, which a period of runs over more agents than are kept would churn."""
+    agent = keys.SigningKey.generate().id
+    store = ReverifyStore(pool)
+    assert await store.last_of(REVERIFICATION.predicate_type, agent) is None
+    runs = await _log_runs(pool, agent, "mxm", 0)
+    await _log_runs(pool, keys.SigningKey.generate().id, "m", 0)  # another agent's, later in the log
+    index, leaf = await store.last_of(REVERIFICATION.predicate_type, agent) or (None, b"")
+    assert index == runs[-1][0]
+    assert (
+        statements.parse_statement(canonical.b64decode(msgspec.json.decode(leaf)["payload"])).predicate
+        == runs[-1][1]
+    )
+    with pytest.raises(TypeError):
+        await store.leaves_after(REVERIFICATION.predicate_type, agent)  # type: ignore[arg-type]
