@@ -185,8 +185,10 @@ class PagesController(Controller):
     ) -> Template:
         """Ranked agents with intervals, n, coverage, verification and scope tier; unranked apart."""
         # The page's form sends ``dimension=total`` for the total (an empty value is refused everywhere).
+        dimension = None if dimension == "total" else dimension
+        public.board_model(model, dimension)  # a query no board answers is refused before any read
         directory = await pages.directory()  # read once: the board and its names share it
-        board = await public.leaderboard(model, None if dimension == "total" else dimension, BOARD, directory)
+        board = await public.leaderboard(model, dimension, BOARD, directory)
         outs = await _rows(public, [r.rated for r in board.ranked] + [rated for rated, _ in board.unranked])
         ranked = list(zip(board.ranked, outs[: len(board.ranked)], strict=True))
         unranked = [

@@ -210,6 +210,13 @@ class PublicService:
         size = await self.store.projected_size()
         return size, await self.store.evidence_of(agent, after, limit)
 
+    def board_model(self, model: str | None, dimension: str | None) -> str:
+        """The model version a board of ``model`` (None: the default) and ``dimension`` (None: the total)
+        ranks by; raises InvalidInput or NotFound for a query no board answers (before anything is read)."""
+        if dimension is not None and dimension not in DIMENSIONS:
+            raise InvalidInput(f"unknown dimension {dimension!r}; one of {', '.join(DIMENSIONS)}")
+        return self.ratings.model(model).model_version
+
     async def leaderboard(
         self, model: str | None, dimension: str | None, limit: int, directory: NameIndex | None = None
     ) -> Leaderboard:
@@ -222,11 +229,9 @@ class PublicService:
         board again is one pass over the registered agents, in one step of the event loop with the
         stamp, so every row holds for the log size the board names. A caller that has just read the
         directory (a page that also shows names) passes it, sparing a second read."""
-        if dimension is not None and dimension not in DIMENSIONS:
-            raise InvalidInput(f"unknown dimension {dimension!r}; one of {', '.join(DIMENSIONS)}")
+        name = self.board_model(model, dimension)
         if not 1 <= limit <= BOARD_ROWS:
             raise InvalidInput(f"limit must be 1..{BOARD_ROWS}")
-        name = self.ratings.model(model).model_version
         registered = await self._registered_agents() if directory is None else directory.ids()
         # From here on no await: the stamp, the board and the rows are read in one step.
         stamp = (self.ratings.revision, self.ratings.size, len(registered))

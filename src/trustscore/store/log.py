@@ -990,7 +990,7 @@ async def kinds_since(
     pool: asyncpg.Pool, kinds: Iterable[str], start: int, limit: int, *, leaf: bool = False
 ) -> tuple[list[asyncpg.Record], int | None]:
     """The entries (idx, subject, kind, and with ``leaf`` the leaf) of ``kinds`` at index ``start`` or
-    later, in index order, at most ``limit`` of each kind; and None if those are all there were, else the
+    later, in index order, at most ``limit`` of each kind (a kind named twice is read once); and None if those are all there were, else the
     index of the last one returned (read on after it: a full page of one kind may stop before entries of
     the others).
 
@@ -1002,7 +1002,7 @@ async def kinds_since(
     async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
         await conn.execute(PAGE_PLAN)
         query = KIND_PAGE.format(", leaf" if leaf else "")
-        pages = [await conn.fetch(query, kind, start, limit) for kind in kinds]
+        pages = [await conn.fetch(query, kind, start, limit) for kind in dict.fromkeys(kinds)]  # each once
     full = [page[-1]["idx"] for page in pages if len(page) == limit]
     last = min(full) if full else None
     rows = sorted(

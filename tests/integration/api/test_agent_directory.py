@@ -109,3 +109,16 @@ async def test_each_page_reads_the_directory_once(client: Client, parsed: list[i
         assert r.status_code == 200, (path, r.text[:500])
         assert (params == {} and path == "/") or "once 1" in r.text, (path, params)  # a name on the page
         assert parsed[0] - before == 1, (path, params, parsed[0] - before)
+
+
+async def test_a_bad_leaderboard_query_is_refused_before_the_directory_is_read(
+    client: Client, parsed: list[int]
+) -> None:
+    """The leaderboard page read the directory, then the board checked its model and dimension: a bad
+    query cost a read (a 5-round-trip transaction), and a storage error would come back where a 400 does."""
+    await _register(client, 1, "early")
+    for params in ({"dimension": "charm"}, {"model": "no-such-model"}, {"dimension": ""}):
+        before = parsed[0]
+        r = await client.get("/leaderboard", params=params)
+        assert r.status_code in (400, 404), (params, r.status_code, r.text[:300])
+        assert parsed[0] == before, params

@@ -93,6 +93,10 @@ async def test_paging_by_kinds_misses_no_card(pool: asyncpg.Pool) -> None:
                 break
             start = last + 1
         assert seen == every[first:], first
+    twice = (*CARD_PREDICATE_TYPES, *CARD_PREDICATE_TYPES)  # a kind named twice is read once
+    assert await kinds_since(pool, twice, every[0], 1000) == await kinds_since(
+        pool, CARD_PREDICATE_TYPES, every[0], 1000
+    )
     with pytest.raises(ValueError, match="at least 1"):
         await kinds_since(pool, CARD_PREDICATE_TYPES, 0, 0)
 
