@@ -96,7 +96,8 @@ class Reverifier:
         self.failures = failures
         self.leased = leased or still_held
         self._swept = 0  # reports below this index have been considered for a run
-        self._digests: OrderedDict[str, status.Digest] = OrderedDict()  # least recently read first
+        # Each agent's digest and the leaf hash of the run it ends with; least recently read first.
+        self._digests: OrderedDict[str, tuple[status.Digest, bytes]] = OrderedDict()
 
     async def _root(self, size: int) -> bytes:
         nodes = await self.log.store.nodes(merkle.frontier_nodes(size))
@@ -180,25 +181,40 @@ class Reverifier:
         """The :class:`~trustscore.reverify.status.Digest` of each of ``agents``' runs, in one query that
         reads only the runs logged after each kept digest (an agent not kept: all of its runs, once).
 
-        The log only grows: a digest kept across a restore of the database to an earlier state (or a
-        failover to a standby that lost commits) without a restart would miss what was logged again at
-        its indexes; docs/operations.md restarts the processes after a restore."""
-        base = {agent: self._digests.get(agent, status.Digest()) for agent in agents}
-        later = await self.store.leaves_after(
-            REVERIFICATION.predicate_type, {agent: d.last_index for agent, d in base.items()}
-        )
+        A kept digest is used only while the log still holds the run it ends with, the same entry (its
+        leaf hash): after a restore of the database to an earlier state, or a failover to a standby that
+        lost commits, the agent's runs are read whole again instead of missing what is logged anew at the
+        indexes it had read."""
+        base = {agent: self._digests.get(agent) for agent in agents}
+        after = {agent: -1 if kept is None else kept[0].last_index for agent, kept in base.items()}
+        later = await self.store.leaves_after(REVERIFICATION.predicate_type, after)
+        rewound = [
+            agent
+            for agent, kept in base.items()
+            if kept is not None
+            and kept[0].last_index >= 0  # a digest of no run ends with no entry
+            and later.get(agent, [(-1, b"", None)])[0][:2] != (kept[0].last_index, kept[1])
+        ]
+        if rewound:
+            again = await self.store.leaves_after(REVERIFICATION.predicate_type, dict.fromkeys(rewound, -1))
+            for agent in rewound:
+                base[agent], later[agent] = None, again.get(agent, [])
         out = {}
-        for agent, digest in base.items():
+        for agent, kept in base.items():
+            digest, last_hash = (status.Digest(), b"") if kept is None else kept
             runs = []
-            for index, leaf in later.get(agent, []):
+            for index, leaf_hash, leaf in later.get(agent, []):
+                if leaf is None:  # the run the kept digest ends with (checked above)
+                    continue
                 p = audit.parse_leaf(leaf).statement.predicate
                 assert isinstance(p, Reverification)
                 runs.append((index, p))
+                last_hash = leaf_hash
             # Folded on the digest the query was asked from (another read may have kept a newer one since).
             out[agent] = status.fold(digest, runs)
-            kept = self._digests.get(agent)
-            if kept is None or kept.last_index <= out[agent].last_index:
-                self._digests[agent] = out[agent]
+            now_kept = self._digests.get(agent)
+            if agent in rewound or now_kept is None or now_kept[0].last_index <= out[agent].last_index:
+                self._digests[agent] = (out[agent], last_hash)
             self._digests.move_to_end(agent)
         while len(self._digests) > MAX_DIGESTS:
             self._digests.popitem(last=False)

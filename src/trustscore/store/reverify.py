@@ -169,24 +169,31 @@ class ReverifyStore:
         )
         return None if row is None else (row["idx"], bytes(row["leaf"]))
 
-    async def leaves_after(self, kind: str, after: Mapping[str, int]) -> dict[str, list[tuple[int, bytes]]]:
-        """(index, leaf) of every entry of ``kind`` about each subject of ``after`` logged after the index
-        given for it (-1: all of them), in log order, in one query (the (subject, kind, idx) index); a
-        subject without any is left out."""
+    async def leaves_after(
+        self, kind: str, after: Mapping[str, int]
+    ) -> dict[str, list[tuple[int, bytes, bytes | None]]]:
+        """(index, leaf hash, leaf) of every entry of ``kind`` about each subject of ``after`` at or after
+        the index given for it (-1: all of them), in log order, in one query (the (subject, kind, idx)
+        index); a subject without any is left out. The entry at the given index itself comes without its
+        leaf (None): its leaf hash tells whether it is still the entry the caller read there."""
         if isinstance(after, str):  # a str is not a mapping of subjects: a caller's mistake
             raise TypeError("after maps each subject to an index")
         subjects = sorted(after)
         rows = await self.pool.fetch(
-            "SELECT t.subject, e.idx, e.leaf FROM unnest($2::text[], $3::bigint[]) AS t(subject, after) "
-            "JOIN entries e ON e.subject = t.subject AND e.kind = $1 AND e.idx > t.after "
+            "SELECT t.subject, e.idx, e.leaf_hash, CASE WHEN e.idx > t.after THEN e.leaf END AS leaf "
+            "FROM unnest($2::text[], $3::bigint[]) AS t(subject, after) "
+            "JOIN entries e ON e.subject = t.subject AND e.kind = $1 AND e.idx >= t.after "
             "ORDER BY t.subject, e.idx",
             kind,
             subjects,
             [after[s] for s in subjects],
         )
-        out: dict[str, list[tuple[int, bytes]]] = {}
+        out: dict[str, list[tuple[int, bytes, bytes | None]]] = {}
         for r in rows:
-            out.setdefault(r["subject"], []).append((r["idx"], bytes(r["leaf"])))
+            leaf = r["leaf"]
+            out.setdefault(r["subject"], []).append(
+                (r["idx"], bytes(r["leaf_hash"]), None if leaf is None else bytes(leaf))
+            )
         return out
 
     async def entry_by_nonce(self, signer: str, nonce: str) -> int | None:

@@ -26,6 +26,7 @@ from trustscore.reverify import status
 from trustscore.services import reverify as reverify_service
 from trustscore.services.log import LogService
 from trustscore.services.reverify import Reverifier, ReverifyConfig
+from trustscore.store import db
 from trustscore.store.log import LogStore
 from trustscore.store.reverify import ReverifyStore
 
@@ -55,9 +56,9 @@ class _Counting(ReverifyStore):
 
     read = 0
 
-    async def leaves_after(self, kind: str, after: Any) -> dict[str, list[tuple[int, bytes]]]:
+    async def leaves_after(self, kind: str, after: Any) -> dict[str, list[tuple[int, bytes, bytes | None]]]:
         out = await super().leaves_after(kind, after)
-        self.read += sum(len(v) for v in out.values())
+        self.read += sum(leaf is not None for rows in out.values() for _, _, leaf in rows)
         return out
 
 
@@ -128,3 +129,37 @@ async def test_a_run_reads_the_last_run_alone(pool: asyncpg.Pool) -> None:
     )
     with pytest.raises(TypeError):
         await store.leaves_after(REVERIFICATION.predicate_type, agent)  # type: ignore[arg-type]
+
+
+async def test_a_log_rewound_under_a_kept_digest_is_read_again(pool: asyncpg.Pool, other_dsn: str) -> None:
+    """A kept digest ends with a run the log may no longer hold: the database restored to an earlier state
+    (or a standby that lost commits) under a running process, the same indexes then taken by other runs.
+    Reading on after the kept index would miss them for good; the digest is used only while the entry it
+    ends with is still there (its leaf hash), else the agent's runs are read whole again."""
+    agent = keys.SigningKey.generate().id
+    before = await _log_runs(pool, agent, "mmm", 0)
+    await db.migrate(other_dsn)
+    restored_pool = await db.create_pool(other_dsn, min_size=1, max_size=2)
+    try:
+        restored = await _log_runs(restored_pool, agent, "mx", 0)  # a shorter log, another run at index 1
+        assert [i for i, _ in restored] == [i for i, _ in before[:2]]
+        reverifier = Reverifier(
+            cast(LogService, None),
+            ReverifyStore(pool),
+            VERIFIER,
+            ExamDirs(DEFAULT_PUBLIC_DIR, None),
+            ReverifyConfig(interval=0),
+        )
+        (kept,) = (await reverifier.statuses([agent])).values()
+        assert kept.runs == 3 and kept.history[-1].outcome == "match"
+        reverifier.store = ReverifyStore(restored_pool)  # the same process, the database behind it rewound
+        (now,) = (await reverifier.statuses([agent])).values()
+        assert now == status.summarize(restored, endpoint=None, now=START, interval_s=0)
+        assert now.runs == 2 and now.history[-1].outcome == "mismatch"
+        longer = restored + await _log_runs(
+            restored_pool, agent, "mm", 2
+        )  # then it grows again, past index 2
+        (later,) = (await reverifier.statuses([agent])).values()
+        assert later == status.summarize(longer, endpoint=None, now=START, interval_s=0)
+    finally:
+        await restored_pool.close()
