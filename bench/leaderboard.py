@@ -9,6 +9,9 @@ covers the log, then times, one request at a time over one keep-alive connection
   (the page): the first read after a change (a new card registered just before: the kept board is made
   again) and the reads after it, at the same log size;
 * ``GET /v1/agents/{id}/rating`` of random idle agents, and ``GET /v1/agents?after=...&limit=100``;
+* with ``--runs N``, each rated agent first gets N re-verification runs, signed by the server's
+  re-verifier key and appended to its log as the re-verifier appends them (a day apart, every tenth a
+  mismatch: what N days of daily runs leave; the rows of every listing show each agent's status);
 * then, with the server stopped and started again on the same database, the first read of each route
   that names or lists every agent (the home page, the agent search, a card with its look-alike warnings,
   the leaderboard, the home page's search).
@@ -33,6 +36,7 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
@@ -51,7 +55,13 @@ from service import SERVER_ENV, post_reports, prepare, register, wait_ratings
 from trustscore.canonical import b64decode
 from trustscore.devserver import ServeProcess
 from trustscore.errors import StorageError
-from trustscore.ledger import statements
+from trustscore.kinds.reverification import PrivateItem, ReverifiedItem, make_reverification
+from trustscore.kinds.reverification.security import SecurityState
+from trustscore.ledger import dsse, keys, statements
+from trustscore.ledger.submission import check
+from trustscore.ledger.submission import prepare as prepare_entry
+from trustscore.store import db
+from trustscore.store.log import LogStore
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -64,7 +74,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--requests", type=int, default=50, help="reads per route at most (default 50)")
     p.add_argument("--seconds", type=float, default=20.0, help="seconds per route at most (default 20)")
     p.add_argument("--keep", action="store_true", help="keep the bench database (external server only)")
+    p.add_argument(
+        "--runs",
+        type=int,
+        default=0,
+        help="re-verification runs logged for each rated agent before the reads, a day apart (default 0)",
+    )
     args = p.parse_args(argv)
+    if args.runs < 0:
+        p.error("--runs must be at least 0")
     for name in ("idle", "rated", "requests"):
         if getattr(args, name) < (1 if name != "idle" else 0):
             p.error(f"--{name} must be at least {1 if name != 'idle' else 0}")
@@ -131,6 +149,71 @@ async def fill(server: ServeProcess, args: argparse.Namespace) -> tuple[list[str
     return [a for a in idle if a not in rated], sorted(rated)
 
 
+def _run(key: keys.SigningKey, agent: str, day: int) -> bytes:
+    """A re-verification statement of ``agent`` (10 public items, 3 private: the server's defaults), ``day``
+    days after 2026-01-01; every tenth a mismatch."""
+    observed = 0 if day % 10 == 9 else 1000
+    return make_reverification(
+        verifier=key.id,
+        agent=agent,
+        report_index=0,
+        report_sha256="22" * 32,
+        exam="reliability",
+        exam_version=1,
+        exam_digest="sha256:" + "ab" * 32,
+        endpoint="https://agent.example/ask",
+        trigger="schedule",
+        checkpoint_size=2,  # covers the report and the entry after it
+        checkpoint_root=b"\x11" * 32,
+        items=[
+            ReverifiedItem(
+                item_id=f"item-{i}",
+                dimension="reliability",
+                reported_millis=1000,
+                observed_millis=observed,
+                matched=observed == 1000,
+                error=None,
+            )
+            for i in range(10)
+        ],
+        private_items=[
+            PrivateItem(
+                exam="probe@1",
+                exam_digest="sha256:" + "cd" * 32,
+                item_id=f"private-{i}",
+                dimension="security",
+                grader="injection@1",
+                value_millis=1000,
+                result="success",
+                error=None,
+            )
+            for i in range(3)
+        ],
+        security_before=SecurityState(),
+        ran_at=statements.format_time(datetime(2026, 1, 1, tzinfo=UTC) + timedelta(days=day)),
+        nonce=f"bench-{agent}-{day}",
+    )
+
+
+async def log_runs(server: ServeProcess, agents: list[str], runs: int) -> int:
+    """``runs`` re-verification runs for each of ``agents``, signed by the server's re-verifier key and
+    appended to its log; the index of the last."""
+    assert server.database_url is not None
+    key = keys.read_key_file(server.data_dir / "reverify.key")
+    pool = await db.create_pool(server.database_url, min_size=1, max_size=2)
+    last = -1
+    try:
+        for agent in agents:
+            envelopes = [dsse.sign(_run(key, agent, day), [key]) for day in range(runs)]
+            appended = await LogStore(pool).append(
+                [check(prepare_entry(msgspec.to_builtins(e)), lambda _: key.public_key) for e in envelopes]
+            )
+            last = max(last, appended[-1].index)
+    finally:
+        await pool.close()
+    return last
+
+
 async def one_more_card(url: str, seed: int) -> None:
     """Register one more idle agent and wait until its card is projected: the next leaderboard read then
     makes its board again (a card read by id does not)."""
@@ -149,6 +232,11 @@ def run(server: ServeProcess, args: argparse.Namespace) -> list[Timed]:
     idle, rated = asyncio.run(fill(server, args))
     assert server.proc is not None
     pid, url = server.proc.pid, server.url
+    if args.runs:
+        t0 = time.perf_counter()
+        last = asyncio.run(log_runs(server, rated, args.runs))
+        asyncio.run(_wait_ratings(url, rated, last + 1))  # their evidence projected, every rating refreshed
+        print(f"logged {args.runs} runs for each rated agent in {time.perf_counter() - t0:.1f} s", flush=True)
     print(f"{len(idle):,} idle and {len(rated)} rated agents; one request at a time", flush=True)
     rng = random.Random(7)
     out = [timed(url, pid, "GET /healthz", ["/healthz"], args.requests, args.seconds)]
@@ -181,6 +269,11 @@ def run(server: ServeProcess, args: argparse.Namespace) -> list[Timed]:
     ]
     out.append(timed(url, pid, "GET /v1/agents?after=...&limit=100", pages, args.requests, args.seconds))
     return out + after_restart(server, args, idle + rated)
+
+
+async def _wait_ratings(url: str, agents: list[str], size: int) -> None:
+    async with httpx.AsyncClient(base_url=url, timeout=600) as client:
+        await wait_ratings(client, agents, size)
 
 
 def after_restart(server: ServeProcess, args: argparse.Namespace, agents: list[str]) -> list[Timed]:

@@ -123,9 +123,10 @@ RUNS: dict[str, tuple[str, list[str]]] = {
         [rf"without sandbox\s+2\s+\d+\s+\d+\s+{NUMBER}\s+{NUMBER}", rf"rating / healthz = {NUMBER}"],
     ),
     "leaderboard.py": (
-        "--idle 20 --rated 2 --requests 2 --seconds 5 --database-url {db}",
+        "--idle 20 --rated 2 --runs 3 --requests 2 --seconds 5 --database-url {db}",
         [
             r"^registered 20 idle agents",
+            rf"^logged 3 runs for each rated agent in {NUMBER} s$",
             rf"^GET /v1/leaderboard\?limit=100, again\s+\d+\s+{NUMBER}\s+{NUMBER}\s+{NUMBER} ms$",
             rf"^GET /v1/agents/\{{idle\}}/rating\s+\d+\s+{NUMBER}",
             rf"^GET /v1/search/agents\?q=agent, first after a restart\s+1\s+{NUMBER}\s+{NUMBER}\s+{NUMBER} ms$",
