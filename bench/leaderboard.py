@@ -10,8 +10,9 @@ covers the log, then times, one request at a time over one keep-alive connection
   again) and the reads after it, at the same log size;
 * ``GET /v1/agents/{id}/rating`` of random idle agents, and ``GET /v1/agents?after=...&limit=100``;
 * with ``--runs N``, each rated agent first gets N re-verification runs, signed by the server's
-  re-verifier key and appended to its log as the re-verifier appends them (a day apart, every tenth a
-  mismatch: what N days of daily runs leave; the rows of every listing show each agent's status);
+  re-verifier key and appended to its log as the re-verifier appends them (a day apart up to now, every
+  tenth a mismatch: what N days of daily runs leave; the rows of every listing show each agent's status,
+  read from all its runs however its card stands: the bench's cards declare no endpoint);
 * then, with the server stopped and started again on the same database, the first read of each route
   that names or lists every agent (the home page, the agent search, a card with its look-alike warnings,
   the leaderboard, the home page's search).
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import random
 import statistics
 import sys
@@ -149,9 +151,10 @@ async def fill(server: ServeProcess, args: argparse.Namespace) -> tuple[list[str
     return [a for a in idle if a not in rated], sorted(rated)
 
 
-def _run(key: keys.SigningKey, agent: str, day: int) -> bytes:
+def _run(key: keys.SigningKey, agent: str, day: int, first: datetime) -> bytes:
     """A re-verification statement of ``agent`` (10 public items, 3 private: the server's defaults), ``day``
-    days after 2026-01-01; every tenth a mismatch."""
+    days after ``first``; every tenth a mismatch. Each run has a seed of its own (a checkpoint root of its
+    own), as the re-verifier's runs do: their evidence keys differ and none repeats the one before it."""
     observed = 0 if day % 10 == 9 else 1000
     return make_reverification(
         verifier=key.id,
@@ -164,7 +167,7 @@ def _run(key: keys.SigningKey, agent: str, day: int) -> bytes:
         endpoint="https://agent.example/ask",
         trigger="schedule",
         checkpoint_size=2,  # covers the report and the entry after it
-        checkpoint_root=b"\x11" * 32,
+        checkpoint_root=hashlib.sha256(day.to_bytes(8, "big")).digest(),
         items=[
             ReverifiedItem(
                 item_id=f"item-{i}",
@@ -190,21 +193,22 @@ def _run(key: keys.SigningKey, agent: str, day: int) -> bytes:
             for i in range(3)
         ],
         security_before=SecurityState(),
-        ran_at=statements.format_time(datetime(2026, 1, 1, tzinfo=UTC) + timedelta(days=day)),
+        ran_at=statements.format_time(first + timedelta(days=day)),
         nonce=f"bench-{agent}-{day}",
     )
 
 
 async def log_runs(server: ServeProcess, agents: list[str], runs: int) -> int:
     """``runs`` re-verification runs for each of ``agents``, signed by the server's re-verifier key and
-    appended to its log; the index of the last."""
+    appended to its log, the last of them now; the index of the last."""
     assert server.database_url is not None
     key = keys.read_key_file(server.data_dir / "reverify.key")
     pool = await db.create_pool(server.database_url, min_size=1, max_size=2)
     last = -1
+    first = datetime.now(UTC) - timedelta(days=runs - 1)
     try:
         for agent in agents:
-            envelopes = [dsse.sign(_run(key, agent, day), [key]) for day in range(runs)]
+            envelopes = [dsse.sign(_run(key, agent, day, first), [key]) for day in range(runs)]
             appended = await LogStore(pool).append(
                 [check(prepare_entry(msgspec.to_builtins(e)), lambda _: key.public_key) for e in envelopes]
             )

@@ -267,6 +267,20 @@ class CountingStore(ScopeStore):
         return await super().newest_cards(agents, before, count)
 
 
+async def marked_past(client: Client, store: ScopeStore, agent: str) -> None:
+    """Wait until the app's runner has moved its marks past ``agent``'s card and scheduled this period. A
+    server run seen is not enough: the run (week's or card's) may finish before the step that scheduled
+    it writes its mark (seen once in CI on a loaded machine)."""
+    card = (await client.get(f"/v1/agents/{agent}")).json()["card_index"]
+    for _ in range(600):
+        if await store.mark("scope_cards") > card and await store.mark("scope_period") != 0:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(
+        f"the app's runner never marked {agent}'s card at {card} swept and the period scheduled"
+    )
+
+
 async def test_a_restarted_runner_goes_on_from_where_the_sweep_of_cards_stopped(
     loopback_client: Client, agent_url: str, dsn: str, tmp_path: Path
 ) -> None:
@@ -285,6 +299,7 @@ async def test_a_restarted_runner_goes_on_from_where_the_sweep_of_cards_stopped(
         config = ScopeRunConfig(policy=OutboundPolicy(allow_loopback=True))
         reverify_key = keys.read_key_file(tmp_path / "data" / "reverify.key")
         store = CountingStore(pool)
+        await marked_past(client, store, key.id)
         store.looked_up = []
         restarted = ScopeRunner(log_service, store, reverify_key, ExamDirs(), config)
         assert await restarted.sweep_cards() == 0
@@ -294,6 +309,7 @@ async def test_a_restarted_runner_goes_on_from_where_the_sweep_of_cards_stopped(
         marked = await store.mark("scope_cards")
         other = await register(client, agent_url)  # a card past the mark is still swept, and run
         await server_runs(client, other.id, 1)
+        await marked_past(client, store, other.id)
         assert await store.mark("scope_cards") > marked
     finally:
         await pool.close()
