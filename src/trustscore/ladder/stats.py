@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Final, Literal
 
 import msgspec
@@ -63,23 +64,50 @@ class Distribution(msgspec.Struct, frozen=True, kw_only=True):
     confirmed: int | None  # rows confirmed by someone other than the agent (or the server's own)
 
 
+@dataclass(frozen=True)
+class Counts:
+    """What a :class:`Distribution` reads of its rows, whatever the floor: rows per rung (in
+    :data:`RUNG_NAMES` order), rows confirmed by someone other than the agent, whether any row detects
+    outcomes."""
+
+    rungs: tuple[int, ...]
+    confirmed: int
+    detected: bool
+
+    @classmethod
+    def of(cls, rows: Iterable[LadderRow]) -> Counts:
+        rungs = [0] * len(RUNG_NAMES)
+        confirmed, detected = 0, False
+        for r in rows:
+            rungs[r.rung] += 1
+            confirmed += r.attested != "self"
+            detected = detected or r.outcome_detected
+        return cls(tuple(rungs), confirmed, detected)
+
+    def distribution(self, floor: int) -> Distribution:
+        """Nothing detecting outcomes comes first (null whatever the size), then the floor."""
+        n = sum(self.rungs)
+        rungs = dict(zip(RUNG_NAMES, self.rungs, strict=True))
+        if not self.detected:
+            return Distribution(
+                n=n,
+                verified=None,
+                rate=None,
+                reason=NO_OUTCOME_DETECTION,
+                rungs=rungs,
+                confirmed=self.confirmed,
+            )
+        if n < floor:
+            return Distribution(n=n, verified=None, rate=None, reason=BELOW_FLOOR, rungs=None, confirmed=None)
+        verified = sum(self.rungs[VERIFIED_RUNG:])
+        return Distribution(
+            n=n, verified=verified, rate=verified / n, reason=None, rungs=rungs, confirmed=self.confirmed
+        )
+
+
 def distribution(rows: Sequence[LadderRow], floor: int) -> Distribution:
     """Nothing detecting outcomes comes first (null whatever the size), then the floor."""
-    n = len(rows)
-    rungs = {name: 0 for name in RUNG_NAMES}
-    for r in rows:
-        rungs[RUNG_NAMES[r.rung]] += 1
-    confirmed = sum(1 for r in rows if r.attested != "self")
-    if not any(r.outcome_detected for r in rows):
-        return Distribution(
-            n=n, verified=None, rate=None, reason=NO_OUTCOME_DETECTION, rungs=rungs, confirmed=confirmed
-        )
-    if n < floor:
-        return Distribution(n=n, verified=None, rate=None, reason=BELOW_FLOOR, rungs=None, confirmed=None)
-    verified = sum(1 for r in rows if r.rung >= VERIFIED_RUNG)
-    return Distribution(
-        n=n, verified=verified, rate=verified / n, reason=None, rungs=rungs, confirmed=confirmed
-    )
+    return Counts.of(rows).distribution(floor)
 
 
 class Group(msgspec.Struct, frozen=True, kw_only=True):
@@ -108,25 +136,51 @@ def check_group_by(group_by: str) -> GroupBy:
     return group_by  # type: ignore[return-value]  # checked just above
 
 
+@dataclass(frozen=True)
+class Tally:
+    """What outcome stats read of the standing rows of the log prefix ``[0, log_size)``, for every
+    grouping at once: per group the :class:`Counts` (a floor is applied when stats are asked), and the
+    rule versions the standing rows were written under. One pass over the rows serves every grouping
+    and floor (services/ladder.py keeps one)."""
+
+    log_size: int
+    rules: tuple[str, ...]
+    groups: dict[str, dict[str, Counts]]  # group_by -> group -> counts
+
+    @classmethod
+    def of(cls, rows: Iterable[LadderRow], log_size: int) -> Tally:
+        kept = strongest(rows)
+        groups: dict[str, dict[str, Counts]] = {}
+        for field in GROUP_BY:
+            members: dict[str, list[LadderRow]] = {}
+            for r in kept:
+                label = getattr(r, field)
+                if label is not None:
+                    members.setdefault(label, []).append(r)
+            groups[field] = {g: Counts.of(members[g]) for g in sorted(members)}
+        return cls(log_size, tuple(sorted({r.rule for r in kept})), groups)
+
+    def stats(self, group_by: str, floor: int) -> OutcomeStats:
+        """The verified share per group (rows without the grouping field are in no group), groups sorted
+        by name."""
+        field = check_group_by(group_by)
+        check_floor(floor)
+        return OutcomeStats(
+            group_by=field,
+            floor=floor,
+            verified_rung=VERIFIED_RUNG,
+            rules=list(self.rules),
+            log_size=self.log_size,
+            groups=[Group(group=g, stats=c.distribution(floor)) for g, c in self.groups[field].items()],
+        )
+
+
 def outcome_stats(rows: Iterable[LadderRow], group_by: str, floor: int, log_size: int) -> OutcomeStats:
     """The verified share per group of the standing rows (rows without the grouping field are in no
     group), groups sorted by name."""
-    field = check_group_by(group_by)
+    check_group_by(group_by)
     check_floor(floor)
-    kept = strongest(rows)
-    groups: dict[str, list[LadderRow]] = {}
-    for r in kept:
-        label = getattr(r, field)
-        if label is not None:
-            groups.setdefault(label, []).append(r)
-    return OutcomeStats(
-        group_by=field,
-        floor=floor,
-        verified_rung=VERIFIED_RUNG,
-        rules=sorted({r.rule for r in kept}),
-        log_size=log_size,
-        groups=[Group(group=g, stats=distribution(groups[g], floor)) for g in sorted(groups)],
-    )
+    return Tally.of(rows, log_size).stats(group_by, floor)
 
 
 def by_dimension(rows: Iterable[LadderRow]) -> dict[str, Distribution]:

@@ -6,10 +6,25 @@ so ``trustscore stats`` over an export of the same prefix prints the same number
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 from trustscore.ladder.rows import LadderRow
-from trustscore.ladder.stats import Distribution, OutcomeStats, by_dimension, check_floor, outcome_stats
+from trustscore.ladder.stats import (
+    Distribution,
+    OutcomeStats,
+    Tally,
+    by_dimension,
+    check_floor,
+    check_group_by,
+)
 from trustscore.store.ladder import LadderStore
 from trustscore.store.projection_tables import ProjectionStore
+
+#: A new tally of the log's ladder rows is made at the earliest this many times the making of the last one
+#: after it: the outcome stats cost at most about 1/(1 + TALLY_SPACING) of the time, whatever the rate of
+#: requests and appends (each tally reads every ladder row of the log).
+TALLY_SPACING = 4.0
 
 
 class LadderService:
@@ -17,20 +32,43 @@ class LadderService:
         self.store = store
         self.projections = projections
         self.floor = check_floor(floor)
-        self._cache: dict[tuple[str, int], OutcomeStats] = {}  # (group_by, floor) -> stats at a size
+        self._tally: Tally | None = None  # of the projected log as it was at the last making
+        self._next_tally = 0.0  # time.monotonic() before which the kept tally is served as it is
+        self._making: asyncio.Task[Tally] | None = None
 
     async def outcomes(self, group_by: str, floor: int | None = None) -> OutcomeStats:
-        """The verified share per group of the projected log, with n beside every row."""
+        """The verified share per group of the projected log, with n beside every row and the log size
+        it holds for.
+
+        Every grouping and floor is answered from one :class:`~trustscore.ladder.stats.Tally` of the log
+        (before, each (grouping, floor) read every ladder row of the log again, so a floor that changed
+        at each request read the whole log each time). A new tally is made when the projected log has
+        moved on and :data:`TALLY_SPACING` times the last making has passed; callers meanwhile share it
+        and are answered for the size it holds for (stale by the spacing, never wrong)."""
+        check_group_by(group_by)
         floor = check_floor(self.floor if floor is None else floor)
-        size = await self.projections.projected_size()
-        cached = self._cache.get((group_by, floor))
-        if cached is not None and cached.log_size == size:
-            return cached
-        stats = outcome_stats(await self.store.rows(size), group_by, floor, size)
-        if len(self._cache) > 64:
-            self._cache.clear()
-        self._cache[(group_by, floor)] = stats
-        return stats
+        return (await self._current()).stats(group_by, floor)
+
+    async def _current(self) -> Tally:
+        kept = self._tally
+        if kept is not None and time.monotonic() < self._next_tally:
+            return kept
+        if self._making is None or self._making.done():
+            size = await self.projections.projected_size()
+            if kept is not None and kept.log_size == size:
+                return kept
+            if self._making is None or self._making.done():  # none started while the size was read
+                self._making = asyncio.ensure_future(self._make(size))
+        # Shielded: a caller that goes away does not cancel the making the others wait for.
+        return await asyncio.shield(self._making)
+
+    async def _make(self, size: int) -> Tally:
+        start = time.monotonic()
+        rows = await self.store.rows(size)
+        tally = await asyncio.to_thread(Tally.of, rows, size)  # the event loop serves others meanwhile
+        self._tally = tally
+        self._next_tally = time.monotonic() + TALLY_SPACING * (time.monotonic() - start)
+        return tally
 
     async def rungs(self, agent: str, items: list[tuple[int, int]]) -> dict[tuple[int, int], LadderRow]:
         """The ladder row of each of ``agent``'s evidence items ``(index, seq)`` that has one."""

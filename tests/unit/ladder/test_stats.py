@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from trustscore.errors import InvalidInput
 from trustscore.ladder.rows import LadderRow
+from trustscore.ladder.rule import RUNG_NAMES
 from trustscore.ladder.stats import (
     BELOW_FLOOR,
+    GROUP_BY,
     NO_OUTCOME_DETECTION,
+    Tally,
     by_dimension,
     outcome_stats,
     strongest,
@@ -88,3 +92,77 @@ def test_per_dimension_distribution_counts_only_rows_that_are_evidence() -> None
     dims = by_dimension(rows)
     assert sorted(dims) == ["delivery", "economic"]
     assert (dims["delivery"].n, dims["delivery"].verified, dims["delivery"].rate) == (1, 1, 1.0)
+
+
+def _reference(rows: list[LadderRow], group_by: str, floor: int) -> list[tuple[str, dict[str, object]]]:
+    """The outcome stats as first written: per group of the standing rows, its distribution read off its
+    rows (each (grouping, floor) a pass of its own)."""
+    groups: dict[str, list[LadderRow]] = {}
+    for r in strongest(rows):
+        label = getattr(r, group_by)
+        if label is not None:
+            groups.setdefault(label, []).append(r)
+    out: list[tuple[str, dict[str, object]]] = []
+    for g in sorted(groups):
+        d: dict[str, object]
+        members = groups[g]
+        n = len(members)
+        rungs = {name: sum(1 for r in members if r.rung == i) for i, name in enumerate(RUNG_NAMES)}
+        confirmed = sum(1 for r in members if r.attested != "self")
+        if not any(r.outcome_detected for r in members):
+            d = {"n": n, "verified": None, "rate": None, "reason": "no_outcome_detection", "rungs": rungs,
+                 "confirmed": confirmed}  # fmt: skip
+        elif n < floor:
+            d = {
+                "n": n,
+                "verified": None,
+                "rate": None,
+                "reason": "below_floor",
+                "rungs": None,
+                "confirmed": None,
+            }
+        else:
+            verified = sum(1 for r in members if r.rung >= 3)
+            d = {"n": n, "verified": verified, "rate": verified / n, "reason": None, "rungs": rungs,
+                 "confirmed": confirmed}  # fmt: skip
+        out.append((g, d))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_one_tally_answers_every_grouping_and_floor_as_a_pass_of_its_own(seed: int) -> None:
+    """services/ladder.py answers every (grouping, floor) from one Tally of the log; a floor changed at
+    each request used to read the whole log each time."""
+    import random
+
+    rng = random.Random(seed)
+    rows = [
+        LadderRow(
+            index=i // 2,
+            seq=i % 2 if rng.random() < 0.8 else None,
+            agent=rng.choice("ab"),
+            dimension=rng.choice(("delivery", "capability")),
+            rung=rng.randrange(6),
+            rule=rng.choice(("ladder-rule@0", "ladder-rule@1")),
+            attested=rng.choice(("self", "confirmed", "server")),
+            cover=rng.choice(("t1", "t2", "t3")),
+            issuer=rng.choice((None, "x", "y")),
+            outcome_detected=rng.random() < 0.7,
+            summary="",
+            kind="k",
+            model=rng.choice((None, "m1", "m2")),
+            adapter=rng.choice((None, "a1")),
+            exam=rng.choice((None, "e1", "e2")),
+            marketplace=rng.choice((None, "mk")),
+        )
+        for i in range(rng.randrange(0, 60))
+    ]
+    tally = Tally.of(rows, 99)
+    for group_by in GROUP_BY:
+        for floor in (1, 2, 3, 5, 20):
+            got = tally.stats(group_by, floor)
+            assert [(g.group, msgspec.to_builtins(g.stats)) for g in got.groups] == _reference(
+                rows, group_by, floor
+            )
+            assert got == outcome_stats(rows, group_by, floor, 99)
+            assert got.rules == sorted({r.rule for r in strongest(rows)}) and got.log_size == 99

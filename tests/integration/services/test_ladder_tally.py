@@ -1,0 +1,87 @@
+"""Outcome stats read the log's ladder rows once per tally, not once per (grouping, floor) and request.
+
+``GET /v1/stats/outcomes`` read every ladder row of the log for each (grouping, floor) not cached at the
+current size, and kept at most 64 of them: a public reader changing ``floor`` (1..10^6) at each request
+made the server read the whole log each time, and every request after an append did too. Now every
+grouping and floor is answered from one tally, made at most once per size and no sooner than
+TALLY_SPACING times the last making after it, shared by the callers that wait for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+import pytest
+
+from trustscore.ladder.rows import LadderRow
+from trustscore.ladder.stats import GROUP_BY
+from trustscore.services import ladder as ladder_service
+from trustscore.services.ladder import LadderService
+from trustscore.store.ladder import LadderStore
+from trustscore.store.projection_tables import ProjectionStore
+
+
+class _Rows(LadderStore):
+    """The real store, counting its reads of the whole log (and letting a test hold one)."""
+
+    reads = 0
+    hold: asyncio.Event | None = None
+
+    async def rows(self, end: int) -> list[LadderRow]:
+        self.reads += 1
+        if self.hold is not None:
+            await self.hold.wait()
+        return await super().rows(end)
+
+
+class _Size(ProjectionStore):
+    """The real store; the projected size a test moves (the rows read stay the real, empty, ones)."""
+
+    size = 0
+
+    async def projected_size(self) -> int:
+        return self.size
+
+
+def _service(pool: asyncpg.Pool) -> tuple[LadderService, _Rows, _Size]:
+    rows, size = _Rows(pool), _Size(pool)
+    return LadderService(rows, size, 20), rows, size
+
+
+async def test_every_grouping_and_floor_is_answered_from_one_read(pool: asyncpg.Pool) -> None:
+    service, rows, _ = _service(pool)
+    for floor in range(1, 200):
+        for group_by in GROUP_BY:
+            assert (await service.outcomes(group_by, floor)).floor == floor
+    assert rows.reads == 1  # before: 199 * 4 reads of every ladder row (64 kept at most)
+
+
+async def test_a_new_tally_waits_for_the_spacing_and_says_the_size_it_holds_for(
+    pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service, rows, size = _service(pool)
+    monkeypatch.setattr(ladder_service, "TALLY_SPACING", 1e9)  # as if the last making took long
+    assert (await service.outcomes("model")).log_size == 0
+    size.size = 5  # the log moved on
+    stale = await service.outcomes("model", 3)
+    assert (stale.log_size, rows.reads) == (0, 1)  # served as it was, and saying so
+    service._next_tally = 0.0  # the spacing has passed
+    assert (await service.outcomes("model")).log_size == 5 and rows.reads == 2
+    assert (await service.outcomes("exam", 7)).log_size == 5 and rows.reads == 2  # the same size: kept
+
+
+async def test_callers_share_one_making_and_one_leaving_stops_nobody(pool: asyncpg.Pool) -> None:
+    service, rows, size = _service(pool)
+    rows.hold = asyncio.Event()
+    size.size = 3
+    first = asyncio.ensure_future(service.outcomes("model"))
+    await asyncio.sleep(0.05)
+    others = [asyncio.ensure_future(service.outcomes(g, f)) for g in GROUP_BY for f in (1, 50)]
+    await asyncio.sleep(0.05)
+    first.cancel()  # its reader went away: the making goes on for the others
+    rows.hold.set()
+    answers = await asyncio.gather(*others)
+    assert {a.log_size for a in answers} == {3} and rows.reads == 1
+    with pytest.raises(asyncio.CancelledError):
+        await first
