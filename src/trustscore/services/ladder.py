@@ -18,7 +18,7 @@ from trustscore.ladder.stats import (
     check_floor,
     check_group_by,
 )
-from trustscore.store.ladder import LadderStore
+from trustscore.store.ladder import LadderStore, rows_of
 from trustscore.store.projection_tables import ProjectionStore
 
 #: A new tally of the log's ladder rows is made at the earliest this many times the making of the last one
@@ -49,23 +49,41 @@ class LadderService:
         floor = check_floor(self.floor if floor is None else floor)
         return (await self._current()).stats(group_by, floor)
 
-    async def _current(self) -> Tally:
+    def _kept(self, size: int | None = None) -> Tally | None:
+        """The kept tally if it may be served: within the spacing, or of ``size`` (the projected size)."""
         kept = self._tally
-        if kept is not None and time.monotonic() < self._next_tally:
+        if kept is not None and (time.monotonic() < self._next_tally or kept.log_size == size):
+            return kept
+        return None
+
+    async def _current(self) -> Tally:
+        kept = self._kept()
+        if kept is not None:
             return kept
         if self._making is None or self._making.done():
             size = await self.projections.projected_size()
-            if kept is not None and kept.log_size == size:
+            # Asked again: a making may have ended (and set the spacing) while the size was read.
+            kept = self._kept(size)
+            if kept is not None:
                 return kept
             if self._making is None or self._making.done():  # none started while the size was read
                 self._making = asyncio.ensure_future(self._make(size))
+                # Its error is read even when every caller went away (no "never retrieved" warning).
+                self._making.add_done_callback(lambda t: t.cancelled() or t.exception())
         # Shielded: a caller that goes away does not cancel the making the others wait for.
         return await asyncio.shield(self._making)
 
     async def _make(self, size: int) -> Tally:
         start = time.monotonic()
-        rows = await self.store.rows(size)
-        tally = await asyncio.to_thread(Tally.of, rows, size)  # the event loop serves others meanwhile
+        try:
+            records = await self.store.records(size)
+            # Rows made and passed over in a thread: the event loop serves others meanwhile.
+            tally = await asyncio.to_thread(lambda: Tally.of(rows_of(records), size))
+        except BaseException:
+            # A failed making is spaced too (callers meanwhile get the kept tally, if any), so a failing
+            # database is not asked for the whole log at every request.
+            self._next_tally = time.monotonic() + TALLY_SPACING * (time.monotonic() - start)
+            raise
         self._tally = tally
         self._next_tally = time.monotonic() + TALLY_SPACING * (time.monotonic() - start)
         return tally

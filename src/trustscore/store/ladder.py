@@ -62,6 +62,10 @@ async def insert(
     await conn.copy_records_to_table("ladder", columns=["idx", "pos", *_FIELDS[1:]], records=records)
 
 
+def rows_of(records: Sequence[asyncpg.Record]) -> list[LadderRow]:
+    return [_row(r) for r in records]
+
+
 def _row(r: asyncpg.Record) -> LadderRow:
     return LadderRow(
         index=r["idx"],
@@ -114,8 +118,11 @@ class LadderStore:
 
     async def rows(self, end: int) -> list[LadderRow]:
         """Every ladder row of entries ``[0, end)`` in log order."""
-        found = await self.pool.fetch(_SELECT + "WHERE idx < $1 ORDER BY idx, pos", end)
-        return [_row(r) for r in found]
+        return rows_of(await self.records(end))
+
+    async def records(self, end: int) -> list[asyncpg.Record]:
+        """:meth:`rows` as the database answered them (:func:`rows_of` makes them rows, e.g. in a thread)."""
+        return await self.pool.fetch(_SELECT + "WHERE idx < $1 ORDER BY idx, pos", end)
 
     async def rows_between(self, agent: str, first: int, last: int) -> list[LadderRow]:
         """``agent``'s ladder rows of entries ``[first, last]`` that carry scoring evidence."""

@@ -10,11 +10,12 @@ TALLY_SPACING times the last making after it, shared by the callers that wait fo
 from __future__ import annotations
 
 import asyncio
+import gc
+import logging
 
 import asyncpg
 import pytest
 
-from trustscore.ladder.rows import LadderRow
 from trustscore.ladder.stats import GROUP_BY
 from trustscore.services import ladder as ladder_service
 from trustscore.services.ladder import LadderService
@@ -28,19 +29,26 @@ class _Rows(LadderStore):
     reads = 0
     hold: asyncio.Event | None = None
 
-    async def rows(self, end: int) -> list[LadderRow]:
+    fail = False
+
+    async def records(self, end: int) -> list[asyncpg.Record]:
         self.reads += 1
         if self.hold is not None:
             await self.hold.wait()
-        return await super().rows(end)
+        if self.fail:
+            raise ConnectionError("the database went away")
+        return await super().records(end)
 
 
 class _Size(ProjectionStore):
     """The real store; the projected size a test moves (the rows read stay the real, empty, ones)."""
 
     size = 0
+    gates: list[asyncio.Event] = []  # noqa: RUF012 - set per test: each read waits for the next gate
 
     async def projected_size(self) -> int:
+        if self.gates:
+            await self.gates.pop(0).wait()
         return self.size
 
 
@@ -85,3 +93,47 @@ async def test_callers_share_one_making_and_one_leaving_stops_nobody(pool: async
     assert {a.log_size for a in answers} == {3} and rows.reads == 1
     with pytest.raises(asyncio.CancelledError):
         await first
+
+
+async def test_a_size_read_that_answers_after_a_making_does_not_make_another(
+    pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review: a caller compared its size with the tally it saw before its size read; a making that ended
+    meanwhile (and set the spacing) was ignored, and each such caller read the whole log again."""
+    monkeypatch.setattr(ladder_service, "TALLY_SPACING", 1e9)
+    service, rows, size = _service(pool)
+    size.gates = [asyncio.Event() for _ in range(3)]
+    gates = list(size.gates)
+    callers = [asyncio.ensure_future(service.outcomes("model", f)) for f in (1, 2, 3)]
+    await asyncio.sleep(0.05)  # all three wait for their size reads
+    gates[0].set()
+    first = await callers[0]  # its making has ended
+    gates[1].set()
+    gates[2].set()
+    assert [a.log_size for a in await asyncio.gather(*callers[1:])] == [first.log_size] * 2
+    assert rows.reads == 1  # 3 before
+
+
+async def test_a_failed_making_is_surfaced_spaced_and_read(
+    pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    service, rows, size = _service(pool)
+    assert (await service.outcomes("model")).log_size == 0
+    monkeypatch.setattr(ladder_service, "TALLY_SPACING", 1e9)
+    service._next_tally, size.size, rows.fail = 0.0, 4, True
+    with pytest.raises(ConnectionError):
+        await service.outcomes("model")
+    assert (await service.outcomes("exam")).log_size == 0  # spaced: the kept tally, not another read
+    assert rows.reads == 2
+    # The only caller goes away and the making fails: its error is still read (no asyncio warning).
+    service._next_tally, rows.hold = 0.0, asyncio.Event()
+    caller = asyncio.ensure_future(service.outcomes("model"))
+    await asyncio.sleep(0.05)
+    caller.cancel()
+    rows.hold.set()
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        await asyncio.sleep(0.05)
+        service._making = None
+        gc.collect()
+        await asyncio.sleep(0)
+    assert "never retrieved" not in caplog.text
