@@ -9,6 +9,8 @@ covers the log, then times, one request at a time over one keep-alive connection
   (the page): the first read after a change (a new card registered just before: the kept board is made
   again) and the reads after it, at the same log size;
 * ``GET /v1/agents/{id}/rating`` of random idle agents, and ``GET /v1/agents?after=...&limit=100``;
+* ``GET /v1/stats/outcomes?group_by=exam&floor=N`` with a new floor at each request (the outcome stats of
+  the log's ladder rows: the rated agents' graded items);
 * with ``--runs N``, each rated agent first gets N re-verification runs, signed by the server's
   re-verifier key and appended to its log as the re-verifier appends them (a day apart up to now, every
   tenth a mismatch: what N days of daily runs leave; the rows of every listing show each agent's status,
@@ -272,6 +274,12 @@ def run(server: ServeProcess, args: argparse.Namespace) -> list[Timed]:
         for a in rng.sample(idle + rated, min(args.requests, len(idle + rated)))
     ]
     out.append(timed(url, pid, "GET /v1/agents?after=...&limit=100", pages, args.requests, args.seconds))
+    # Outcome stats over every ladder row of the log (the rated agents' graded items), a floor of its own
+    # at each request: before 6ca9dee each (grouping, floor) read the log's ladder rows again.
+    floors = [f"/v1/stats/outcomes?group_by=exam&floor={f}" for f in range(1, args.requests + 1)]
+    out.append(
+        timed(url, pid, "GET /v1/stats/outcomes, a new floor each", floors, args.requests, args.seconds)
+    )
     return out + after_restart(server, args, idle + rated)
 
 
