@@ -341,7 +341,8 @@ class Reverifier:
         )
         new = statements.parse_statement(payload).predicate
         assert isinstance(new, Reverification)
-        if last is not None and before is not None and not status.should_record(before, new):
+        if before is not None and not status.should_record(before, new):
+            assert last is not None  # before is its statement
             await self._finish(run, entry_index=None, same_as_index=last[0])
             return
         envelope = dsse.sign(payload, [self.key])

@@ -116,12 +116,9 @@ class LadderStore:
             await conn.execute("UPDATE projection_state SET next_index = 0 WHERE name = 'ladder_backfill'")
             return True
 
-    async def rows(self, end: int) -> list[LadderRow]:
-        """Every ladder row of entries ``[0, end)`` in log order."""
-        return rows_of(await self.records(end))
-
     async def records(self, end: int) -> list[asyncpg.Record]:
-        """:meth:`rows` as the database answered them (:func:`rows_of` makes them rows, e.g. in a thread)."""
+        """Every ladder row of entries ``[0, end)`` in log order, as the database answered them
+        (:func:`rows_of` makes them rows, e.g. in a thread)."""
         return await self.pool.fetch(_SELECT + "WHERE idx < $1 ORDER BY idx, pos", end)
 
     async def rows_between(self, agent: str, first: int, last: int) -> list[LadderRow]:

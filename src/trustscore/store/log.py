@@ -990,9 +990,9 @@ async def kinds_since(
     pool: asyncpg.Pool, kinds: Iterable[str], start: int, limit: int, *, leaf: bool = False
 ) -> tuple[list[asyncpg.Record], int | None]:
     """The entries (idx, subject, kind, and with ``leaf`` the leaf) of ``kinds`` at index ``start`` or
-    later, in index order, at most ``limit`` of each kind (a kind named twice is read once); and None if those are all there were, else the
-    index of the last one returned (read on after it: a full page of one kind may stop before entries of
-    the others).
+    later, in index order, at most ``limit`` of each kind (a kind named twice is read once); and None if
+    those are all there were, else the index of the last one returned (read on after it: a full page of
+    one kind may stop before entries of the others).
 
     One kind at a time (:data:`KIND_PAGE`), all in one snapshot: appends commit in log order, so it holds
     a prefix of the log. Under READ COMMITTED each query saw its own moment, and an entry of one kind
