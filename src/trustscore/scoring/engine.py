@@ -621,17 +621,20 @@ def _newest_per_key(agent: I64, key: I64, at: I64, seq: I64, keep: NDArray[np.bo
     newest = np.full(groups, np.iinfo(np.int64).min)
     np.maximum.at(newest, group, row_at)
     winner = row_at == newest[group]  # the newest time; then the highest seq among those
-    newest_rows = np.flatnonzero(winner)
-    newest_group, newest_seq = group[newest_rows], seq[rows[newest_rows]]
-    last_seq = np.full(groups, np.iinfo(np.int64).min)
-    np.maximum.at(last_seq, newest_group, newest_seq)
-    winner[newest_rows] = newest_seq == last_seq[newest_group]
-    # One winner per (agent, key) that has rows: as many winners as groups with a row (a group's
-    # newest time is a row's time, so more than INT64_MIN unless a row's time is that).
+    # Every (agent, key) with a row has a row at its newest time, so as many rows at their key's newest
+    # time as keys with a newest time above the fill value means one each: no tie for seq to break.
     occupied = np.count_nonzero(newest != np.iinfo(np.int64).min)
-    if np.count_nonzero(winner) != occupied and (
-        row_at.min() != np.iinfo(np.int64).min or (np.bincount(group[winner], minlength=groups) > 1).any()
-    ):
-        raise InvalidInput("two evidence rows share agent, key, time and seq; seq must break ties")
+    if np.count_nonzero(winner) != occupied:
+        newest_rows = np.flatnonzero(winner)
+        newest_group, newest_seq = group[newest_rows], seq[rows[newest_rows]]
+        last_seq = np.full(groups, np.iinfo(np.int64).min)
+        np.maximum.at(last_seq, newest_group, newest_seq)
+        winner[newest_rows] = newest_seq == last_seq[newest_group]
+        # Still more winners than keys: two rows tie on seq too, or rows at INT64_MIN (the fill value)
+        # left their keys out of the count.
+        if np.count_nonzero(winner) != occupied and (
+            row_at.min() != np.iinfo(np.int64).min or (np.bincount(group[winner], minlength=groups) > 1).any()
+        ):
+            raise InvalidInput("two evidence rows share agent, key, time and seq; seq must break ties")
     out[rows[np.flatnonzero(~winner)]] = False  # indexes: faster than a boolean mask of random rows
     return out

@@ -212,6 +212,43 @@ def test_rows_at_the_earliest_time_compete_like_any_other() -> None:
         engine._newest_per_key(agent, key, tied, np.array([1, 2, 4, 4], dtype=np.int64), keep)
 
 
+def plain_newest_per_key(agent: I64, key: I64, at: I64, seq: I64, keep: list[bool]) -> list[bool]:
+    """The rule itself: a kept keyed row is out if another kept row of its (agent, key) is newer by
+    (at, seq)."""
+    newest: dict[tuple[int, int], tuple[int, int]] = {}
+    for i in range(agent.size):
+        if keep[i] and key[i] >= 0:
+            pair, stamp = (int(agent[i]), int(key[i])), (int(at[i]), int(seq[i]))
+            newest[pair] = max(newest.get(pair, stamp), stamp)
+    return [
+        not (keep[i] and key[i] >= 0 and newest[int(agent[i]), int(key[i])] != (int(at[i]), int(seq[i])))
+        for i in range(agent.size)
+    ]
+
+
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.integers(0, 3),  # agent
+            st.integers(-1, 3),  # key (-1: none)
+            st.sampled_from([np.iinfo(np.int64).min, -5, 0, 1, 2, 7, np.iinfo(np.int64).max]),  # at: ties
+            st.booleans(),  # kept
+        ),
+        max_size=40,
+    ),
+    seed=st.integers(0, 2**32 - 1),
+)
+@settings(max_examples=300, deadline=None)
+def test_newest_per_key_is_the_rule(rows: list[tuple[int, int, int, bool]], seed: int) -> None:
+    """With or without ties at a key's newest time (the quick path takes only keys with one row there),
+    the winners are the rule's; distinct seqs, so no input is refused."""
+    agent, key, at = (np.array([r[i] for r in rows], dtype=np.int64) for i in range(3))
+    keep = [r[3] for r in rows]
+    seq = np.random.default_rng(seed).permutation(len(rows)).astype(np.int64)
+    got = engine._newest_per_key(agent, key, at, seq, np.array(keep, dtype=np.bool_))
+    assert got.tolist() == plain_newest_per_key(agent, key, at, seq, keep)
+
+
 @pytest.mark.parametrize("model", ["baseline-v0.3", "trustscore-v1", "trustscore-v2", "trustscore-v3"])
 def test_narrow_columns_rate_as_their_int64_and_float64_values(model: str) -> None:
     """The shortcuts use codes and values as the batch holds them: a batch of int32 codes and float32
