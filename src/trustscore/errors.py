@@ -40,6 +40,14 @@ class PayloadTooLarge(InvalidInput):
     title = "Payload too large"
 
 
+class TooLarge(TrustscoreError):
+    """An answer larger than the server makes (e.g. a rating attestation bundle with too many entries)."""
+
+    code = "too-large"
+    status = 422
+    title = "Answer too large"
+
+
 class UnsupportedKind(InvalidInput):
     """A payload type, predicate type or schema version this server does not know."""
 

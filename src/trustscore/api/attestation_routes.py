@@ -7,10 +7,12 @@ from typing import Annotated, Any, Literal
 import msgspec
 from litestar import Controller, get
 from litestar.di import NamedDependency
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, QueryParameter
+from litestar.response.base import ASGIResponse
 
-from trustscore.api.openapi import READ_PROBLEMS
-from trustscore.attestations.rating import Bundle
+from trustscore.api.log_routes import JSON_HEADERS
+from trustscore.api.openapi import ATTESTATION_PROBLEMS
 from trustscore.services.attestations import AttestationService
 
 
@@ -59,15 +61,12 @@ class CredentialOut(msgspec.Struct):
 
 
 Attestations = NamedDependency[AttestationService]
+_json = msgspec.json.Encoder()
 Model = Annotated[str | None, QueryParameter(description="model version (default trustscore-v2)")]
 Format = Annotated[
     Literal["bundle", "vc"],
     QueryParameter(description="bundle: for `trustscore rating verify`; vc: a W3C VC 2.0 (eddsa-jcs-2022)"),
 ]
-
-
-def bundle_out(bundle: Bundle) -> BundleOut:
-    return msgspec.convert(msgspec.to_builtins(bundle), BundleOut)
 
 
 class AttestationController(Controller):
@@ -77,7 +76,14 @@ class AttestationController(Controller):
     @get(
         "/agents/{agent_id:str}/rating/attestation",
         operation_id="getRatingAttestation",
-        responses=READ_PROBLEMS,
+        responses={
+            200: ResponseSpec(
+                BundleOut | CredentialOut,  # type: ignore[arg-type]
+                description="a bundle (format=bundle) or a Verifiable Credential (format=vc)",
+                generate_examples=False,
+            ),
+            **ATTESTATION_PROBLEMS,
+        },
     )
     async def attestation(
         self,
@@ -85,9 +91,12 @@ class AttestationController(Controller):
         agent_id: FromPath[str],
         model: Model = None,
         format: Format = "bundle",
-    ) -> BundleOut | CredentialOut:
+    ) -> ASGIResponse:
         """The served rating signed by the server with the checkpoint and inclusion proofs of every entry
-        it was computed from (``format=bundle``), or the same rating as a Verifiable Credential (``vc``)."""
+        it was computed from (``format=bundle``), or the same rating as a Verifiable Credential (``vc``).
+        A bundle made in the last 30 s for the same agent and model is served again (it names the rating
+        it attests); a rating computed from more than 20,000 entries has none (422)."""
         if format == "vc":
-            return msgspec.convert(await attestations.credential(agent_id, model), CredentialOut)
-        return bundle_out(await attestations.bundle(agent_id, model))
+            credential = msgspec.convert(await attestations.credential(agent_id, model), CredentialOut)
+            return ASGIResponse(body=_json.encode(credential), headers=JSON_HEADERS)
+        return ASGIResponse(body=await attestations.bundle_json(agent_id, model), headers=JSON_HEADERS)

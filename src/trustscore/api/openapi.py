@@ -141,6 +141,17 @@ READ_PROBLEMS: dict[int, ResponseSpec] = {
     503: _problem("the service is starting or its database is unreachable; retry"),
 }
 
+#: What a rating attestation may answer besides success: its bundle is bounded and its makings share a
+#: budget (services/attestations.py).
+ATTESTATION_PROBLEMS: dict[int, ResponseSpec] = {
+    **READ_PROBLEMS,
+    422: _problem("the rating is computed from more log entries than a bundle holds (20,000)"),
+    503: _problem(
+        "the service is starting, its database is unreachable, or the bundles being made fill the "
+        "server's budget (Retry-After says when); retry"
+    ),
+}
+
 #: What a read of a collection (exams, methodology) may answer besides success.
 STARTING: dict[int, ResponseSpec] = {503: READ_PROBLEMS[503]}
 

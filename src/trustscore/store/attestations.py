@@ -24,6 +24,18 @@ class AttestationStore:
         )
         return [(r["idx"], r["issuer"]) for r in rows]
 
+    async def evidence_entry_count(self, agent: str, size: int, up_to: int) -> int:
+        """How many entries below ``size`` gave ``agent`` evidence, counted up to ``up_to`` at most (the
+        scan stops there)."""
+        count: int = await self.pool.fetchval(
+            "SELECT count(*) FROM (SELECT DISTINCT idx FROM evidence WHERE agent = $1 AND idx < $2 "
+            "ORDER BY idx LIMIT $3) AS t",
+            agent,
+            size,
+            up_to,
+        )
+        return count
+
     async def snapshot_entries(self, agent: str, model_version: str, size: int) -> list[int]:
         """Every rating snapshot below ``size`` of ``model_version`` with a row for ``agent``."""
         rows = await self.pool.fetch(
