@@ -122,6 +122,13 @@ RUNS: dict[str, tuple[str, list[str]]] = {
         "--load httpx --database-url {db}",
         [rf"without sandbox\s+2\s+\d+\s+\d+\s+{NUMBER}\s+{NUMBER}", rf"rating / healthz = {NUMBER}"],
     ),
+    "attestations.py": (
+        "--entries 3,20 --requests 2 --database-url {db}",
+        [
+            rf"^\s+3 bundle\s+200\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}$",
+            rf"^\s+20\s+vc\s+200\s+0\s+{NUMBER}",
+        ],
+    ),
     "leaderboard.py": (
         "--idle 20 --rated 2 --runs 3 --requests 2 --seconds 5 --database-url {db}",
         [
