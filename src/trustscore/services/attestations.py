@@ -6,12 +6,14 @@ every key needed to check them; each is proven against the latest checkpoint, wh
 rating's log size. Before a bundle leaves the server it is verified exactly as ``trustscore rating
 verify`` would, so the server never signs a rating it cannot reproduce. See docs/attestations.md.
 
-Each entry costs the server ~0.2 ms of CPU and the answer ~1.9 KB (3,004 marketplace events: 0.55 s,
-5.6 MB), and the request is anyone's: a bundle holds at most :data:`MAX_BUNDLE_ENTRIES` (more is refused
-before any entry is read), the bundles being made at once hold at most :attr:`BundleLimits.in_flight`
-entries in all (a request waits for room up to :attr:`BundleLimits.max_wait` seconds, then 503), and a
-bundle made for an agent and model is served again for :attr:`BundleLimits.reuse_s` seconds, to every
-request that asks meanwhile (one making at a time per agent and model).
+A bundle's cost grows with its entries and their bytes (~0.2 ms of CPU and ~1.9 KB for a marketplace
+event; a rating snapshot entry of 1,000 agents' rows ~150 KB and ~4 ms), and the request is anyone's: a
+bundle holds at most :data:`MAX_BUNDLE_ENTRIES` entries and :data:`MAX_BUNDLE_LEAF_BYTES` bytes of leaves
+(counted before any leaf is read; 422 beyond), the bundles being made at once hold at most
+:attr:`BundleLimits.in_flight` bytes of leaves in all (a request waits for room up to
+:attr:`BundleLimits.max_wait` seconds, then 503), and a bundle (or a refusal) made for an agent and model
+is served again for :attr:`BundleLimits.reuse_s` seconds, to every request that asks meanwhile (one
+making at a time per agent and model).
 """
 
 from __future__ import annotations
@@ -41,17 +43,23 @@ from trustscore.store.log import StoredCheckpoint
 
 _json = msgspec.json.Encoder()
 
-#: Entries one bundle holds at most: ~40 MB and a few seconds of the server's CPU.
+#: Seconds a bundle's making waits for a checkpoint covering its rating.
+CHECKPOINT_WAIT = 5.0
+#: Entries one bundle holds at most.
 MAX_BUNDLE_ENTRIES = 20_000
+#: Bytes of leaves one bundle holds at most: its JSON is ~1.4x that (base64 and proofs), its making a
+#: few seconds of the server's CPU and a few times that in memory.
+MAX_BUNDLE_LEAF_BYTES = 32 << 20
 
 
 @dataclass(frozen=True)
 class BundleLimits:
     max_entries: int = MAX_BUNDLE_ENTRIES
-    in_flight: int = MAX_BUNDLE_ENTRIES  # entries of the bundles being made at once: one of the largest
+    max_leaf_bytes: int = MAX_BUNDLE_LEAF_BYTES
+    in_flight: int = MAX_BUNDLE_LEAF_BYTES  # leaf bytes of the bundles being made at once: one of the largest
     max_wait: float = 5.0  # seconds a request waits for room among them, then 503
-    reuse_s: float = 30.0  # a bundle made for an agent and model is served again for this long
-    kept_entries: int = MAX_BUNDLE_ENTRIES  # entries of the bundles kept for reuse, least recent out first
+    reuse_s: float = 30.0  # a bundle (or a refusal) for an agent and model is served again for this long
+    kept_bytes: int = 2 * MAX_BUNDLE_LEAF_BYTES  # JSON of the bundles kept for reuse, least recent out first
 
 
 async def build_bundle(
@@ -61,12 +69,32 @@ async def build_bundle(
     agent: str,
     model: str | None,
     *,
-    checkpoint_wait: float = 5.0,
-    max_entries: int = MAX_BUNDLE_ENTRIES,
+    checkpoint_wait: float = CHECKPOINT_WAIT,
+    limits: BundleLimits | None = None,
     budget: WorkBudget | None = None,
 ) -> attestation.Bundle:
     """A verified bundle attesting ``agent``'s served rating under ``model`` (default model if None);
-    TooLarge if it would hold more than ``max_entries``; its making holds its entries of ``budget``."""
+    TooLarge past ``limits``; its making holds its leaf bytes of ``budget``."""
+    bundle, _ = await _made_bundle(
+        public, store, key, agent, model, checkpoint_wait, limits, budget, encode=False
+    )
+    return bundle
+
+
+async def _made_bundle(
+    public: PublicService,
+    store: AttestationStore,
+    key: SigningKey,
+    agent: str,
+    model: str | None,
+    checkpoint_wait: float,
+    limits: BundleLimits | None,
+    budget: WorkBudget | None,
+    *,
+    encode: bool,
+) -> tuple[attestation.Bundle, bytes]:
+    """The bundle, and its JSON if ``encode`` (made under the same hold of ``budget``)."""
+    limits = limits or BundleLimits()
     log = public.log
     regs = await log.store.registrations([key.id])
     if key.id not in regs or attestation.SIGNER_ROLE not in regs[key.id].roles:
@@ -76,17 +104,23 @@ async def build_bundle(
     rated = await public.rating(agent, model)
     weights = public.ratings.model(model)
     cp = await _checkpoint_covering(public, rated.log_size, checkpoint_wait)
-    indexes = await entries_of(store, agent, weights.model_version, rated.log_size, key.id, max_entries)
-    async with contextlib.nullcontext() if budget is None else budget.hold(len(indexes)):
+    indexes = await entries_of(
+        store, agent, weights.model_version, rated.log_size, key.id, limits.max_entries
+    )
+    leaf_bytes = await store.leaf_bytes(indexes)
+    if leaf_bytes > limits.max_leaf_bytes:
+        raise TooLarge(
+            f"the rating of {agent} is computed from {len(indexes)} log entries of {leaf_bytes} bytes, more "
+            f"than the {limits.max_leaf_bytes} a bundle holds; {_OFFLINE}"
+        )
+    async with contextlib.nullcontext() if budget is None else budget.hold(leaf_bytes):
         leaves = await store.leaves(indexes)
-        if [i for i, _ in leaves] != indexes:
-            raise NotFound(
-                "some entries of the rating are missing from the log"
-            )  # cannot happen: append-only
+        if [i for i, _ in leaves] != indexes:  # cannot happen: the log is append-only
+            raise NotFound("some entries of the rating are missing from the log")
         ranges = {i: merkle.inclusion_proof_ranges(i, cp.size) for i in indexes}
         nodes = await log.store.nodes(merkle.required_nodes(r for rs in ranges.values() for r in rs))
 
-        def signed() -> attestation.Bundle:  # the CPU-bound part, off the event loop
+        def signed() -> tuple[attestation.Bundle, bytes]:  # the CPU-bound part, off the event loop
             try:
                 proofs = {i: merkle.assemble(rs, nodes) for i, rs in ranges.items()}
             except KeyError as exc:
@@ -112,7 +146,7 @@ async def build_bundle(
                 raise TrustscoreError(
                     f"the attestation of {agent} does not reproduce: {exc.message}"
                 ) from exc
-            return bundle
+            return bundle, _json.encode(bundle) if encode else b""
 
         return await asyncio.to_thread(signed)
 
@@ -121,12 +155,19 @@ async def entries_of(
     store: AttestationStore, agent: str, model: str, size: int, signer: str, max_entries: int | None = None
 ) -> list[int]:
     """The sorted log indexes ``agent``'s rating under ``model`` over [0, ``size``) is computed from;
-    TooLarge if more than ``max_entries`` (counted up to there before they are read)."""
-    if (
-        max_entries is not None
-        and await store.evidence_entry_count(agent, size, max_entries + 1) > max_entries
-    ):
-        raise _too_large(agent, max_entries)
+    TooLarge if more than ``max_entries``: the agent's evidence and snapshot entries are counted up to
+    there before they are listed, and the entries found are counted after each step."""
+    if max_entries is not None:
+        up_to = max_entries + 1
+        own = await store.evidence_entry_count(agent, size, up_to)
+        if own + await store.snapshot_entry_count(agent, model, size, up_to) > max_entries:
+            raise _too_many(agent, max_entries)
+
+    def bounded(found: set[int]) -> set[int]:
+        if max_entries is not None and len(found) > max_entries:
+            raise _too_many(agent, max_entries)
+        return found
+
     evidence = await store.evidence_entries(agent, size)
     # What weighted each third-party report: its reporter's newest reporter-model snapshot before it, the
     # first that rated it (how long it has had standing) and the operator's word on it as a marketplace.
@@ -143,24 +184,26 @@ async def entries_of(
             await store.approvals_of({r for _, r in pending}, MARKETPLACE_APPROVAL.predicate_type, size)
         )
         vouches = await store.first_vouches_before(pending, (POOL_ISSUER, REVERIFY_ISSUER))
-        found |= set(vouches)
+        found = bounded(found | set(vouches))
         reports = [*reports, *await store.entry_signers(vouches)]
     ids = await store.signers(found) | {agent, signer} | {issuer for _, issuer in evidence if issuer}
     cards = await store.registration_entries(ids)
     if cards.get(signer, size) >= size:
         raise NotYetAvailable(f"the card of the service key {signer} is not yet among the rating's entries")
     # Cards from [size, ...) register keys that no entry below size needs (a card precedes its use).
-    found |= {i for i in cards.values() if i < size}
-    if max_entries is not None and len(found) > max_entries:
-        raise _too_large(agent, max_entries)
-    return sorted(found)
+    return sorted(bounded(found | {i for i in cards.values() if i < size}))
 
 
-def _too_large(agent: str, max_entries: int) -> TooLarge:
+_OFFLINE = (
+    "its evidence can be exported (trustscore evidence export) and the rating recomputed offline "
+    "(trustscore score)"
+)
+
+
+def _too_many(agent: str, max_entries: int) -> TooLarge:
     return TooLarge(
         f"the rating of {agent} is computed from more than {max_entries} log entries, more than a bundle "
-        "holds; its evidence can be exported (trustscore evidence export) and the rating recomputed "
-        "offline (trustscore score)"
+        f"holds; {_OFFLINE}"
     )
 
 
@@ -177,12 +220,17 @@ async def _checkpoint_covering(public: PublicService, size: int, wait: float) ->
 
 @dataclass(frozen=True)
 class Made:
-    """A bundle as served: its encoded JSON, its attestation (for a credential) and how many entries."""
+    """A bundle as served: its JSON and its attestation (for a credential); or why there is none."""
 
     at: float  # time.monotonic() when made
-    attestation: dsse.Envelope
+    attestation: dsse.Envelope | None
     body: bytes
-    entries: int
+    refused: str | None = None  # the message of a TooLarge, given again while the refusal is kept
+
+    @property
+    def weight(self) -> int:
+        """What keeping it counts against ``kept_bytes``: its JSON and a little for the rest."""
+        return len(self.body) + 1024
 
 
 class AttestationService:
@@ -198,10 +246,10 @@ class AttestationService:
         self.public = public
         self.store = store
         self.key = key
-        self.limits = limits or BundleLimits()
-        self._budget = WorkBudget(self.limits.in_flight, self.limits.max_wait, "bundle entries")
-        self._made: OrderedDict[tuple[str, str], Made] = OrderedDict()
-        self._kept = 0  # entries of the bundles in _made
+        self.limits = limits or BundleLimits()  # the budget's size and wait are read here, once
+        self._budget = WorkBudget(self.limits.in_flight, self.limits.max_wait, "bytes of bundle entries")
+        self._made: OrderedDict[tuple[str, str], Made] = OrderedDict()  # oldest first
+        self._kept = 0  # the weight of what is in _made
         self._making: dict[tuple[str, str], asyncio.Future[Made]] = {}
 
     async def bundle_json(self, agent: str, model: str | None) -> bytes:
@@ -213,41 +261,59 @@ class AttestationService:
 
     async def credential(self, agent: str, model: str | None) -> dict[str, Any]:
         made = await self.made(agent, model)
+        assert made.attestation is not None  # a refusal is raised by made()
         return attestation.rating_credential(attestation.parse_attestation(made.attestation), self.key)
 
     async def made(self, agent: str, model: str | None) -> Made:
         """A bundle of ``agent``'s served rating: one made within the last ``reuse_s`` seconds for the same
         agent and model (it names the rating it attests), else a new one, shared by every caller that
-        asks while it is made (a caller that leaves does not stop it)."""
+        asks while it is made (a caller that leaves does not stop it). A refusal (TooLarge) is kept and
+        given again the same way."""
         key = (agent, self.public.ratings.model(model).model_version)  # an unknown model: NotFound here
+        self._drop_expired()
         made = self._made.get(key)
-        if made is not None and time.monotonic() - made.at <= self.limits.reuse_s:
-            return made
-        making = self._making.get(key)
-        if making is None:
-            making = self._making[key] = asyncio.ensure_future(self._make(key, agent, model))
-            making.add_done_callback(lambda done: self._done(key, done))
-        return await asyncio.shield(making)
+        if made is None:
+            making = self._making.get(key)
+            if making is None:
+                making = self._making[key] = asyncio.ensure_future(self._make(key, agent, model))
+                making.add_done_callback(lambda done: self._done(key, done))
+            made = await asyncio.shield(making)
+        if made.refused is not None:
+            raise TooLarge(made.refused)
+        return made
 
     async def _make(self, key: tuple[str, str], agent: str, model: str | None) -> Made:
-        bundle = await build_bundle(
-            self.public,
-            self.store,
-            self.key,
-            agent,
-            model,
-            max_entries=self.limits.max_entries,
-            budget=self._budget,
-        )
-        body = await asyncio.to_thread(_json.encode, bundle)
-        made = Made(time.monotonic(), bundle.attestation, body, len(bundle.entries))
-        old = self._made.pop(key, None)
-        self._kept -= 0 if old is None else old.entries
-        self._made[key] = made
-        self._kept += made.entries
-        while self._kept > self.limits.kept_entries and len(self._made) > 1:  # the newest always stays
-            self._kept -= self._made.popitem(last=False)[1].entries
+        try:
+            bundle, body = await _made_bundle(
+                self.public,
+                self.store,
+                self.key,
+                agent,
+                model,
+                CHECKPOINT_WAIT,
+                self.limits,
+                self._budget,
+                encode=True,
+            )
+            made = Made(time.monotonic(), bundle.attestation, body)
+        except TooLarge as exc:
+            made = Made(time.monotonic(), None, b"", refused=exc.message)
+        self._keep(key, made)
         return made
+
+    def _keep(self, key: tuple[str, str], made: Made) -> None:
+        old = self._made.pop(key, None)
+        self._kept -= 0 if old is None else old.weight
+        self._made[key] = made
+        self._kept += made.weight
+        while self._kept > self.limits.kept_bytes and len(self._made) > 1:  # the newest always stays
+            self._kept -= self._made.popitem(last=False)[1].weight
+
+    def _drop_expired(self) -> None:
+        """Forget what was made more than ``reuse_s`` ago (the oldest come first)."""
+        too_old = time.monotonic() - self.limits.reuse_s
+        while self._made and next(iter(self._made.values())).at < too_old:
+            self._kept -= self._made.popitem(last=False)[1].weight
 
     def _done(self, key: tuple[str, str], done: asyncio.Future[Made]) -> None:
         if self._making.get(key) is done:

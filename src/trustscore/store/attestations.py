@@ -36,6 +36,18 @@ class AttestationStore:
         )
         return count
 
+    async def snapshot_entry_count(self, agent: str, model_version: str, size: int, up_to: int) -> int:
+        """Like :meth:`snapshot_entries`, counted up to ``up_to`` at most (the scan stops there)."""
+        count: int = await self.pool.fetchval(
+            "SELECT count(*) FROM (SELECT idx FROM snapshots WHERE agent = $1 AND model_version = $2 "
+            "AND idx < $3 LIMIT $4) AS t",
+            agent,
+            model_version,
+            size,
+            up_to,
+        )
+        return count
+
     async def snapshot_entries(self, agent: str, model_version: str, size: int) -> list[int]:
         """Every rating snapshot below ``size`` of ``model_version`` with a row for ``agent``."""
         rows = await self.pool.fetch(
@@ -131,6 +143,15 @@ class AttestationStore:
             sorted(set(ids)),
         )
         return {r["id"]: r["first_idx"] for r in rows}
+
+    async def leaf_bytes(self, indexes: Iterable[int]) -> int:
+        """The bytes of the leaves at ``indexes`` together, without reading them (``octet_length`` of a
+        value stored out of line reads its length from the pointer)."""
+        total: int = await self.pool.fetchval(
+            "SELECT coalesce(sum(octet_length(leaf)), 0)::bigint FROM entries WHERE idx = ANY($1::bigint[])",
+            sorted(set(indexes)),
+        )
+        return total
 
     async def leaves(self, indexes: Iterable[int]) -> list[tuple[int, bytes]]:
         rows = await self.pool.fetch(

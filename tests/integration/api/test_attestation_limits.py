@@ -1,8 +1,10 @@
-"""The attestation route is anyone's and its cost grows with the rating's entries (~0.2 ms of CPU and
-~1.9 KB each): a client asking again and again for the bundle of the agent with the most evidence made
-the server build, verify and send it each time, without bound. Now a bundle holds at most
-``max_entries`` (refused before any entry is read), one is made at a time per agent and model and served
-again for ``reuse_s`` seconds, and the makings share a budget of entries (503 past a bounded wait)."""
+"""The attestation route is anyone's and its cost grows with the rating's entries and their bytes (~0.2 ms
+of CPU and ~1.9 KB for a marketplace event, ~4 ms and ~150 KB for a snapshot entry of 1,000 rows): a
+client asking again and again for the bundle of the agent with the most evidence made the server build,
+verify and send it each time, without bound. Now a bundle holds at most ``max_entries`` entries and
+``max_leaf_bytes`` bytes of leaves (refused before any leaf is read), one is made at a time per agent and
+model and served again (a refusal too) for ``reuse_s`` seconds, the kept ones weigh at most ``kept_bytes``,
+and the makings share a budget of leaf bytes (503 past a bounded wait)."""
 
 from __future__ import annotations
 
@@ -18,12 +20,13 @@ from tests.integration.api.test_attestations import Client, on_app, post, rated
 from trustscore.api.attestation_routes import BundleOut
 from trustscore.api.wiring import services_of
 from trustscore.attestations import rating as attestation
+from trustscore.canonical import b64decode
 from trustscore.kinds.approvals import make_approval
 from trustscore.kinds.events import make_event
 from trustscore.kinds.parties import make_party_card
 from trustscore.ledger import dsse, keys
 from trustscore.services import attestations as attestations_module
-from trustscore.services import logkey
+from trustscore.services import logkey, snapshots
 from trustscore.services.attestations import AttestationService, BundleLimits
 from trustscore.settings import Settings
 from trustscore.store.attestations import AttestationStore
@@ -98,6 +101,7 @@ async def test_a_bundle_of_more_entries_than_it_holds_is_refused_before_any_is_r
     monkeypatch.setattr(AttestationStore, "leaves", counted)
     monkeypatch.setattr(AttestationStore, "evidence_entries", listing)
     busy = world.agents[0]
+    world.limits(reuse_s=0.0)  # each request decides anew (a refusal is kept like a bundle)
     world.limits(max_entries=EVENTS - 1)  # fewer than its evidence entries: the count stops it
     for format in ("bundle", "vc"):
         r = await get(client, busy, format=format)
@@ -148,13 +152,13 @@ async def test_callers_asking_at_once_share_one_making(
     client: Client, world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     made: list[str] = []
-    build = attestations_module.build_bundle
+    make = attestations_module._made_bundle
 
-    async def counted(*args: Any, **kwargs: Any) -> attestation.Bundle:
+    async def counted(*args: Any, **kwargs: Any) -> Any:
         made.append(args[3])
-        return await build(*args, **kwargs)
+        return await make(*args, **kwargs)
 
-    monkeypatch.setattr(attestations_module, "build_bundle", counted)
+    monkeypatch.setattr(attestations_module, "_made_bundle", counted)
     busy, other = world.agents
 
     async def at_once(service: AttestationService) -> list[bytes]:
@@ -200,14 +204,15 @@ async def test_makings_past_the_budget_wait_then_are_refused_with_retry_after(
     client: Client, world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     busy, other = world.agents
-    first = await get(client, busy)  # how many entries a bundle of busy holds
-    entries = len(first.json()["entries"])
-    world.limits(reuse_s=0.0)
+    first = await get(client, busy)  # the leaf bytes a bundle of busy holds
+    indexes = [e["index"] for e in first.json()["entries"]]
+    leaf_bytes = await on_app(client, world.service.store.leaf_bytes, indexes)
+    assert leaf_bytes == sum(len(b64decode(e["leaf"])) for e in first.json()["entries"])
     service = AttestationService(
         world.service.public,
         world.service.store,
         world.service.key,
-        BundleLimits(in_flight=entries, max_wait=0.3, reuse_s=0.0),
+        BundleLimits(in_flight=leaf_bytes, max_wait=0.3, reuse_s=0.0),
     )
     gate = asyncio.Event()
     leaves = AttestationStore.leaves
@@ -219,10 +224,21 @@ async def test_makings_past_the_budget_wait_then_are_refused_with_retry_after(
         return await leaves(self, indexes)
 
     monkeypatch.setattr(AttestationStore, "leaves", held)
+    encoding: list[int] = []
+
+    class Encoder:  # the JSON is made under the making's hold too
+        def encode(self, value: Any) -> bytes:
+            encoding.append(service._budget.used)
+            return msgspec.json.encode(value)
+
+    monkeypatch.setattr(attestations_module, "_json", Encoder())
 
     async def two_agents() -> tuple[BaseException | bytes, ...]:
         making = asyncio.ensure_future(service.bundle_json(busy.id, None))
-        await asyncio.sleep(0.1)
+        for _ in range(1000):  # until the first making holds its bytes
+            if holding:
+                break
+            await asyncio.sleep(0.01)
         # Bounded: without the budget this making would wait at the gate too.
         refused = await asyncio.gather(
             asyncio.wait_for(service.bundle_json(other.id, None), 5.0), return_exceptions=True
@@ -231,7 +247,89 @@ async def test_makings_past_the_budget_wait_then_are_refused_with_retry_after(
         return (*refused, await making)
 
     refused, body = await on_app(client, two_agents)
-    assert holding == [entries]  # the first making held its entries; the second never read a leaf
+    assert holding == [leaf_bytes]  # the first making held its bytes; the second never read a leaf
+    assert encoding == [leaf_bytes]
     assert getattr(refused, "status", None) == 503 and refused.extra["retry_after"] >= 1  # type: ignore[union-attr]
-    assert isinstance(body, bytes) and len(attestation.decode_bundle(body).entries) == entries
+    assert isinstance(body, bytes) and len(attestation.decode_bundle(body).entries) == len(indexes)
     assert service._budget.used == 0
+
+
+async def test_snapshot_entries_and_leaf_bytes_are_counted_before_any_leaf_is_read(
+    client: Client, world: World, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Snapshot entries grow with time for every rated agent (one per model per snapshot interval) and
+    each carries up to 1,000 agents' rows: they are counted before they are listed, and a bundle whose
+    leaves are too many bytes is refused before they are read."""
+    busy = world.agents[0]
+    service_key = logkey.load_or_create(settings.service_key_file)
+    public = services_of(client.app.state).public
+    size = 0
+    for _ in range(3):
+        taken = await on_app(client, snapshots.take, public.log, public.ratings, service_key)
+        size = max(s.index for s in taken) + 1
+    await rated(client, busy.id, "trustscore-v2", size)
+    world.limits(reuse_s=0.0)
+    whole = (await get(client, busy)).json()["entries"]
+    listed: list[str] = []
+    read: list[int] = []
+    snapshot_entries, leaves = AttestationStore.snapshot_entries, AttestationStore.leaves
+
+    async def listing(self: AttestationStore, *args: Any) -> Any:
+        listed.append("snapshots")
+        return await snapshot_entries(self, *args)
+
+    async def reading(self: AttestationStore, indexes: list[int]) -> Any:
+        read.append(len(indexes))
+        return await leaves(self, indexes)
+
+    monkeypatch.setattr(AttestationStore, "snapshot_entries", listing)
+    monkeypatch.setattr(AttestationStore, "leaves", reading)
+    world.limits(max_entries=EVENTS + 2)  # its events fit, its events and 3 snapshots do not
+    r = await get(client, busy)
+    assert r.status_code == 422 and f"more than {EVENTS + 2} log entries" in r.json()["detail"]
+    assert listed == [] and read == []
+    leaf_bytes = sum(len(b64decode(e["leaf"])) for e in whole)
+    world.limits(max_entries=100, max_leaf_bytes=leaf_bytes - 1)
+    r = await get(client, busy)
+    assert r.status_code == 422, r.text
+    assert f"{len(whole)} log entries of {leaf_bytes} bytes" in r.json()["detail"] and read == []
+    world.limits(max_leaf_bytes=leaf_bytes)
+    assert (await get(client, busy)).status_code == 200 and read == [len(whole)]
+
+
+async def test_a_refusal_is_kept_like_a_bundle(
+    client: Client, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counts: list[str] = []
+    count = AttestationStore.evidence_entry_count
+
+    async def counting(self: AttestationStore, *args: Any) -> Any:
+        counts.append(args[0])
+        return await count(self, *args)
+
+    monkeypatch.setattr(AttestationStore, "evidence_entry_count", counting)
+    busy = world.agents[0]
+    world.limits(max_entries=2)
+    for _ in range(3):
+        r = await get(client, busy)
+        assert r.status_code == 422 and r.json()["type"].endswith("/too-large")
+    assert counts == [busy.id]  # decided once, then given again
+    world.limits(reuse_s=0.0)
+    assert (await get(client, busy)).status_code == 422 and counts == [busy.id, busy.id]
+
+
+async def test_kept_bundles_weigh_at_most_kept_bytes_and_expire(client: Client, world: World) -> None:
+    busy, other = world.agents
+    service = world.service
+    first = await get(client, busy)
+    world.limits(kept_bytes=len(first.content) + 1024)  # room for one of them
+    await get(client, other)
+    assert [k for k, _ in service._made] == [other.id]  # the older one made way
+    assert service._kept == len((await get(client, other)).content) + 1024
+    again = await get(client, busy)  # made again, and the other one makes way in turn
+    assert again.content != first.content and [k for k, _ in service._made] == [busy.id]
+    world.limits(reuse_s=0.0, kept_bytes=10**9)  # room for both: only expiry drops busy's now
+    await asyncio.sleep(0.01)
+    r = await get(client, other)
+    assert [k for k, _ in service._made] == [other.id]  # busy's expired and was dropped on the way
+    assert service._kept == len(r.content) + 1024

@@ -110,3 +110,21 @@ def test_a_budget_needs_room_and_a_wait() -> None:
         WorkBudget(0, 1.0, "entries")
     with pytest.raises(ValueError):
         WorkBudget(1, -1.0, "entries")
+
+
+async def test_a_head_that_leaves_lets_a_fitting_next_in_at_once() -> None:
+    """(From a review: without the notice to the next in line this waited for the next release.)"""
+    budget = WorkBudget(10, 5.0, "entries")
+    started: list[int] = []
+    first, rest = asyncio.Event(), asyncio.Event()
+    a = asyncio.create_task(holder(budget, 5, started, first))
+    await settle()
+    head = asyncio.create_task(holder(budget, 10, started, rest))  # does not fit while 5 are held
+    after = asyncio.create_task(holder(budget, 3, started, rest))  # fits, but is behind the head
+    await settle()
+    head.cancel()
+    await settle()
+    assert started == [5, 3]  # 5 + 3 <= 10: in as soon as the head left
+    first.set()
+    rest.set()
+    await asyncio.gather(a, after)
