@@ -95,7 +95,8 @@ class AttestationController(Controller):
         """The served rating signed by the server with the checkpoint and inclusion proofs of every entry
         it was computed from (``format=bundle``), or the same rating as a Verifiable Credential (``vc``).
         A bundle made in the last 30 s for the same agent and model is served again (it names the rating
-        it attests); a rating computed from more than 20,000 entries or 32 MiB of them has none (422)."""
+        it attests); a rating computed from more than 20,000 entries, or a bundle of more than 32 MiB, has
+        none (422)."""
         if format == "vc":
             credential = msgspec.convert(await attestations.credential(agent_id, model), CredentialOut)
             return ASGIResponse(body=_json.encode(credential), headers=JSON_HEADERS)

@@ -145,7 +145,9 @@ READ_PROBLEMS: dict[int, ResponseSpec] = {
 #: budget (services/attestations.py).
 ATTESTATION_PROBLEMS: dict[int, ResponseSpec] = {
     **READ_PROBLEMS,
-    422: _problem("the rating is computed from more log entries than a bundle holds (20,000 or 32 MiB)"),
+    422: _problem(
+        "the rating is computed from more log entries than a bundle holds (20,000, or 32 MiB of JSON)"
+    ),
     503: _problem(
         "the service is starting, its database is unreachable, or the bundles being made fill the "
         "server's budget (Retry-After says when); retry"

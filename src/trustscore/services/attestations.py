@@ -8,9 +8,9 @@ verify`` would, so the server never signs a rating it cannot reproduce. See docs
 
 A bundle's cost grows with its entries and their bytes (~0.2 ms of CPU and ~1.9 KB for a marketplace
 event; a rating snapshot entry of 1,000 agents' rows ~150 KB and ~4 ms), and the request is anyone's: a
-bundle holds at most :data:`MAX_BUNDLE_ENTRIES` entries and :data:`MAX_BUNDLE_LEAF_BYTES` bytes of leaves
-(counted before any leaf is read; 422 beyond), the bundles being made at once hold at most
-:attr:`BundleLimits.in_flight` bytes of leaves in all (a request waits for room up to
+bundle holds at most :data:`MAX_BUNDLE_ENTRIES` entries and :data:`MAX_BUNDLE_BYTES` bytes of JSON
+(estimated from the leaves' stored lengths before any is read; 422 beyond), the bundles being made at once
+weigh at most :attr:`BundleLimits.in_flight` bytes in all (a request waits for room up to
 :attr:`BundleLimits.max_wait` seconds, then 503), and a bundle (or a refusal) made for an agent and model
 is served again for :attr:`BundleLimits.reuse_s` seconds, to every request that asks meanwhile (one
 making at a time per agent and model).
@@ -47,19 +47,22 @@ _json = msgspec.json.Encoder()
 CHECKPOINT_WAIT = 5.0
 #: Entries one bundle holds at most.
 MAX_BUNDLE_ENTRIES = 20_000
-#: Bytes of leaves one bundle holds at most: its JSON is ~1.4x that (base64 and proofs), its making a
-#: few seconds of the server's CPU and a few times that in memory.
-MAX_BUNDLE_LEAF_BYTES = 32 << 20
+#: Bytes of JSON one bundle holds at most (:func:`json_estimate`): its making a few seconds of the
+#: server's CPU and a few times that in memory.
+MAX_BUNDLE_BYTES = 32 << 20
+#: Bytes of an inclusion proof's hash in the JSON (base64 of 32 bytes, quotes, comma), and of the rest of
+#: an entry (index, keys, brackets, and its index again in the attestation's list).
+_PROOF_HASH_JSON, _ENTRY_JSON = 47, 64
 
 
 @dataclass(frozen=True)
 class BundleLimits:
     max_entries: int = MAX_BUNDLE_ENTRIES
-    max_leaf_bytes: int = MAX_BUNDLE_LEAF_BYTES
-    in_flight: int = MAX_BUNDLE_LEAF_BYTES  # leaf bytes of the bundles being made at once: one of the largest
+    max_bytes: int = MAX_BUNDLE_BYTES
+    in_flight: int = MAX_BUNDLE_BYTES  # estimated JSON of the bundles being made at once: one of the largest
     max_wait: float = 5.0  # seconds a request waits for room among them, then 503
     reuse_s: float = 30.0  # a bundle (or a refusal) for an agent and model is served again for this long
-    kept_bytes: int = 2 * MAX_BUNDLE_LEAF_BYTES  # JSON of the bundles kept for reuse, least recent out first
+    kept_bytes: int = 2 * MAX_BUNDLE_BYTES  # JSON of the bundles kept for reuse, least recent out first
 
 
 async def build_bundle(
@@ -107,13 +110,13 @@ async def _made_bundle(
     indexes = await entries_of(
         store, agent, weights.model_version, rated.log_size, key.id, limits.max_entries
     )
-    leaf_bytes = await store.leaf_bytes(indexes)
-    if leaf_bytes > limits.max_leaf_bytes:
+    weight = json_estimate(await store.leaf_bytes(indexes), len(indexes), cp.size)
+    if weight > limits.max_bytes:
         raise TooLarge(
-            f"the rating of {agent} is computed from {len(indexes)} log entries of {leaf_bytes} bytes, more "
-            f"than the {limits.max_leaf_bytes} a bundle holds; {_OFFLINE}"
+            f"the rating of {agent} is computed from {len(indexes)} log entries, a bundle of about {weight} "
+            f"bytes, more than the {limits.max_bytes} a bundle holds; {_OFFLINE}"
         )
-    async with contextlib.nullcontext() if budget is None else budget.hold(leaf_bytes):
+    async with contextlib.nullcontext() if budget is None else budget.hold(weight):
         leaves = await store.leaves(indexes)
         if [i for i, _ in leaves] != indexes:  # cannot happen: the log is append-only
             raise NotFound("some entries of the rating are missing from the log")
@@ -149,6 +152,13 @@ async def _made_bundle(
             return bundle, _json.encode(bundle) if encode else b""
 
         return await asyncio.to_thread(signed)
+
+
+def json_estimate(leaf_bytes: int, entries: int, tree_size: int) -> int:
+    """The bytes of a bundle's JSON, from above: its leaves in base64, an inclusion proof of at most
+    ceil(log2(tree_size)) hashes each, and a bound on the rest of each entry and of the envelope."""
+    proof = max(1, (tree_size - 1).bit_length()) * _PROOF_HASH_JSON
+    return 4 * (leaf_bytes + 2 * entries) // 3 + entries * (proof + _ENTRY_JSON) + 4096
 
 
 async def entries_of(
@@ -247,7 +257,7 @@ class AttestationService:
         self.store = store
         self.key = key
         self.limits = limits or BundleLimits()  # the budget's size and wait are read here, once
-        self._budget = WorkBudget(self.limits.in_flight, self.limits.max_wait, "bytes of bundle entries")
+        self._budget = WorkBudget(self.limits.in_flight, self.limits.max_wait, "bytes of bundles")
         self._made: OrderedDict[tuple[str, str], Made] = OrderedDict()  # oldest first
         self._kept = 0  # the weight of what is in _made
         self._making: dict[tuple[str, str], asyncio.Future[Made]] = {}

@@ -2,7 +2,7 @@
 of CPU and ~1.9 KB for a marketplace event, ~4 ms and ~150 KB for a snapshot entry of 1,000 rows): a
 client asking again and again for the bundle of the agent with the most evidence made the server build,
 verify and send it each time, without bound. Now a bundle holds at most ``max_entries`` entries and
-``max_leaf_bytes`` bytes of leaves (refused before any leaf is read), one is made at a time per agent and
+``max_bytes`` bytes of JSON (estimated before any leaf is read), one is made at a time per agent and
 model and served again (a refusal too) for ``reuse_s`` seconds, the kept ones weigh at most ``kept_bytes``,
 and the makings share a budget of leaf bytes (503 past a bounded wait)."""
 
@@ -27,7 +27,7 @@ from trustscore.kinds.parties import make_party_card
 from trustscore.ledger import dsse, keys
 from trustscore.services import attestations as attestations_module
 from trustscore.services import logkey, snapshots
-from trustscore.services.attestations import AttestationService, BundleLimits
+from trustscore.services.attestations import AttestationService, BundleLimits, json_estimate
 from trustscore.settings import Settings
 from trustscore.store.attestations import AttestationStore
 
@@ -81,6 +81,12 @@ async def world(client: Client, settings: Settings) -> World:
 
 async def get(client: Client, agent: keys.SigningKey, **params: str) -> Any:
     return await client.get(f"/v1/agents/{agent.id}/rating/attestation", params=params)
+
+
+def checkpoint_size(body: bytes) -> int:
+    """The size of the checkpoint a bundle's proofs are against."""
+    size: int = attestation.parse_attestation(attestation.decode_bundle(body).attestation).checkpoint.size
+    return size
 
 
 async def test_a_bundle_of_more_entries_than_it_holds_is_refused_before_any_is_read(
@@ -204,15 +210,16 @@ async def test_makings_past_the_budget_wait_then_are_refused_with_retry_after(
     client: Client, world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     busy, other = world.agents
-    first = await get(client, busy)  # the leaf bytes a bundle of busy holds
+    first = await get(client, busy)  # what a bundle of busy weighs
     indexes = [e["index"] for e in first.json()["entries"]]
     leaf_bytes = await on_app(client, world.service.store.leaf_bytes, indexes)
     assert leaf_bytes == sum(len(b64decode(e["leaf"])) for e in first.json()["entries"])
+    weight = json_estimate(leaf_bytes, len(indexes), checkpoint_size(first.content))
     service = AttestationService(
         world.service.public,
         world.service.store,
         world.service.key,
-        BundleLimits(in_flight=leaf_bytes, max_wait=0.3, reuse_s=0.0),
+        BundleLimits(in_flight=weight, max_wait=0.3, reuse_s=0.0),
     )
     gate = asyncio.Event()
     leaves = AttestationStore.leaves
@@ -247,8 +254,8 @@ async def test_makings_past_the_budget_wait_then_are_refused_with_retry_after(
         return (*refused, await making)
 
     refused, body = await on_app(client, two_agents)
-    assert holding == [leaf_bytes]  # the first making held its bytes; the second never read a leaf
-    assert encoding == [leaf_bytes]
+    assert holding == [weight]  # the first making held its weight; the second never read a leaf
+    assert encoding == [weight]
     assert getattr(refused, "status", None) == 503 and refused.extra["retry_after"] >= 1  # type: ignore[union-attr]
     assert isinstance(body, bytes) and len(attestation.decode_bundle(body).entries) == len(indexes)
     assert service._budget.used == 0
@@ -269,7 +276,7 @@ async def test_snapshot_entries_and_leaf_bytes_are_counted_before_any_leaf_is_re
         size = max(s.index for s in taken) + 1
     await rated(client, busy.id, "trustscore-v2", size)
     world.limits(reuse_s=0.0)
-    whole = (await get(client, busy)).json()["entries"]
+    whole = await get(client, busy)
     listed: list[str] = []
     read: list[int] = []
     snapshot_entries, leaves = AttestationStore.snapshot_entries, AttestationStore.leaves
@@ -288,13 +295,15 @@ async def test_snapshot_entries_and_leaf_bytes_are_counted_before_any_leaf_is_re
     r = await get(client, busy)
     assert r.status_code == 422 and f"more than {EVENTS + 2} log entries" in r.json()["detail"]
     assert listed == [] and read == []
-    leaf_bytes = sum(len(b64decode(e["leaf"])) for e in whole)
-    world.limits(max_entries=100, max_leaf_bytes=leaf_bytes - 1)
+    leaf_bytes = sum(len(b64decode(e["leaf"])) for e in whole.json()["entries"])
+    weight = json_estimate(leaf_bytes, len(whole.json()["entries"]), checkpoint_size(whole.content))
+    assert len(whole.content) <= weight <= len(whole.content) * 1.1 + 4096  # from above, and close
+    world.limits(max_entries=100, max_bytes=weight - 1)
     r = await get(client, busy)
     assert r.status_code == 422, r.text
-    assert f"{len(whole)} log entries of {leaf_bytes} bytes" in r.json()["detail"] and read == []
-    world.limits(max_leaf_bytes=leaf_bytes)
-    assert (await get(client, busy)).status_code == 200 and read == [len(whole)]
+    assert f"a bundle of about {weight} bytes" in r.json()["detail"] and read == []
+    world.limits(max_bytes=weight)
+    assert (await get(client, busy)).status_code == 200 and read == [len(whole.json()["entries"])]
 
 
 async def test_a_refusal_is_kept_like_a_bundle(
