@@ -6,8 +6,8 @@ every key needed to check them; each is proven against the latest checkpoint, wh
 rating's log size. Before a bundle leaves the server it is verified exactly as ``trustscore rating
 verify`` would, so the server never signs a rating it cannot reproduce. See docs/attestations.md.
 
-A bundle's cost grows with its entries and their bytes (~0.2 ms of CPU and ~1.9 KB for a marketplace
-event; a rating snapshot entry of 1,000 agents' rows ~150 KB and ~4 ms), and the request is anyone's: a
+A bundle's cost grows with its entries and their bytes (~0.2 ms of CPU and ~2.1 KB of JSON for a
+marketplace event; a rating snapshot entry of 1,000 agents' rows ~151 KB and ~4 ms), and anyone may ask: a
 bundle holds at most :data:`MAX_BUNDLE_ENTRIES` entries and :data:`MAX_BUNDLE_BYTES` bytes of JSON
 (estimated from the leaves' stored lengths before any is read; 422 beyond), the bundles being made at once
 weigh at most :attr:`BundleLimits.in_flight` bytes in all (a request waits for room up to
@@ -77,7 +77,7 @@ async def build_bundle(
     budget: WorkBudget | None = None,
 ) -> attestation.Bundle:
     """A verified bundle attesting ``agent``'s served rating under ``model`` (default model if None);
-    TooLarge past ``limits``; its making holds its leaf bytes of ``budget``."""
+    TooLarge past ``limits``; its making holds its estimated bytes (:func:`json_estimate`) of ``budget``."""
     bundle, _ = await _made_bundle(
         public, store, key, agent, model, checkpoint_wait, limits, budget, encode=False
     )
