@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import msgspec
-from litestar import Controller, get
+from litestar import Controller, Request, get
 from litestar.di import NamedDependency
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, QueryParameter
 from litestar.response.base import ASGIResponse
 
+from trustscore.api.addresses import client_address
 from trustscore.api.log_routes import JSON_HEADERS
 from trustscore.api.openapi import ATTESTATION_PROBLEMS
 from trustscore.services.attestations import AttestationService
@@ -87,6 +88,7 @@ class AttestationController(Controller):
     )
     async def attestation(
         self,
+        request: Request[Any, Any, Any],
         attestations: Attestations,
         agent_id: FromPath[str],
         model: Model = None,
@@ -96,8 +98,12 @@ class AttestationController(Controller):
         it was computed from (``format=bundle``), or the same rating as a Verifiable Credential (``vc``).
         A bundle made in the last 30 s for the same agent and model is served again (it names the rating
         it attests); a rating computed from more than 20,000 entries, or a bundle of more than 32 MiB, has
-        none (422)."""
+        none (422); a client address starts one making at a time (429)."""
+        address = client_address(request)
         if format == "vc":
-            credential = msgspec.convert(await attestations.credential(agent_id, model), CredentialOut)
+            vc = await attestations.credential(agent_id, model, address)
+            credential = msgspec.convert(vc, CredentialOut)
             return ASGIResponse(body=_json.encode(credential), headers=JSON_HEADERS)
-        return ASGIResponse(body=await attestations.bundle_json(agent_id, model), headers=JSON_HEADERS)
+        return ASGIResponse(
+            body=await attestations.bundle_json(agent_id, model, address), headers=JSON_HEADERS
+        )

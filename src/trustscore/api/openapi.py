@@ -148,6 +148,7 @@ ATTESTATION_PROBLEMS: dict[int, ResponseSpec] = {
     422: _problem(
         "the rating is computed from more log entries than a bundle holds (20,000, or 32 MiB of JSON)"
     ),
+    429: _problem("a bundle this client address asked for is being made (Retry-After says when)"),
     503: _problem(
         "the service is starting, its database is unreachable, or the bundles being made fill the "
         "server's budget (Retry-After says when); retry"

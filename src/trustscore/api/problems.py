@@ -8,7 +8,7 @@ from typing import Any
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 
-from trustscore.errors import TOO_DEEP, TrustscoreError
+from trustscore.errors import TOO_DEEP, Busy, TrustscoreError
 
 PROBLEM_TYPE_BASE = "https://trustscore.dev/problems/"
 MEDIA_TYPE = "application/problem+json"
@@ -65,7 +65,9 @@ def error_problem(exc: Exception, instance: str) -> tuple[dict[str, Any], dict[s
     ``HTTPException``): one answer for every route, the framework-free append included
     (:mod:`trustscore.api.fast_append`)."""
     if isinstance(exc, TrustscoreError):
-        if exc.status >= 500:
+        if isinstance(exc, Busy):  # overload the client is told to retry: anyone can cause it, often
+            log.warning("%s: %s", exc.code, exc.message)
+        elif exc.status >= 500:
             log.error("%s: %s", exc.code, exc.message)
         retry_after = exc.extra.get("retry_after")
         if retry_after is None:

@@ -20,15 +20,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
 from trustscore.attestations import rating as attestation
-from trustscore.errors import ConfigError, NotFound, NotYetAvailable, TooLarge, TrustscoreError
+from trustscore.errors import (
+    ConfigError,
+    NotFound,
+    NotYetAvailable,
+    RateLimited,
+    TooLarge,
+    TrustscoreError,
+)
 from trustscore.evidence.reporters import REPORTER_MODEL
 from trustscore.evidence.standing import MIN_RATING, POOL_ISSUER
 from trustscore.kinds.approvals import MARKETPLACE_APPROVAL
@@ -62,6 +70,7 @@ class BundleLimits:
     in_flight: int = MAX_BUNDLE_BYTES  # estimated JSON of the bundles being made at once: one of the largest
     max_wait: float = 5.0  # seconds a request waits for room among them, then 503
     reuse_s: float = 30.0  # a bundle (or a refusal) for an agent and model is served again for this long
+    per_address: int = 1  # makings one client address may have started and not seen end
     kept_bytes: int = 2 * MAX_BUNDLE_BYTES  # JSON of the bundles kept for reuse, least recent out first
 
 
@@ -261,32 +270,42 @@ class AttestationService:
         self._made: OrderedDict[tuple[str, str], Made] = OrderedDict()  # oldest first
         self._kept = 0  # the weight of what is in _made
         self._making: dict[tuple[str, str], asyncio.Future[Made]] = {}
+        self._makers: Counter[str] = Counter()  # client addresses of the makings they started
 
-    async def bundle_json(self, agent: str, model: str | None) -> bytes:
+    async def bundle_json(self, agent: str, model: str | None, address: str | None = None) -> bytes:
         """The JSON of a bundle of ``agent``'s served rating (:meth:`made`)."""
-        return (await self.made(agent, model)).body
+        return (await self.made(agent, model, address)).body
 
     async def bundle(self, agent: str, model: str | None) -> attestation.Bundle:
         return attestation.decode_bundle(await self.bundle_json(agent, model))
 
-    async def credential(self, agent: str, model: str | None) -> dict[str, Any]:
-        made = await self.made(agent, model)
+    async def credential(self, agent: str, model: str | None, address: str | None = None) -> dict[str, Any]:
+        made = await self.made(agent, model, address)
         assert made.attestation is not None  # a refusal is raised by made()
         return attestation.rating_credential(attestation.parse_attestation(made.attestation), self.key)
 
-    async def made(self, agent: str, model: str | None) -> Made:
+    async def made(self, agent: str, model: str | None, address: str | None = None) -> Made:
         """A bundle of ``agent``'s served rating: one made within the last ``reuse_s`` seconds for the same
         agent and model (it names the rating it attests), else a new one, shared by every caller that
         asks while it is made (a caller that leaves does not stop it). A refusal (TooLarge) is kept and
-        given again the same way."""
+        given again the same way. A client ``address`` (None: not charged) may start ``per_address``
+        makings at a time; one more is refused (RateLimited), joining one already started is not."""
         key = (agent, self.public.ratings.model(model).model_version)  # an unknown model: NotFound here
         self._drop_expired()
         made = self._made.get(key)
         if made is None:
             making = self._making.get(key)
             if making is None:
+                if address is not None and self._makers[address] >= self.limits.per_address:
+                    raise RateLimited(
+                        f"{self._makers[address]} attestation bundle(s) asked for from {address} are being "
+                        "made; one client address starts one at a time",
+                        retry_after=max(1, math.ceil(self.limits.max_wait)),
+                    )
                 making = self._making[key] = asyncio.ensure_future(self._make(key, agent, model))
-                making.add_done_callback(lambda done: self._done(key, done))
+                if address is not None:
+                    self._makers[address] += 1
+                making.add_done_callback(lambda done: self._done(key, done, address))
             made = await asyncio.shield(making)
         if made.refused is not None:
             raise TooLarge(made.refused)
@@ -325,8 +344,12 @@ class AttestationService:
         while self._made and next(iter(self._made.values())).at < too_old:
             self._kept -= self._made.popitem(last=False)[1].weight
 
-    def _done(self, key: tuple[str, str], done: asyncio.Future[Made]) -> None:
+    def _done(self, key: tuple[str, str], done: asyncio.Future[Made], address: str | None) -> None:
         if self._making.get(key) is done:
             del self._making[key]
+        if address is not None:
+            self._makers[address] -= 1
+            if not self._makers[address]:
+                del self._makers[address]
         if not done.cancelled():
             done.exception()  # read: a making every caller left does not log "never retrieved"

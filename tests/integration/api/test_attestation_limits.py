@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 from typing import Any
 
 import msgspec
@@ -342,3 +343,53 @@ async def test_kept_bundles_weigh_at_most_kept_bytes_and_expire(client: Client, 
     r = await get(client, other)
     assert [k for k, _ in service._made] == [other.id]  # busy's expired and was dropped on the way
     assert service._kept == len(r.content) + 1024
+
+
+async def test_a_client_address_starts_one_making_at_a_time(
+    client: Client, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many heavy agents asked for at once from one address queued makings ahead of everyone else's:
+    now the second making an address starts is refused (429), joining one already started is not, and
+    other addresses go on."""
+    gate = threading.Event()
+    leaves = AttestationStore.leaves
+
+    async def held(self: AttestationStore, indexes: list[int]) -> Any:
+        await asyncio.to_thread(gate.wait, 10)
+        return await leaves(self, indexes)
+
+    monkeypatch.setattr(AttestationStore, "leaves", held)
+    busy, other = world.agents
+    service = world.service
+
+    async def from_one_address() -> list[Any]:
+        first = asyncio.ensure_future(service.bundle_json(busy.id, None, "203.0.113.7"))
+        await asyncio.sleep(0.2)
+        joined = asyncio.ensure_future(service.bundle_json(busy.id, None, "203.0.113.7"))
+        second = await asyncio.gather(
+            service.bundle_json(other.id, None, "203.0.113.7"), return_exceptions=True
+        )
+        elsewhere = asyncio.ensure_future(service.bundle_json(other.id, None, "198.51.100.1"))
+        await asyncio.sleep(0.2)
+        assert dict(service._makers) == {"203.0.113.7": 1, "198.51.100.1": 1}
+        gate.set()
+        return [*second, await first, await joined, await elsewhere]
+
+    refused, first, joined, elsewhere = await on_app(client, from_one_address)
+    assert getattr(refused, "status", None) == 429 and refused.extra["retry_after"] >= 1
+    assert first == joined and attestation.decode_bundle(elsewhere).entries
+    assert not service._makers  # every making ended: nothing left charged
+    # The route charges the client's address (the test client's is "testclient").
+    charged: list[str | None] = []
+    made = AttestationService.made
+
+    async def charging(
+        self: AttestationService, agent: str, model: str | None, address: str | None = None
+    ) -> Any:
+        charged.append(address)
+        return await made(self, agent, model, address)
+
+    monkeypatch.setattr(AttestationService, "made", charging)
+    assert (await get(client, busy)).status_code == 200
+    assert (await get(client, busy, format="vc")).status_code == 200
+    assert charged == ["testclient", "testclient"]
