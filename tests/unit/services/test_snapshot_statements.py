@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from trustscore.kinds.snapshots import RatingSnapshot
-from trustscore.ledger import keys
+from trustscore.ledger import dsse, keys
 from trustscore.ledger.statements import parse_statement
 from trustscore.scoring.inputs import EvidenceItem
 from trustscore.services.metrics import Metrics
@@ -39,3 +39,26 @@ def test_every_rated_agent_once_per_model_in_chunks() -> None:
         assert [len(c) for c in chunks] == [3, 3, 1]
         assert [a for c in chunks for a in c] == agents  # every agent once, in order
     assert len({s.nonce for s in parsed}) == len(parsed)  # distinct statements
+
+
+def test_a_statement_holds_at_most_100_agents_so_bundles_stay_small() -> None:
+    """Every attestation bundle carries each snapshot entry with a row for its agent, one per model per
+    snapshot interval: at 1,000 rows a leaf was 113,008 bytes and an hourly snapshotted agent's bundle
+    passed its 32 MiB bound in about 9 days; at 100 rows a leaf is ~12 KB."""
+    ratings = RatingService(None, load_models(), Metrics(), clock=lambda: AT)  # type: ignore[arg-type]
+    agents = [f"ts1_{i:040x}" for i in range(250)]
+    for i, agent in enumerate(agents):
+        item = EvidenceItem(agent=agent, dimension="capability", source="verified", at=AT, value=0.5, key="q")
+        ratings._agents[agent] = _AgentData(evidence=[(i, item)])
+    ratings.size = len(agents)
+    ratings.recompute()
+    key = keys.SigningKey.generate()
+    payloads = snapshot_payloads(ratings, key, "2026-11-30T12:00:00Z")
+    sizes: dict[str, list[int]] = {}
+    for payload in payloads:
+        s = parse_statement(payload).predicate
+        assert isinstance(s, RatingSnapshot)
+        sizes.setdefault(s.model_version, []).append(len(s.ratings))
+        leaf = dsse.leaf_bytes(dsse.sign(payload, [key]))
+        assert len(leaf) <= 13_000, len(leaf)
+    assert sizes == {model: [100, 100, 50] for model in ratings.models}
