@@ -271,7 +271,7 @@ async def build_services(
             ),
         ),
         public=public,
-        attestations=AttestationService(public, AttestationStore(pool), service_key),
+        attestations=AttestationService(public, AttestationStore(pool), service_key, metrics=metrics),
         sittings=sittings,
         ladder=ladder,
         scope=scope,

@@ -7,7 +7,8 @@ rating's log size. Before a bundle leaves the server it is verified exactly as `
 verify`` would, so the server never signs a rating it cannot reproduce. See docs/attestations.md.
 
 A bundle's cost grows with its entries and their bytes (~0.2 ms of CPU and ~2.1 KB of JSON for a
-marketplace event; a rating snapshot entry of 1,000 agents' rows ~151 KB and ~4 ms), and anyone may ask: a
+marketplace event; a rating snapshot entry of 100 agents' rows ~17.5 KB, of 1,000 as logs written before
+2026-12-06 hold ~151 KB and ~4 ms), and anyone may ask: a
 bundle holds at most :data:`MAX_BUNDLE_ENTRIES` entries and :data:`MAX_BUNDLE_BYTES` bytes of JSON
 (estimated from the leaves' stored lengths before any is read; 422 beyond), the bundles being made at once
 weigh at most :attr:`BundleLimits.in_flight` bytes in all (a request waits for room up to
@@ -30,6 +31,7 @@ import msgspec
 
 from trustscore.attestations import rating as attestation
 from trustscore.errors import (
+    Busy,
     ConfigError,
     NotFound,
     NotYetAvailable,
@@ -45,6 +47,7 @@ from trustscore.ledger.checkpoint import Checkpoint
 from trustscore.ledger.keys import SigningKey
 from trustscore.reverify.evidence import ISSUER as REVERIFY_ISSUER
 from trustscore.services.budget import WorkBudget
+from trustscore.services.metrics import Metrics
 from trustscore.services.public import PublicService
 from trustscore.store.attestations import AttestationStore
 from trustscore.store.log import StoredCheckpoint
@@ -261,8 +264,10 @@ class AttestationService:
         store: AttestationStore,
         key: SigningKey,
         limits: BundleLimits | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.public = public
+        self.metrics = metrics
         self.store = store
         self.key = key
         self.limits = limits or BundleLimits()  # the budget's size and wait are read here, once
@@ -289,7 +294,16 @@ class AttestationService:
         agent and model (it names the rating it attests), else a new one, shared by every caller that
         asks while it is made (a caller that leaves does not stop it). A refusal (TooLarge) is kept and
         given again the same way. A client ``address`` (None: not charged) may start ``per_address``
-        makings at a time; one more is refused (RateLimited), joining one already started is not."""
+        makings at a time; one more is refused (RateLimited), joining one already started is not. Each
+        refusal (TooLarge, RateLimited, Busy) is counted in ``trustscore_attestations_refused_total``."""
+        try:
+            return await self._made_or_kept(agent, model, address)
+        except (TooLarge, RateLimited, Busy) as exc:
+            if self.metrics is not None:
+                self.metrics.attestations_refused.labels(exc.code).inc()
+            raise
+
+    async def _made_or_kept(self, agent: str, model: str | None, address: str | None) -> Made:
         key = (agent, self.public.ratings.model(model).model_version)  # an unknown model: NotFound here
         self._drop_expired()
         made = self._made.get(key)

@@ -27,6 +27,12 @@ class Metrics:
             ["code"],
             registry=r,
         )
+        self.attestations_refused = Counter(
+            "trustscore_attestations_refused_total",
+            "Rating attestations refused, by problem code (too-large, rate-limited, busy)",
+            ["code"],
+            registry=r,
+        )
         self.grading_seconds = Histogram(
             "trustscore_grading_seconds",
             "Time to re-grade one exam report",

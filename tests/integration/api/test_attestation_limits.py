@@ -1,5 +1,6 @@
 """The attestation route is anyone's and its cost grows with the rating's entries and their bytes (~0.2 ms
-of CPU and ~1.9 KB for a marketplace event, ~4 ms and ~150 KB for a snapshot entry of 1,000 rows): a
+of CPU and ~2.1 KB for a marketplace event, ~17.5 KB for a snapshot entry of 100 rows, ~151 KB for one
+of 1,000 as logs written before 2026-12-06 hold): a
 client asking again and again for the bundle of the agent with the most evidence made the server build,
 verify and send it each time, without bound. Now a bundle holds at most ``max_entries`` entries and
 ``max_bytes`` bytes of JSON (estimated before any leaf is read), one is made at a time per agent and
@@ -13,6 +14,7 @@ import dataclasses
 import threading
 from typing import Any
 
+import httpx
 import msgspec
 import pytest
 
@@ -22,6 +24,7 @@ from trustscore.api.attestation_routes import BundleOut
 from trustscore.api.wiring import services_of
 from trustscore.attestations import rating as attestation
 from trustscore.canonical import b64decode
+from trustscore.errors import StorageError
 from trustscore.kinds.approvals import make_approval
 from trustscore.kinds.events import make_event
 from trustscore.kinds.parties import make_party_card
@@ -393,3 +396,58 @@ async def test_a_client_address_starts_one_making_at_a_time(
     assert (await get(client, busy)).status_code == 200
     assert (await get(client, busy, format="vc")).status_code == 200
     assert charged == ["testclient", "testclient"]
+
+
+async def test_over_http_a_second_making_from_one_address_is_a_429_and_every_refusal_is_counted(
+    client: Client, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The route's answers as a client at one address gets them (a transport of its own on the app's loop,
+    so that requests overlap), a making that fails frees its address, and the refusals are counted."""
+    gate = threading.Event()
+    leaves = AttestationStore.leaves
+    failing: list[str] = []
+
+    async def held(self: AttestationStore, indexes: list[int]) -> Any:
+        await asyncio.to_thread(gate.wait, 10)
+        if failing:
+            raise StorageError("the database went away")
+        return await leaves(self, indexes)
+
+    monkeypatch.setattr(AttestationStore, "leaves", held)
+    busy, other = world.agents
+    metrics = world.service.metrics
+    assert metrics is not None  # the app counts refusals
+
+    def counted(code: str) -> float:
+        value = metrics.registry.get_sample_value("trustscore_attestations_refused_total", {"code": code})
+        return value or 0.0
+
+    before = counted("rate-limited")
+
+    async def overlapping() -> tuple[Any, ...]:
+        transport = httpx.ASGITransport(app=client.app, client=("203.0.113.9", 1234))
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+            url = "/v1/agents/{}/rating/attestation"
+            first = asyncio.ensure_future(c.get(url.format(busy.id)))
+            for _ in range(1000):
+                if world.service._makers:
+                    break
+                await asyncio.sleep(0.01)
+            second = await c.get(url.format(other.id), params={"format": "vc"})
+            joined = asyncio.ensure_future(c.get(url.format(busy.id), params={"format": "vc"}))
+            await asyncio.sleep(0.2)
+            gate.set()
+            return second, await first, await joined
+
+    second, first, joined = await on_app(client, overlapping)
+    assert second.status_code == 429, second.text
+    assert second.headers["retry-after"] == "5"
+    assert second.headers["content-type"].startswith("application/problem+json")
+    assert second.json()["type"].endswith("/rate-limited") and second.json()["retry_after"] == 5
+    assert first.status_code == 200 and joined.status_code == 200
+    assert not world.service._makers and counted("rate-limited") == before + 1
+    # A making that fails is not kept and frees its address.
+    failing.append("yes")
+    world.limits(reuse_s=0.0)
+    r = await get(client, other)
+    assert r.status_code == 503 and not world.service._makers
