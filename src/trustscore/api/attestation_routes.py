@@ -12,7 +12,7 @@ from litestar.params import FromPath, QueryParameter
 from litestar.response.base import ASGIResponse
 
 from trustscore.api.addresses import client_address
-from trustscore.api.log_routes import JSON_HEADERS
+from trustscore.api.log_routes import JSON_HEADERS, json_response
 from trustscore.api.openapi import ATTESTATION_PROBLEMS
 from trustscore.services.attestations import AttestationService
 
@@ -62,7 +62,6 @@ class CredentialOut(msgspec.Struct):
 
 
 Attestations = NamedDependency[AttestationService]
-_json = msgspec.json.Encoder()
 Model = Annotated[str | None, QueryParameter(description="model version (default trustscore-v2)")]
 Format = Annotated[
     Literal["bundle", "vc"],
@@ -102,8 +101,7 @@ class AttestationController(Controller):
         address = client_address(request)
         if format == "vc":
             vc = await attestations.credential(agent_id, model, address)
-            credential = msgspec.convert(vc, CredentialOut)
-            return ASGIResponse(body=_json.encode(credential), headers=JSON_HEADERS)
+            return json_response(msgspec.convert(vc, CredentialOut))
         return ASGIResponse(
             body=await attestations.bundle_json(agent_id, model, address), headers=JSON_HEADERS
         )

@@ -75,14 +75,14 @@ _json = msgspec.json.Encoder()
 JSON_HEADERS = {"content-type": "application/json"}
 
 
-def _json_response(body: msgspec.Struct, status: int = 200) -> ASGIResponse:
+def json_response(body: msgspec.Struct, status: int = 200) -> ASGIResponse:
     return ASGIResponse(body=_json.encode(body), status_code=status, headers=JSON_HEADERS)
 
 
 def appended_response(appended: list[Appended]) -> ASGIResponse:
     """The answer to an append: each statement's index, 201 when anything new was written, else 200."""
     body = AppendResponse([AppendedEntry(a.index, b64encode(a.leaf_hash), a.duplicate) for a in appended])
-    return _json_response(body, 200 if all(a.duplicate for a in appended) else 201)
+    return json_response(body, 200 if all(a.duplicate for a in appended) else 201)
 
 
 def _index_query(*params: tuple[str, str]) -> type[Operation]:
@@ -173,7 +173,7 @@ class LogController(Controller):
         """The RFC 6962 inclusion proof of entry ``index`` in the tree of ``size`` entries."""
         index, size = index_params(request, "index", "size")
         proof = await log_service(request.app.state).inclusion_proof(index, size)
-        return _json_response(InclusionProofResponse(index, size, [b64encode(h) for h in proof]))
+        return json_response(InclusionProofResponse(index, size, [b64encode(h) for h in proof]))
 
     @get(
         "/proof/consistency",
@@ -185,7 +185,7 @@ class LogController(Controller):
         """The RFC 6962 consistency proof between the trees of sizes ``from`` and ``to``."""
         old, new = index_params(request, "from", "to")
         proof = await log_service(request.app.state).consistency_proof(old, new)
-        return _json_response(ConsistencyProofResponse(old, new, [b64encode(h) for h in proof]))
+        return json_response(ConsistencyProofResponse(old, new, [b64encode(h) for h in proof]))
 
     @get("/keys/{key_id:str}", operation_id="getKey", responses=READ_PROBLEMS)
     async def key_entry(self, log_service: Log, key_id: FromPath[str]) -> KeyResponse:

@@ -281,9 +281,6 @@ class AttestationService:
         """The JSON of a bundle of ``agent``'s served rating (:meth:`made`)."""
         return (await self.made(agent, model, address)).body
 
-    async def bundle(self, agent: str, model: str | None) -> attestation.Bundle:
-        return attestation.decode_bundle(await self.bundle_json(agent, model))
-
     async def credential(self, agent: str, model: str | None, address: str | None = None) -> dict[str, Any]:
         made = await self.made(agent, model, address)
         assert made.attestation is not None  # a refusal is raised by made()
