@@ -219,9 +219,27 @@ async def test_bench_script_runs_at_a_tiny_size(script: str, admin_dsn: str, tmp
     ],
 )
 def test_mirror_sync_refuses_bad_input_in_one_line(args: str, code: int, says: str, tmp_path: Path) -> None:
+    refuses_in_one_line("mirror_sync.py", args, code, says, tmp_path)
+
+
+@pytest.mark.bench
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        ("--entries 10,x", "--entries: not whole numbers: '10,x'"),
+        ("--entries 0", "--entries needs sizes >= 1 and --requests >= 0"),
+        ("--requests -1", "--entries needs sizes >= 1 and --requests >= 0"),
+    ],
+)
+def test_attestations_bench_refuses_bad_input_in_one_line(args: str, says: str, tmp_path: Path) -> None:
+    refuses_in_one_line("attestations.py", args, 2, says, tmp_path)
+
+
+def refuses_in_one_line(script: str, args: str, code: int, says: str, tmp_path: Path) -> None:
+    """``script`` run with ``args`` exits ``code`` with ``says`` on the last line of its errors."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRUSTSCORE_")}
     r = subprocess.run(
-        [sys.executable, str(BENCH / "mirror_sync.py"), *args.split()],
+        [sys.executable, str(BENCH / script), *args.split()],
         capture_output=True,
         text=True,
         timeout=60,
