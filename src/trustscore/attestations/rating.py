@@ -471,7 +471,7 @@ def recompute(
     Reports (settlements, marketplace events) are weighted by their reporter's newest snapshot row among
     the entries logged before them, as :class:`ReporterWeights` decides, and pass the reporter-standing
     policy (:mod:`trustscore.evidence.standing`) as the projection applies it; the agent's own snapshots
-    of the model feed reliability.
+    of the model feed reliability where the model reads them (``[reliability] use_snapshots``).
     """
     reporters = ReporterWeights()
     context = Context(reporter_weight=reporters.weight)

@@ -1,10 +1,12 @@
 """Signed rating attestations: the served rating, the entries it was computed from, and their proofs.
 
-The rating is the one ``GET /v1/agents/{id}/rating`` serves. Its entries are the agent's evidence and
-snapshot entries, the newest reporter snapshot before each report by a third party (what weighted it), and the card of
-every key needed to check them; each is proven against the latest checkpoint, which must cover the
-rating's log size. Before a bundle leaves the server it is verified exactly as ``trustscore rating
-verify`` would, so the server never signs a rating it cannot reproduce. See docs/attestations.md.
+The rating is the one ``GET /v1/agents/{id}/rating`` serves. Its entries are the agent's evidence entries
+and, under a model whose reliability reads them (baseline-v0.3), its snapshot entries; what weighted each
+report by a third party or by the agent itself (its reporter's trustscore-v2 snapshots, approvals and
+vouches); and the card of every key needed to check them. Each is proven against the latest checkpoint,
+which must cover the rating's log size. Before a bundle leaves the server it is verified exactly as
+``trustscore rating verify`` would, so the server never signs a rating it cannot reproduce. See
+docs/attestations.md.
 
 A bundle's cost grows with its entries and their bytes (~0.2 ms of CPU and ~2.1 KB of JSON for a
 marketplace event; a rating snapshot entry of 100 agents' rows ~17.5 KB, of 1,000 as logs written before
@@ -120,7 +122,13 @@ async def _made_bundle(
     weights = public.ratings.model(model)
     cp = await _checkpoint_covering(public, rated.log_size, checkpoint_wait)
     indexes = await entries_of(
-        store, agent, weights.model_version, rated.log_size, key.id, limits.max_entries
+        store,
+        agent,
+        weights.model_version,
+        rated.log_size,
+        key.id,
+        limits.max_entries,
+        own_snapshots=weights.spec.reliability.use_snapshots,
     )
     weight = json_estimate(await store.leaf_bytes(indexes), len(indexes), cp.size)
     if weight > limits.max_bytes:
@@ -174,15 +182,32 @@ def json_estimate(leaf_bytes: int, entries: int, tree_size: int) -> int:
 
 
 async def entries_of(
-    store: AttestationStore, agent: str, model: str, size: int, signer: str, max_entries: int | None = None
+    store: AttestationStore,
+    agent: str,
+    model: str,
+    size: int,
+    signer: str,
+    max_entries: int | None = None,
+    *,
+    own_snapshots: bool = True,
 ) -> list[int]:
     """The sorted log indexes ``agent``'s rating under ``model`` over [0, ``size``) is computed from;
     TooLarge if more than ``max_entries``: the agent's evidence and snapshot entries are counted up to
-    there before they are listed, and the entries found are counted after each step."""
+    there before they are listed, and the entries found are counted after each step.
+
+    Every snapshot of ``model`` with a row for the agent is among them only if ``own_snapshots``: the
+    model's reliability reads them all (``[reliability] use_snapshots``, baseline-v0.3's consistency
+    term), and there is one per snapshot period, so a bundle carrying them grows with the time the agent
+    has been rated, not with its evidence. Under a model whose reliability does not (trustscore-v2, v3)
+    only what weighs a report is needed: where the agent reports itself (a self-attested work record) or
+    vouches for a reporter, its own trustscore-v2 snapshots that decide its standing are found by the
+    reporter loop below, as any reporter's are."""
     if max_entries is not None:
         up_to = max_entries + 1
         own = await store.evidence_entry_count(agent, size, up_to)
-        if own + await store.snapshot_entry_count(agent, model, size, up_to) > max_entries:
+        if own_snapshots:
+            own += await store.snapshot_entry_count(agent, model, size, up_to)
+        if own > max_entries:
             raise _too_many(agent, max_entries)
 
     def bounded(found: set[int]) -> set[int]:
@@ -196,7 +221,8 @@ async def entries_of(
     # The reporter is the entry's signer (a pooled item's issuer is the pool; evidence/standing.py).
     reports = await store.entry_signers(i for i, issuer in evidence if issuer is not None)
     found = {i for i, _ in evidence}
-    found |= set(await store.snapshot_entries(agent, model, size))
+    if own_snapshots:
+        found |= set(await store.snapshot_entries(agent, model, size))
     seen: set[tuple[int, str]] = set()
     while pending := set(reports) - seen:  # a reporter's vouch is a report whose reporter needs the same
         seen |= pending

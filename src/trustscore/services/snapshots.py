@@ -28,7 +28,8 @@ log = logging.getLogger(__name__)
 #: Agents per snapshot statement. A statement holds at most ``MAX_ROWS`` rows, and an attestation
 #: bundle carries the whole snapshot entries that mention its agent, so many agents are split over
 #: several statements taken at the same time (the consistency term reads each agent's row alone). Every
-#: rated agent's bundle carries one such entry per model per snapshot interval, and is refused past 32
+#: rated agent's bundle under a model that reads its snapshots (baseline-v0.3; not trustscore-v2 or v3)
+#: carries one such entry per snapshot interval, and is refused past 32
 #: MiB (services/attestations.py): at 1,000 rows a leaf was 113,008 bytes and a bundle of an hourly
 #: snapshotted agent passed the bound in about 9 days; at 100, 12,208 bytes (~17.5 KB in the bundle with
 #: its proof), about 80 days, for ~8 % more snapshot bytes in the log (122 against 113 bytes an agent).

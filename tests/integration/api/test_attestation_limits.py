@@ -36,6 +36,7 @@ from trustscore.settings import Settings
 from trustscore.store.attestations import AttestationStore
 
 EVENTS = 6
+BASELINE = "baseline-v0.3"
 
 
 class World:
@@ -269,8 +270,9 @@ async def test_snapshot_entries_and_leaf_bytes_are_counted_before_any_leaf_is_re
     client: Client, world: World, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Snapshot entries grow with time for every rated agent (one per model per snapshot interval) and
-    each carries up to 1,000 agents' rows: they are counted before they are listed, and a bundle whose
-    leaves are too many bytes is refused before they are read."""
+    each carries up to 100 agents' rows (1,000 in logs written before 2026-12-06): under a model that
+    reads them (baseline-v0.3) they are counted before they are listed, and a bundle whose leaves are too
+    many bytes is refused before they are read."""
     busy = world.agents[0]
     service_key = logkey.load_or_create(settings.service_key_file)
     public = services_of(client.app.state).public
@@ -278,9 +280,9 @@ async def test_snapshot_entries_and_leaf_bytes_are_counted_before_any_leaf_is_re
     for _ in range(3):
         taken = await on_app(client, snapshots.take, public.log, public.ratings, service_key)
         size = max(s.index for s in taken) + 1
-    await rated(client, busy.id, "trustscore-v2", size)
+    await rated(client, busy.id, BASELINE, size)
     world.limits(reuse_s=0.0)
-    whole = await get(client, busy)
+    whole = await get(client, busy, model=BASELINE)
     listed: list[str] = []
     read: list[int] = []
     snapshot_entries, leaves = AttestationStore.snapshot_entries, AttestationStore.leaves
@@ -296,18 +298,19 @@ async def test_snapshot_entries_and_leaf_bytes_are_counted_before_any_leaf_is_re
     monkeypatch.setattr(AttestationStore, "snapshot_entries", listing)
     monkeypatch.setattr(AttestationStore, "leaves", reading)
     world.limits(max_entries=EVENTS + 2)  # its events fit, its events and 3 snapshots do not
-    r = await get(client, busy)
+    r = await get(client, busy, model=BASELINE)
     assert r.status_code == 422 and f"more than {EVENTS + 2} log entries" in r.json()["detail"]
     assert listed == [] and read == []
     leaf_bytes = sum(len(b64decode(e["leaf"])) for e in whole.json()["entries"])
     weight = json_estimate(leaf_bytes, len(whole.json()["entries"]), checkpoint_size(whole.content))
     assert len(whole.content) <= weight <= len(whole.content) * 1.1 + 4096  # from above, and close
     world.limits(max_entries=100, max_bytes=weight - 1)
-    r = await get(client, busy)
+    r = await get(client, busy, model=BASELINE)
     assert r.status_code == 422, r.text
     assert f"a bundle of about {weight} bytes" in r.json()["detail"] and read == []
     world.limits(max_bytes=weight)
-    assert (await get(client, busy)).status_code == 200 and read == [len(whole.json()["entries"])]
+    r = await get(client, busy, model=BASELINE)
+    assert r.status_code == 200 and read == [len(whole.json()["entries"])]
 
 
 async def test_a_refusal_is_kept_like_a_bundle(

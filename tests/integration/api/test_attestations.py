@@ -158,7 +158,6 @@ async def world(client: Client, settings: Settings) -> dict[str, Any]:
         "service": service,
         "agent": agent,
         "buyer": buyer,
-        "snap": snap,
         "graded": graded,
     }
 
@@ -187,9 +186,13 @@ async def test_a_bundle_of_real_evidence_verifies_offline(
         assert a.coverage_micros == attestation.micros(served["coverage"])
         assert a.computed_at == served["computed_at"] and a.log_size == served["log_size"]
         assert a.total is not None and a.n > 0
-        # The entries: service card, the agent's and counterparties' cards, evidence, and snapshots.
+        # The entries: service card, the agent's and counterparties' cards, evidence, and its own
+        # snapshots where the model's reliability reads them (baseline-v0.3's consistency; trustscore-v2's
+        # reads none, and no reporter here has a snapshot that would bring them).
         assert 0 in a.evidence_entries
-        assert (world["snap"].index in a.evidence_entries) == (model == "trustscore-v2")  # its own snapshot
+        own = await on_app(client, world["store"].snapshot_entries, agent.id, model, a.log_size)
+        assert len(own) >= 2  # the fixture's two, and an hourly one if the clock passed an hour
+        assert set(own) & set(a.evidence_entries) == (set(own) if model == "baseline-v0.3" else set())
         code, message = verify_cli(tmp_path, bundle, "--verifier-key", vkey)
         assert (code, message) == (0, ""), message
 
