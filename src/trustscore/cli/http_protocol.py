@@ -47,6 +47,8 @@ from typing import Any, ClassVar, TypeVar, cast
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from trustscore.api.addresses import network_of
+
 JOIN_BELOW = 1 << 16  # held + next write joined by copying below this size; passed as two buffers above
 MAX_HEADER_BYTES = 64 * 1024  # a request line and headers beyond this close the connection
 HEADER_TIMEOUT = 20.0  # seconds from connecting, or from the first byte after a response, to the headers' end
@@ -225,7 +227,7 @@ class OneWriteHttpToolsProtocol(HttpToolsProtocol):
 
     def _take_place(self) -> bool:
         """Count this connection against its client address; False if the address has no place left."""
-        host = self.client[0] if self.client else None
+        host = network_of(self.client[0]) if self.client else None  # an IPv6 client counts as its /64
         if host is None:  # a Unix socket: no address to count
             return True
         held = self.open_by_address.get(host, 0)

@@ -68,3 +68,21 @@ async def test_connections_one_after_another_never_reach_the_bound() -> None:
 
 async def test_no_bound_when_it_is_zero() -> None:
     assert per_address(OneWriteHttpToolsProtocol, 0) is OneWriteHttpToolsProtocol
+
+
+def test_addresses_of_one_ipv6_network_share_its_places() -> None:
+    """One IPv6 host may connect from every address of its /64: they count as one address."""
+    protocol = per_address(OneWriteHttpToolsProtocol, 2)
+
+    def connection(host: str) -> OneWriteHttpToolsProtocol:
+        made = object.__new__(protocol)  # what connection_made reads: the client's address
+        made.client = (host, 1)
+        return made
+
+    held = [connection("2001:db8:0:1::1"), connection("2001:db8:0:1:ffff:ffff:ffff:ffff")]
+    assert all(c._take_place() for c in held)
+    assert not connection("2001:db8:0:1:abcd::9")._take_place()  # a third of that /64: refused
+    assert connection("2001:db8:0:2::1")._take_place()  # another network has its own places
+    assert connection("::ffff:192.0.2.1")._take_place() and connection("192.0.2.1")._take_place()
+    assert not connection("192.0.2.1")._take_place()  # IPv4-mapped: the IPv4 address's places
+    assert protocol.open_by_address == {"2001:db8:0:1::/64": 2, "2001:db8:0:2::/64": 1, "192.0.2.1": 2}

@@ -1,0 +1,67 @@
+"""Every per-address allowance (writes, grading slots, attestation makings, connections) was keyed on the
+client's exact address. One IPv6 host is commonly given a whole /64 (2^64 addresses) and can send each
+request from a new one: every request had a fresh allowance, and the write limits bounded nothing. An
+IPv6 client is now charged as its /64, an IPv4-mapped IPv6 address as the IPv4 address it carries."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import httpx
+import msgspec
+from litestar.testing import AsyncTestClient
+
+from tests.integration.api.test_attestations import on_app
+from trustscore.api.app import create_app
+from trustscore.cli.agent import card_envelope
+from trustscore.ledger import keys
+from trustscore.settings import Settings
+
+BURST = 4
+
+
+def card() -> bytes:
+    return msgspec.json.encode(card_envelope(keys.SigningKey.generate(), "n"))
+
+
+async def test_addresses_of_one_ipv6_network_share_one_write_allowance(settings: Settings, dsn: str) -> None:
+    tight = replace(settings, address_rate_per_minute=BURST)
+    async with AsyncTestClient(app=create_app(tight, dsn)) as client:
+
+        async def post(host: str, path: str, content: bytes) -> int:
+            transport = httpx.ASGITransport(app=client.app, client=(host, 1234))
+            async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+                return (await c.post(path, content=content)).status_code
+
+        async def run() -> list[int]:
+            return [
+                # The plain append (api/fast_append.py) and a route of the framework, from four addresses
+                # of one /64: a refused write costs its token too.
+                await post("2001:db8:0:1::1", "/v1/log/entries", card()),
+                await post("2001:db8:0:1:ffff:ffff:ffff:ffff", "/v1/log/entries", card()),
+                await post("2001:db8:0:1::3", "/v1/settlements", b"{}"),
+                await post("2001:db8:0:1:1234::4", "/v1/log/entries", card()),
+                await post("2001:db8:0:1::5", "/v1/log/entries", card()),  # a fifth: none left
+                await post("2001:db8:0:1::6", "/v1/events", b"{}"),
+                await post("2001:db8:0:2::1", "/v1/log/entries", card()),  # another /64: its own
+            ]
+
+        codes = await on_app(client, run)
+        assert codes == [201, 201, 400, 201, 429, 429, 201], codes
+
+
+async def test_an_ipv4_mapped_address_is_charged_as_its_ipv4_address(settings: Settings, dsn: str) -> None:
+    tight = replace(settings, address_rate_per_minute=2)
+    async with AsyncTestClient(app=create_app(tight, dsn)) as client:
+
+        async def post(host: str) -> int:
+            transport = httpx.ASGITransport(app=client.app, client=(host, 1234))
+            async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+                return (await c.post("/v1/log/entries", content=card())).status_code
+
+        async def run() -> list[Any]:
+            return [await post(h) for h in ("203.0.113.7", "::ffff:203.0.113.7", "::ffff:cb00:7107", "::1")]
+
+        codes = await on_app(client, run)
+        assert codes == [201, 201, 429, 201], codes
