@@ -10,6 +10,7 @@ from litestar import Request
 from litestar.types import Scope
 
 from trustscore.errors import Forbidden
+from trustscore.outbound.guard import embedded_v4
 
 #: Routes whose cost is counted per new entry written, by the services (docs/service.md).
 ENTRY_ROUTES = frozenset(
@@ -45,8 +46,14 @@ _MAX_ADDRESS = 64
 def network_of(host: str) -> str:
     """What the per-address allowances charge a client ``host`` as: an IPv4 address itself; an IPv6
     address as its /64 (``2001:db8:0:1::/64``), since one host may send each request from another address
-    of its network; an IPv4-mapped IPv6 address (``::ffff:192.0.2.1``) as the IPv4 address it carries.
-    Anything else (a Unix socket's name, a test client's) is charged as itself."""
+    of its network; an IPv6 address that carries an IPv4 client's address as that IPv4 address:
+    IPv4-mapped (``::ffff:192.0.2.1``), the well-known NAT64 prefix (``64:ff9b::/96``, a translator in
+    front of an IPv6-only server: its /64 would put every IPv4 client in one bucket), 6to4 (``2002::/16``:
+    one IPv4 address owns a /48 of it, 65,536 /64s), Teredo (the client's, not its relay's), and the rest
+    of ``::/64`` (IPv4-compatible ``::192.0.2.1``, IPv4-translated ``::ffff:0:192.0.2.1``) by its last 32
+    bits; ``::1`` and ``::`` are themselves. Anything else (a Unix socket's name, a test client's) is
+    charged as itself. A translator with a prefix of its own is not recognised: its clients share its /64
+    (bound them at the translator, or serve its IPv4 clients apart)."""
     if ":" not in host or len(host) > _MAX_ADDRESS:  # IPv4, or not an address: no parsing
         return host
     return _ipv6_network(host)
@@ -58,8 +65,11 @@ def _ipv6_network(host: str) -> str:
         ip = ipaddress.IPv6Address(host)
     except ValueError:
         return host
-    if ip.ipv4_mapped is not None:
-        return str(ip.ipv4_mapped)
+    inner = embedded_v4(ip) or (ip.teredo[1] if ip.teredo else None)
+    if inner is not None:
+        return str(inner)
+    if int(ip) >> _HOST_BITS == 0:  # ::/64: unspecified, loopback, else IPv4-compatible or -translated
+        return str(ip) if int(ip) <= 1 else str(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
     return f"{ipaddress.IPv6Address(int(ip) >> _HOST_BITS << _HOST_BITS)}/{IPV6_PREFIX}"
 
 

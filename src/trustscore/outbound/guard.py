@@ -130,8 +130,9 @@ _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 _ALWAYS_REFUSED = {"unspecified", "multicast", "broadcast", "reserved"}
 
 
-def _embedded_v4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
-    """The IPv4 address an IPv6 address reaches: IPv4-mapped, well-known NAT64 or 6to4."""
+def embedded_v4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address reaches: IPv4-mapped, well-known NAT64 or 6to4 (also what the
+    per-address allowances charge such a client as, api/addresses.py)."""
     if ip.ipv4_mapped is not None:
         return ip.ipv4_mapped
     if ip in _NAT64:
@@ -145,7 +146,7 @@ def classify(ip: IPAddress) -> str | None:
     address (``::ffff:127.0.0.1``, NAT64, 6to4) are classified by that address."""
     table: Sequence[tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, str]] = _V4
     if isinstance(ip, ipaddress.IPv6Address):
-        inner = _embedded_v4(ip)
+        inner = embedded_v4(ip)
         if inner is not None:
             return classify(inner)
         table = _V6
@@ -170,7 +171,7 @@ def refusal(ip: IPAddress, policy: OutboundPolicy) -> str | None:
 
 
 def _describe(host: str, ip: IPAddress, reason: str) -> str:
-    inner = _embedded_v4(ip) if isinstance(ip, ipaddress.IPv6Address) else None
+    inner = embedded_v4(ip) if isinstance(ip, ipaddress.IPv6Address) else None
     via = f" (it reaches {inner})" if inner is not None else ""
     if _literal(host) == ip:
         return f"refused: {ip} is {reason}{via}"

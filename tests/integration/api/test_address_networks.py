@@ -5,20 +5,26 @@ IPv6 client is now charged as its /64, an IPv4-mapped IPv6 address as the IPv4 a
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from dataclasses import replace
 from typing import Any
 
 import httpx
 import msgspec
+import pytest
 from litestar.testing import AsyncTestClient
 
-from tests.integration.api.test_attestations import on_app
+from tests.integration.api.test_attestation_limits import World
+from tests.integration.api.test_attestation_limits import world as world  # the fixture
+from tests.integration.api.test_attestations import Client, on_app
 from trustscore.api.app import create_app
 from trustscore.cli.agent import card_envelope
 from trustscore.ledger import keys
 from trustscore.settings import Settings
+from trustscore.store.attestations import AttestationStore
 
-BURST = 4
+BURST = 5
 
 
 def card() -> bytes:
@@ -36,19 +42,21 @@ async def test_addresses_of_one_ipv6_network_share_one_write_allowance(settings:
 
         async def run() -> list[int]:
             return [
-                # The plain append (api/fast_append.py) and a route of the framework, from four addresses
-                # of one /64: a refused write costs its token too.
+                # The plain append (api/fast_append.py), the services' charges (a refused report or
+                # settlement costs its token) and the framework's (any other POST costs one), each from
+                # another address of one /64.
                 await post("2001:db8:0:1::1", "/v1/log/entries", card()),
-                await post("2001:db8:0:1:ffff:ffff:ffff:ffff", "/v1/log/entries", card()),
+                await post("2001:db8:0:1:ffff:ffff:ffff:ffff", "/v1/reports", b"{}"),
                 await post("2001:db8:0:1::3", "/v1/settlements", b"{}"),
-                await post("2001:db8:0:1:1234::4", "/v1/log/entries", card()),
-                await post("2001:db8:0:1::5", "/v1/log/entries", card()),  # a fifth: none left
-                await post("2001:db8:0:1::6", "/v1/events", b"{}"),
+                await post("2001:db8:0:1:1234::4", "/v1/sittings/1/dialogue", b"{}"),
+                await post("2001:db8:0:1::5", "/v1/log/entries", card()),
+                await post("2001:db8:0:1::6", "/v1/log/entries", card()),  # a sixth: none left
+                await post("2001:db8:0:1::7", "/v1/events", b"{}"),
                 await post("2001:db8:0:2::1", "/v1/log/entries", card()),  # another /64: its own
             ]
 
         codes = await on_app(client, run)
-        assert codes == [201, 201, 400, 201, 429, 429, 201], codes
+        assert codes == [201, 400, 400, 400, 201, 429, 429, 201], codes
 
 
 async def test_an_ipv4_mapped_address_is_charged_as_its_ipv4_address(settings: Settings, dsn: str) -> None:
@@ -65,3 +73,37 @@ async def test_an_ipv4_mapped_address_is_charged_as_its_ipv4_address(settings: S
 
         codes = await on_app(client, run)
         assert codes == [201, 201, 429, 201], codes
+
+
+async def test_addresses_of_one_ipv6_network_start_one_attestation_making_at_a_time(
+    client: Client, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = threading.Event()
+    leaves = AttestationStore.leaves
+
+    async def held(self: AttestationStore, indexes: list[int]) -> Any:
+        await asyncio.to_thread(gate.wait, 10)
+        return await leaves(self, indexes)
+
+    monkeypatch.setattr(AttestationStore, "leaves", held)
+    busy, other = world.agents
+
+    async def get(host: str, agent: str) -> httpx.Response:
+        transport = httpx.ASGITransport(app=client.app, client=(host, 1234))
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+            return await c.get(f"/v1/agents/{agent}/rating/attestation")
+
+    async def overlapping() -> list[httpx.Response]:
+        first = asyncio.ensure_future(get("2001:db8:0:1::1", busy.id))
+        for _ in range(1000):
+            if world.service._makers:
+                break
+            await asyncio.sleep(0.01)
+        second = await get("2001:db8:0:1::2", other.id)  # another address of the /64: refused
+        assert dict(world.service._makers) == {"2001:db8:0:1::/64": 1}
+        gate.set()
+        return [second, await first]
+
+    second, first = await on_app(client, overlapping)
+    assert second.status_code == 429 and "2001:db8:0:1::/64" in second.text, second.text
+    assert first.status_code == 200
