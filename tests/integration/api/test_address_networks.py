@@ -6,7 +6,6 @@ IPv6 client is now charged as its /64, an IPv4-mapped IPv6 address as the IPv4 a
 from __future__ import annotations
 
 import asyncio
-import threading
 from dataclasses import replace
 from typing import Any
 
@@ -15,14 +14,13 @@ import msgspec
 import pytest
 from litestar.testing import AsyncTestClient
 
-from tests.integration.api.test_attestation_limits import World
+from tests.integration.api.test_attestation_limits import World, held_at_leaves
 from tests.integration.api.test_attestation_limits import world as world  # the fixture
 from tests.integration.api.test_attestations import Client, on_app
 from trustscore.api.app import create_app
 from trustscore.cli.agent import card_envelope
 from trustscore.ledger import keys
 from trustscore.settings import Settings
-from trustscore.store.attestations import AttestationStore
 
 BURST = 5
 
@@ -78,14 +76,7 @@ async def test_an_ipv4_mapped_address_is_charged_as_its_ipv4_address(settings: S
 async def test_addresses_of_one_ipv6_network_start_one_attestation_making_at_a_time(
     client: Client, world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    gate = threading.Event()
-    leaves = AttestationStore.leaves
-
-    async def held(self: AttestationStore, indexes: list[int]) -> Any:
-        await asyncio.to_thread(gate.wait, 10)
-        return await leaves(self, indexes)
-
-    monkeypatch.setattr(AttestationStore, "leaves", held)
+    gate = held_at_leaves(monkeypatch)
     busy, other = world.agents
 
     async def get(host: str, agent: str) -> httpx.Response:

@@ -88,6 +88,22 @@ async def get(client: Client, agent: keys.SigningKey, **params: str) -> Any:
     return await client.get(f"/v1/agents/{agent.id}/rating/attestation", params=params)
 
 
+def held_at_leaves(monkeypatch: pytest.MonkeyPatch, failing: list[str] | None = None) -> threading.Event:
+    """Hold every making at its read of leaves until the event returned is set (10 s at most); then the
+    read fails if ``failing`` holds anything."""
+    gate = threading.Event()
+    leaves = AttestationStore.leaves
+
+    async def held(self: AttestationStore, indexes: list[int]) -> Any:
+        await asyncio.to_thread(gate.wait, 10)
+        if failing:
+            raise StorageError("the database went away")
+        return await leaves(self, indexes)
+
+    monkeypatch.setattr(AttestationStore, "leaves", held)
+    return gate
+
+
 def checkpoint_size(body: bytes) -> int:
     """The size of the checkpoint a bundle's proofs are against."""
     size: int = attestation.parse_attestation(attestation.decode_bundle(body).attestation).checkpoint.size
@@ -357,14 +373,7 @@ async def test_a_client_address_starts_one_making_at_a_time(
     """Many heavy agents asked for at once from one address queued makings ahead of everyone else's:
     now the second making an address starts is refused (429), joining one already started is not, and
     other addresses go on."""
-    gate = threading.Event()
-    leaves = AttestationStore.leaves
-
-    async def held(self: AttestationStore, indexes: list[int]) -> Any:
-        await asyncio.to_thread(gate.wait, 10)
-        return await leaves(self, indexes)
-
-    monkeypatch.setattr(AttestationStore, "leaves", held)
+    gate = held_at_leaves(monkeypatch)
     busy, other = world.agents
     service = world.service
 
@@ -406,17 +415,8 @@ async def test_over_http_a_second_making_from_one_address_is_a_429_and_every_ref
 ) -> None:
     """The route's answers as a client at one address gets them (a transport of its own on the app's loop,
     so that requests overlap), a making that fails frees its address, and the refusals are counted."""
-    gate = threading.Event()
-    leaves = AttestationStore.leaves
     failing: list[str] = []
-
-    async def held(self: AttestationStore, indexes: list[int]) -> Any:
-        await asyncio.to_thread(gate.wait, 10)
-        if failing:
-            raise StorageError("the database went away")
-        return await leaves(self, indexes)
-
-    monkeypatch.setattr(AttestationStore, "leaves", held)
+    gate = held_at_leaves(monkeypatch, failing)
     busy, other = world.agents
     metrics = world.service.metrics
     assert metrics is not None  # the app counts refusals
