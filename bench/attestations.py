@@ -23,6 +23,7 @@ import asyncio
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -46,6 +47,7 @@ from trustscore.store import db
 from trustscore.store.log import LogStore
 
 BATCH = 1000  # envelopes appended per call
+MCP_MAX = 4 * 1024 * 1024  # the largest request the MCP SDK reads over HTTP (its default)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -58,6 +60,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--entries", default="100,1000,5000", help="events per agent, one agent each, comma-separated"
     )
     p.add_argument("--requests", type=int, default=5, help="reads after the first, per agent and format")
+    p.add_argument(
+        "--mcp-verify",
+        action="store_true",
+        help="also verify each bundle (one that fits the MCP SDK's 4 MiB requests) by the MCP tool "
+        "verify_attestation, timing GET /healthz of the same server meanwhile",
+    )
     args = p.parse_args(argv)
     try:
         args.sizes = [int(n) for n in args.entries.split(",")]
@@ -138,10 +146,61 @@ def reads(server: ServeProcess, path: str, requests: int) -> tuple[list[float], 
     return latencies, cpu, first_status, first_body
 
 
+def mcp_verify(server: ServeProcess, bundle: bytes) -> tuple[float, float, float, list[float]] | None:
+    """The MCP tool ``verify_attestation`` on ``bundle`` (one JSON-RPC call to ``/mcp``): its latency and
+    the server's CPU, alone; then its latency again while ``GET /healthz`` is sent one after another from
+    another thread, and their latencies (a verification on the event loop holds every other request up);
+    None if the call is larger than the SDK reads."""
+    assert server.proc is not None
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "verify_attestation", "arguments": {"bundle": bundle.decode()}},
+    }
+    body = msgspec.json.encode(call)
+    if len(body) > MCP_MAX:
+        return None
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+    def verify() -> float:
+        t0 = time.perf_counter()
+        r = httpx.post(f"{server.url}/mcp/", content=body, headers=headers, timeout=600)
+        result = r.json().get("result", {}) if r.status_code == 200 else {}
+        if result.get("isError") or not result.get("structuredContent", {}).get("verified"):
+            raise RuntimeError(f"the MCP verification failed: {r.status_code} {r.text[:300]}")
+        return time.perf_counter() - t0
+
+    c0 = cpu_seconds(server.proc.pid)
+    alone = verify()
+    cpu = cpu_seconds(server.proc.pid) - c0
+    done = threading.Event()
+    health: list[float] = []
+
+    def probe() -> None:
+        with LightClient(server.url) as client:
+            while not done.is_set():
+                t0 = time.perf_counter()
+                client.get("/healthz")
+                health.append(time.perf_counter() - t0)
+
+    prober = threading.Thread(target=probe)
+    prober.start()
+    try:
+        time.sleep(0.2)
+        beside = verify()
+        time.sleep(0.2)
+    finally:
+        done.set()
+        prober.join()
+    return alone, cpu, beside, health
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     print_header("trustscore bench: rating attestations by the entries they hold")
     rows = []
+    verified: list[tuple[int, int, float, float, float, list[float]]] = []
     with tempfile.TemporaryDirectory(prefix="trustscore-bench-") as tmp:
         try:
             with fresh_server(
@@ -152,6 +211,11 @@ def main(argv: list[str] | None = None) -> int:
                     for fmt in ("bundle", "vc"):
                         path = f"/v1/agents/{agent}/rating/attestation?format={fmt}"
                         rows.append((size, fmt, *reads(server, path, args.requests)))
+                        status, bundle = rows[-1][-2:]
+                        if args.mcp_verify and fmt == "bundle" and status == 200:
+                            timed = mcp_verify(server, bundle)
+                            if timed is not None:
+                                verified.append((size, len(bundle), *timed))
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, StorageError) as exc:
             print(f"error: {exc}", file=sys.stderr)  # no database, or it went away
             return 1
@@ -170,6 +234,17 @@ def main(argv: list[str] | None = None) -> int:
             f"{size:>7} {fmt:>6} {status:>6} {entries:>8} {len(body):>11,} "
             f"{latencies[0] * 1e3:>9.1f} {cpu[0] * 1e3:>12.1f} {again}"
         )
+    if verified:
+        print("\nMCP verify_attestation alone, then beside GET /healthz sent one after another:")
+        print(
+            f"{'events':>7} {'bytes':>11} {'alone ms':>9} {'CPU ms':>8} {'beside ms':>9} {'healthz':>8} "
+            f"{'p50 ms':>7} {'max ms':>7}"
+        )
+        for size, length, alone, spent, beside, health in verified:
+            print(
+                f"{size:>7} {length:>11,} {alone * 1e3:>9.1f} {spent * 1e3:>8.1f} {beside * 1e3:>9.1f} "
+                f"{len(health):>8} {statistics.median(health) * 1e3:>7.2f} {max(health) * 1e3:>7.1f}"
+            )
     return 0
 
 

@@ -123,10 +123,11 @@ RUNS: dict[str, tuple[str, list[str]]] = {
         [rf"without sandbox\s+2\s+\d+\s+\d+\s+{NUMBER}\s+{NUMBER}", rf"rating / healthz = {NUMBER}"],
     ),
     "attestations.py": (
-        "--entries 3,20 --requests 2 --database-url {db}",
+        "--entries 3,20 --requests 2 --mcp-verify --database-url {db}",
         [
             rf"^\s+3 bundle\s+200\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}$",
             rf"^\s+20\s+vc\s+200\s+0\s+{NUMBER}",
+            rf"^\s+20\s+{NUMBER}(\s+{NUMBER}){{3}}\s+\d+(\s+{NUMBER}){{2}}$",  # the MCP verification
         ],
     ),
     "leaderboard.py": (
