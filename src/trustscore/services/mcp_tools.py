@@ -15,7 +15,7 @@ schema; every failure the caller can cause or meet is a tool error with one line
 from __future__ import annotations
 
 import asyncio
-import json
+import concurrent.futures
 from typing import Annotated, Any, Literal, Protocol
 from urllib.parse import quote
 
@@ -151,7 +151,10 @@ async def _call(coro: Any) -> dict[str, Any]:
 
 def _raw(bundle: dict[str, Any] | str) -> bytes:
     """The bundle's JSON bytes; ToolError past :data:`MAX_BUNDLE`."""
-    raw = bundle.encode() if isinstance(bundle, str) else json.dumps(bundle).encode()
+    try:
+        raw = bundle.encode() if isinstance(bundle, str) else msgspec.json.encode(bundle)
+    except (UnicodeError, TypeError, ValueError) as exc:  # a lone surrogate, say: not JSON text
+        raise ToolError(f"not verified: the bundle is not JSON text ({exc})") from exc
     if len(raw) > MAX_BUNDLE:
         raise ToolError(f"the bundle is larger than {MAX_BUNDLE} bytes")
     return raw
@@ -169,30 +172,41 @@ def _verify_raw(raw: bytes, trusted_key: str | None) -> dict[str, Any]:
     return {**verified.summary(), "trusted_log_key": trusted_key or decoded.log_verifier_key}
 
 
-#: Bytes of bundles one process verifies at once: the largest the tool reads. A verification costs ~0.2 ms
-#: of CPU per event entry (~0.4 s for a 4 MiB bundle) and runs in a worker thread.
+#: Bytes of bundles one process's verifications hold at once, running and queued: the largest the tool
+#: reads. A check costs ~0.1-0.2 ms of CPU per event entry (0.3-0.6 s for 1,000-1,800 events).
 VERIFY_IN_FLIGHT = MAX_BUNDLE
 #: Seconds a verification waits for room in the budget before the tool says the server is busy.
 VERIFY_WAIT = 5.0
 
 
 class Verifications:
-    """The tool's verifications, off the event loop and within a budget of bundle bytes in flight.
+    """The tool's verifications, one at a time in a thread of their own, within a budget of bundle bytes.
 
     A bundle of a few MiB takes a few hundred milliseconds of CPU to check: run on the event loop, each
-    held every other request of the process up that long (0.29 s for a 3.4 MB bundle of 1,800 events,
-    bench/attestations.py --mcp-verify), and anyone may call the tool. In a worker thread the loop keeps
-    its turns; the budget bounds how many run at once, so callers past it wait, then are refused."""
+    held every other request of the process up that long (0.30-0.55 s for bundles of 1,000-1,800 events,
+    bench/attestations.py --mcp-verify), and anyone may call the tool. Its own single worker keeps them
+    off the loop and out of the default thread pool the service's appends and makings use (verifications
+    there, many at once, held those up by seconds: found by review), and runs one at a time (one core at
+    most, and the interpreter shared with the loop by one thread only). The budget bounds what waits for
+    that worker: callers past it wait, then are refused. A caller that leaves (a cancelled call) keeps its
+    hold until its check ends, since a thread cannot be stopped."""
 
     def __init__(self, in_flight: int = VERIFY_IN_FLIGHT, max_wait: float = VERIFY_WAIT) -> None:
         self.budget = WorkBudget(in_flight, max_wait, "bundle bytes")
+        self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="verify-attestation")
 
     async def verify(self, bundle: dict[str, Any] | str, trusted_key: str | None) -> dict[str, Any]:
-        """The bundle verified (:func:`_verify_raw`) in a worker thread, holding its bytes of the budget."""
-        raw = await asyncio.to_thread(_raw, bundle)  # a parsed object is encoded off the loop too
+        """The bundle verified (:func:`_verify_raw`) by the worker, holding its bytes of the budget."""
+        loop = asyncio.get_running_loop()
+        raw = await loop.run_in_executor(self._worker, _raw, bundle)  # an object is encoded there too
         try:
             async with self.budget.hold(len(raw)):
-                return await asyncio.to_thread(_verify_raw, raw, trusted_key)
+                check = loop.run_in_executor(self._worker, _verify_raw, raw, trusted_key)
+                try:
+                    return await asyncio.shield(check)
+                except asyncio.CancelledError:
+                    await asyncio.wait([check])  # the thread goes on: its bytes stay held until it ends
+                    raise
         except Busy as exc:
             raise ToolError(f"the server is busy verifying other bundles: {exc.message}") from exc
 
