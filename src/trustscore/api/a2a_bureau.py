@@ -11,6 +11,7 @@ message: a data part with the tool's JSON (or ``{"error": ...}``) and a text par
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -25,7 +26,7 @@ from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, Agen
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from litestar import Request, Response, get
 from litestar.handlers import asgi
-from litestar.types import HTTPRequestEvent, Receive, ReceiveMessage, Scope, Send
+from litestar.types import Guard, HTTPRequestEvent, Receive, ReceiveMessage, Scope, Send
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from starlette.applications import Starlette
@@ -136,14 +137,14 @@ class BureauExecutor(AgentExecutor):
 class A2ABureau:
     """The card route and the JSON-RPC mount for the app."""
 
-    def __init__(self, tools: MCPServer) -> None:
+    def __init__(self, tools: MCPServer, guards: Sequence[Guard] = ()) -> None:
         placeholder = bureau_card("http://127.0.0.1")  # the handler needs a card; served cards are per host
         handler = DefaultRequestHandler(
             agent_executor=BureauExecutor(tools), task_store=InMemoryTaskStore(), agent_card=placeholder
         )
         self.app = Starlette(routes=create_jsonrpc_routes(handler, "/"))
 
-        @asgi(A2A_PATH, is_mount=True, copy_scope=True, include_in_schema=False)
+        @asgi(A2A_PATH, is_mount=True, copy_scope=True, include_in_schema=False, guards=list(guards))
         async def a2a_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
             if scope.get("method") == "POST":  # HTTP only: a WebSocket scope has no method
                 receive = await _checked_body(scope, receive)

@@ -7,10 +7,13 @@ import ipaddress
 from typing import Any
 
 from litestar import Request
-from litestar.types import Scope
+from litestar.connection import ASGIConnection
+from litestar.handlers import BaseRouteHandler
+from litestar.types import Guard, Scope
 
 from trustscore.errors import Forbidden
 from trustscore.outbound.guard import embedded_v4
+from trustscore.services.ratelimit import KeyRateLimiter
 
 #: Routes whose cost is counted per new entry written, by the services (docs/service.md).
 ENTRY_ROUTES = frozenset(
@@ -71,6 +74,19 @@ def _ipv6_network(host: str) -> str:
     if int(ip) >> _HOST_BITS == 0:  # ::/64: unspecified, loopback, else IPv4-compatible or -translated
         return str(ip) if int(ip) <= 1 else str(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
     return f"{ipaddress.IPv6Address(int(ip) >> _HOST_BITS << _HOST_BITS)}/{IPV6_PREFIX}"
+
+
+def posts_charged(per_address: KeyRateLimiter) -> Guard:
+    """A guard charging each POST one token of its client's allowance (429 when none is left), for the
+    ASGI mounts (``/mcp``, ``/a2a/``), which the app's before-request hook that charges every other POST
+    never sees: their tools were callable without bound (a bundle's verification is hundreds of
+    milliseconds of CPU)."""
+
+    def charge(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+        if connection.scope.get("method") == "POST":
+            per_address.take(address_of(connection.scope))
+
+    return charge
 
 
 def refuse_cross_origin(request: Request[Any, Any, Any]) -> None:

@@ -20,7 +20,7 @@ from litestar.routes import HTTPRoute
 
 from trustscore import __version__
 from trustscore.api import openapi
-from trustscore.api.addresses import ENTRY_ROUTES, client_address, refuse_cross_origin
+from trustscore.api.addresses import ENTRY_ROUTES, client_address, posts_charged, refuse_cross_origin
 from trustscore.api.attestation_routes import AttestationController
 from trustscore.api.evidence_routes import EvidenceController
 from trustscore.api.fast_append import fast_append
@@ -359,15 +359,17 @@ def _with_head(methods: AbstractSet[str]) -> set[str]:
 def create_app(settings: Settings, dsn: str) -> Litestar:
     """The app for ``settings`` on the PostgreSQL at ``dsn`` (migrated at start-up)."""
     wiring = Wiring()
-    integrations = Integrations()  # MCP at /mcp, the A2A card and skills, agent search
     # Writes per client address: a token bucket of entries (burst ``address_burst``, refilled evenly at
     # the per-minute allowance), O(1) per request in bounded memory. Routes that write log entries charge
-    # it per new entry through the services (a duplicate costs nothing); other POSTs cost one each.
+    # it per new entry through the services (a duplicate costs nothing); other POSTs cost one each, the
+    # MCP and A2A mounts' by a guard (the before-request hook below does not see mounts).
     per_address = KeyRateLimiter(
         settings.address_rate_per_minute / 60,
         max(1, min(settings.address_burst, settings.address_rate_per_minute)),
         what="client address",
     )
+    # MCP at /mcp, the A2A card and skills, agent search
+    integrations = Integrations(mount_guards=[posts_charged(per_address)])
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:

@@ -5,11 +5,12 @@ state (trustscore.api.wiring) when a call arrives, so a call during start-up is 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from litestar import Litestar
 from litestar.di import Provide
+from litestar.types import Guard
 
 from trustscore.api.a2a_bureau import A2ABureau
 from trustscore.api.mcp_mount import McpMount, ServicesBureau
@@ -24,11 +25,12 @@ from trustscore.services.public import PublicService
 class Integrations:
     """Route handlers, dependencies and a lifespan for the app; services are read when first needed."""
 
-    def __init__(self) -> None:
+    def __init__(self, mount_guards: Sequence[Guard] = ()) -> None:
+        """``mount_guards`` run before the MCP and A2A mounts (the app's before-request hook does not)."""
         self._app: Litestar | None = None
         self._search: AgentSearch | None = None
-        self.mcp = McpMount(ServicesBureau(self._public, self._ladder, self.search))
-        self.a2a = A2ABureau(self.mcp.server)
+        self.mcp = McpMount(ServicesBureau(self._public, self._ladder, self.search), mount_guards)
+        self.a2a = A2ABureau(self.mcp.server, mount_guards)
 
     def _services(self) -> Services | None:
         found = None if self._app is None else self._app.state.get(STATE_KEY)

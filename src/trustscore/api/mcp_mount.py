@@ -10,14 +10,14 @@ read of data the REST API serves to anyone, and no credential is involved.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import msgspec
 from litestar import Litestar
 from litestar.enums import ScopeType
 from litestar.handlers import asgi
-from litestar.types import HTTPResponseStartEvent, Receive, Scope, Send
+from litestar.types import Guard, HTTPResponseStartEvent, Receive, Scope, Send
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
@@ -116,7 +116,7 @@ def _builtins(value: Any) -> dict[str, Any]:
 class McpMount:
     """The MCP server, its ASGI handler for Litestar and the lifespan that runs its session manager."""
 
-    def __init__(self, bureau: ServicesBureau) -> None:
+    def __init__(self, bureau: ServicesBureau, guards: Sequence[Guard] = ()) -> None:
         self.server: MCPServer = build_server(bureau)
         self.app = self.server.streamable_http_app(
             streamable_http_path="/",
@@ -125,7 +125,7 @@ class McpMount:
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
 
-        @asgi(MOUNT_PATH, is_mount=True, copy_scope=True, include_in_schema=False)
+        @asgi(MOUNT_PATH, is_mount=True, copy_scope=True, include_in_schema=False, guards=list(guards))
         async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
             if scope["type"] == ScopeType.HTTP and scope["method"] != "POST":
                 # The SDK held a GET's event stream open for good, though a stateless server never
