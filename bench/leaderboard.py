@@ -9,6 +9,7 @@ covers the log, then times, one request at a time over one keep-alive connection
   (the page): the first read after a change (a new card registered just before: the kept board is made
   again) and the reads after it, at the same log size;
 * ``GET /v1/agents/{id}/rating`` of random idle agents, and ``GET /v1/agents?after=...&limit=100``;
+* ``GET /v1/search/agents`` for a query matching every id (``ts1``), one matching nothing and one agent's id;
 * ``GET /v1/stats/outcomes?group_by=exam&floor=N`` with a new floor at each request (the outcome stats of
   the log's ladder rows: the rated agents' graded items);
 * with ``--runs N``, each rated agent first gets N re-verification runs, signed by the server's
@@ -274,6 +275,12 @@ def run(server: ServeProcess, args: argparse.Namespace) -> list[Timed]:
         for a in rng.sample(idle + rated, min(args.requests, len(idle + rated)))
     ]
     out.append(timed(url, pid, "GET /v1/agents?after=...&limit=100", pages, args.requests, args.seconds))
+    # The agent search: a query matching every id ("ts1"), one matching nothing, one a name of its own.
+    # Before 2026-12-07 each scanned and sorted every agent on the event loop.
+    some = rng.choice(idle + rated)
+    for route, query in (("q=ts1 (every id)", "ts1"), ("q=zzqq (nothing)", "zzqq"), ("q=<an id>", some)):
+        searches = [f"/v1/search/agents?q={query}&limit=50"] * args.requests
+        out.append(timed(url, pid, f"GET /v1/search/agents?{route}", searches, args.requests, args.seconds))
     # Outcome stats over every ladder row of the log (the rated agents' graded items), a floor of its own
     # at each request: before 6ca9dee each (grouping, floor) read the log's ladder rows again.
     floors = [f"/v1/stats/outcomes?group_by=exam&floor={f}" for f in range(1, args.requests + 1)]

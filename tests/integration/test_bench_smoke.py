@@ -138,6 +138,7 @@ RUNS: dict[str, tuple[str, list[str]]] = {
             rf"^GET /v1/leaderboard\?limit=100, again\s+\d+\s+{NUMBER}\s+{NUMBER}\s+{NUMBER} ms$",
             rf"^GET /v1/agents/\{{idle\}}/rating\s+\d+\s+{NUMBER}",
             rf"^GET /v1/stats/outcomes, a new floor each\s+2\s+{NUMBER}\s+{NUMBER}\s+{NUMBER} ms$",
+            rf"^GET /v1/search/agents\?q=ts1 \(every id\)\s+2\s+{NUMBER}\s+{NUMBER}\s+{NUMBER} ms$",
             rf"^GET /v1/search/agents\?q=agent, first after a restart\s+1\s+{NUMBER}\s+{NUMBER}\s+{NUMBER} ms$",
             rf"^ratio leaderboard p50 \(again\) / healthz p50: {NUMBER}x$",
         ],

@@ -28,7 +28,6 @@ class Integrations:
     def __init__(self, mount_guards: Sequence[Guard] = ()) -> None:
         """``mount_guards`` run before the MCP and A2A mounts (the app's before-request hook does not)."""
         self._app: Litestar | None = None
-        self._search: AgentSearch | None = None
         self.mcp = McpMount(ServicesBureau(self._public, self._ladder, self.search), mount_guards)
         self.a2a = A2ABureau(self.mcp.server, mount_guards)
 
@@ -45,12 +44,9 @@ class Integrations:
         return None if services is None else services.ladder
 
     def search(self) -> AgentSearch | None:
-        """The agent search over the public service's projections, made once the service is up."""
-        if self._search is None:
-            public = self._public()
-            if public is not None:
-                self._search = AgentSearch(public.directory)
-        return self._search
+        """The public service's agent search, once the service is up."""
+        public = self._public()
+        return None if public is None else public.search
 
     def _search_dependency(self) -> AgentSearch:
         found = self.search()
@@ -73,4 +69,4 @@ class Integrations:
             async with self.mcp.lifespan(app):
                 yield
         finally:
-            self._app, self._search = None, None
+            self._app = None

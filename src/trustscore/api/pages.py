@@ -37,6 +37,7 @@ from trustscore.names import DisplayNames
 from trustscore.pages import charts
 from trustscore.pages import medals as medal_words
 from trustscore.scoring.medals import MedalsFile
+from trustscore.services.agent_search import MAX_QUERY
 from trustscore.services.pages import MAX_HISTORY, PageService, b64
 from trustscore.services.public import PublicService
 from trustscore.services.ratings import RatedAgent
@@ -155,14 +156,17 @@ class PagesController(Controller):
 
     @get("/", name="home")
     async def home(
-        self, public: Public, pages: Pages, q: Annotated[str | None, QueryParameter(max_length=200)] = None
+        self,
+        public: Public,
+        pages: Pages,
+        q: Annotated[str | None, QueryParameter(max_length=MAX_QUERY)] = None,
     ) -> Template | Redirect:
         """Search, log status, the top agents and how to get rated."""
         directory = await pages.directory()  # read once: names, the search and the board share it
         names = DisplayNames(directory)
         if q is not None and keys.is_key_id(q.strip()) and q.strip() in names:
             return Redirect(f"/agents/{q.strip()}")
-        results = pages.search(q, directory) if q is not None else None
+        results = await pages.search(q, directory) if q is not None else None
         board = await public.leaderboard(None, None, TOP, directory)
         top = list(zip(board.ranked, await _rows(public, [r.rated for r in board.ranked]), strict=True))
         return page(

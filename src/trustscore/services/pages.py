@@ -121,15 +121,11 @@ class PageService:
         read is a transaction of several round trips even when nothing changed."""
         return await self.public.directory.read()
 
-    @staticmethod
-    def search(query: str, agents: NameIndex) -> list[tuple[str, str]]:
-        """Agents of ``agents`` whose id starts with, or whose name contains, ``query`` (case-folded), at
-        most :data:`MAX_SEARCH`, as (id, name) sorted by name."""
-        if not 1 <= len(query) <= 200:
-            raise InvalidInput("a search is 1..200 characters")
-        q = query.strip().casefold()
-        hits = [(a, n.name) for a, n in agents.agents.items() if a.startswith(q) or q in n.name.casefold()]
-        return sorted(hits, key=lambda t: (t[1].casefold(), t[0]))[:MAX_SEARCH]
+    async def search(self, query: str, agents: NameIndex) -> list[tuple[str, str]]:
+        """The agent search's first :data:`MAX_SEARCH` agents of ``agents`` (the directory just read) for
+        ``query`` (services/agent_search.py: names compared as look-alike skeletons, ids by prefix; exact
+        matches first), as (id, name)."""
+        return [(f.id, f.name) for f in await self.public.search.search(query, MAX_SEARCH, agents)]
 
     # --- history ----------------------------------------------------------------------------------
 

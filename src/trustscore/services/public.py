@@ -22,6 +22,7 @@ from trustscore.names import NameIndex
 from trustscore.reverify.status import VerificationStatus, summarize
 from trustscore.scope.report import ScopeSummary
 from trustscore.services.agent_directory import AgentDirectory
+from trustscore.services.agent_search import AgentSearch
 from trustscore.services.kept import MAX_STALE, KeptBodies
 from trustscore.services.log import LogService
 from trustscore.services.ratings import DEFAULT_MODEL, DEFAULT_WEIGHTS_DIR, RatedAgent, RatingView
@@ -100,6 +101,7 @@ class PublicService:
         self.scope_summary = scope_summary
         self._scope_reads = asyncio.Semaphore(SCOPE_READS)  # scope_summaries()
         self.directory = AgentDirectory(store)  # every registered agent's id and name
+        self.search = AgentSearch(self.directory)  # the API's, the MCP/A2A tools' and the home page's
         # Leaderboards by (model, dimension) with the stamp they were made at (leaderboard()).
         self._boards: dict[
             tuple[str, str | None], tuple[tuple[int, int, int], list[_Scored], list[_Unscored]]

@@ -8,6 +8,7 @@ and held four copies of the names. Now each card is parsed once per process."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 import msgspec
@@ -16,8 +17,10 @@ from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
 from tests.helpers import new_card
+from trustscore.api.wiring import STATE_KEY
 from trustscore.cli.agent import card_envelope
 from trustscore.ledger import dsse, keys
+from trustscore.names import NameOrder
 from trustscore.store.projection_tables import ProjectionStore
 
 Client = AsyncTestClient[Litestar]
@@ -122,3 +125,47 @@ async def test_a_bad_leaderboard_query_is_refused_before_the_directory_is_read(
         r = await client.get("/leaderboard", params=params)
         assert r.status_code in (400, 404), (params, r.status_code, r.text[:300])
         assert parsed[0] == before, params
+
+
+async def test_the_search_orders_names_in_a_thread_and_answers_as_before(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``reorder`` agents registered or renamed since its name order was made, the search makes the
+    order again off the event loop (one making shared by the searches arriving meanwhile) and answers the
+    same; below it, the agents since are scanned one by one."""
+    search = client.app.state[STATE_KEY].public.search
+    search.reorder = 5
+    made: list[int] = []
+    real = NameOrder.of
+
+    def counted(agents: Any) -> NameOrder:
+        made.append(threading.get_ident())
+        return real(agents)
+
+    monkeypatch.setattr(NameOrder, "of", counted)
+    cards: Cards = {}
+    ids = await _register(client, 12, "ordered", cards)
+    answers = await asyncio.gather(
+        *(
+            client.get("/v1/search/agents", params={"q": q, "limit": 50})
+            for q in ("ordered", "ts1", "ordered 1")
+        )
+    )
+    assert len(made) == 1 and made[0] != threading.get_ident(), made  # one making, in another thread
+    by_name = sorted(f"ordered {i}" for i in range(12))  # "ordered 0", "ordered 1", "ordered 10", ...
+    assert [f["name"] for f in answers[0].json()["agents"]] == by_name
+    assert sorted(f["id"] for f in answers[1].json()["agents"]) == ids  # every id starts with ts1
+    assert [f["name"] for f in answers[2].json()["agents"]] == ["ordered 1", "ordered 10", "ordered 11"]
+    assert [f["exact"] for f in answers[2].json()["agents"]] == [True, False, False]
+    # Renamed and new agents since the order: scanned, never found under their old name.
+    key, _ = cards[ids[0]]
+    r = await client.post("/v1/log/entries", content=msgspec.json.encode(card_envelope(key, "Moved Away")))
+    assert r.status_code in (200, 201), r.text
+    for _ in range(400):
+        moved = (await client.get("/v1/search/agents", params={"q": "moved away"})).json()["agents"]
+        if moved:
+            break
+        await asyncio.sleep(0.05)
+    assert [(f["id"], f["exact"]) for f in moved] == [(ids[0], True)]
+    left = (await client.get("/v1/search/agents", params={"q": "ordered", "limit": 50})).json()["agents"]
+    assert ids[0] not in [f["id"] for f in left] and len(left) == 11 and len(made) == 1
