@@ -495,7 +495,9 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         template_config=templates(),
         before_request=before_handler,
         request_max_body_size=settings.max_body_bytes,
-        openapi_config=OpenAPIConfig(title="trustscore", version=__version__, path="/schema"),
+        openapi_config=OpenAPIConfig(
+            title="trustscore", version=__version__, path="/schema", render_plugins=openapi.renderings()
+        ),
         logging_config=None,  # logging is configured by the process (trustscore.logs), not the app
     )
     app.asgi_handler = answer_head(app.asgi_handler)

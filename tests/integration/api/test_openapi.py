@@ -3,10 +3,13 @@ methods, integer bounds, enumerations and patterns, and every response a route s
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
+import yaml
 from litestar import Litestar
+from litestar.openapi.plugins import JsonRenderPlugin, RedocRenderPlugin
 from litestar.testing import AsyncTestClient
 from openapi_spec_validator import validate
 
@@ -167,3 +170,42 @@ async def test_the_proof_routes_describe_the_query_they_read_by_hand(client: Cli
             assert bounds == {"type": "integer", "minimum": 0, "maximum": 2**62}
         ok = schema["paths"][path]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
         assert ok["$ref"].endswith("ProofResponse")
+
+
+async def test_each_rendering_of_the_document_is_made_once(client: Client, monkeypatch: Any) -> None:
+    """The attack: ``GET /schema/openapi.yaml`` made Litestar dump the whole document as YAML on the event
+    loop at every request (157-268 ms each, anyone's to ask for). Each rendering is now made once and
+    kept, and says what the JSON document says."""
+    made: list[str] = []
+    for plugin in (JsonRenderPlugin, RedocRenderPlugin):
+        real = plugin.render
+
+        def counted(
+            self: Any, request: Any, schema: Any, real: Any = real, name: str = plugin.__name__
+        ) -> bytes:
+            made.append(name)
+            rendered: bytes = real(self, request, schema)
+            return rendered
+
+        monkeypatch.setattr(plugin, "render", counted)
+    for dump in (yaml.dump, yaml.safe_dump):  # Litestar's YAML rendering, and ours
+
+        def dumped(*args: Any, real: Any = dump, **kwargs: Any) -> Any:
+            made.append("yaml")
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(yaml, dump.__name__, dumped)
+    bodies: dict[str, set[bytes]] = {}
+    for _ in range(3):
+        for path in ("/schema/openapi.yaml", "/schema/openapi.yml", "/schema/openapi.json", "/schema"):
+            r = await client.get(path)
+            assert r.status_code == 200, (path, r.text[:300])
+            bodies.setdefault(path, set()).add(r.content)
+    assert sorted(made) == ["JsonRenderPlugin", "RedocRenderPlugin", "yaml"], made
+    assert all(len(kept) == 1 for kept in bodies.values()), {p: len(b) for p, b in bodies.items()}
+    [json_doc], [yaml_doc] = bodies["/schema/openapi.json"], bodies["/schema/openapi.yaml"]
+    assert yaml.safe_load(yaml_doc) == json.loads(json_doc)  # plain YAML: before, !!python/tuple nodes
+    assert bodies["/schema/openapi.yml"] == {yaml_doc}
+    for path in ("/schema/redoc", "/schema/swagger", "/schema/rapidoc", "/schema/elements"):
+        r = await client.get(path)
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/html"), path
