@@ -7,7 +7,7 @@ import bisect
 import datetime as dt
 import heapq
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import msgspec
@@ -63,11 +63,14 @@ class Leaderboard:
 
 MAX_KEPT_BODIES = 100_000  # encoded rating bodies kept (about 2.5 KB each)
 BOARD_ROWS = 1000  # the most a leaderboard read asks for, of ranked and of unranked agents
+BOARD_IN_LOOP = 4_000  # registered agents up to which a board is made on the event loop (~10 ms)
 SCOPE_READS = 4  # scope summaries read at once by scope_summaries(), in the whole process
 
 # A leaderboard's kept rows: (-score, agent, rating) ranked; (agent, reason, rating or None) unranked.
 _Scored = tuple[float, str, RatedAgent]
 _Unscored = tuple[str, str, RatedAgent | None]
+_Stamp = tuple[int, int, int]  # the ratings' revision and log size, and how many agents are registered
+_Board = tuple[_Stamp, list[_Scored], list[_Unscored]]
 
 
 class PublicService:
@@ -103,9 +106,9 @@ class PublicService:
         self.directory = AgentDirectory(store)  # every registered agent's id and name
         self.search = AgentSearch(self.directory)  # the API's, the MCP/A2A tools' and the home page's
         # Leaderboards by (model, dimension) with the stamp they were made at (leaderboard()).
-        self._boards: dict[
-            tuple[str, str | None], tuple[tuple[int, int, int], list[_Scored], list[_Unscored]]
-        ] = {}
+        self._boards: dict[tuple[str, str | None], _Board] = {}
+        self._making: dict[tuple[str, str | None], asyncio.Task[_Board]] = {}  # boards made in a thread
+        self.board_in_loop = BOARD_IN_LOOP
 
     async def verification(self, agent: str) -> VerificationStatus:
         return (await self.verifications([agent]))[agent]
@@ -228,41 +231,79 @@ class PublicService:
         The first :data:`BOARD_ROWS` of each list are kept per model and dimension with the stamp they were
         made at (the ratings' revision and log size, and how many agents are registered); a read at the
         same stamp costs O(``limit``), and only the agents shown are given an all-null rating. Making a
-        board again is one pass over the registered agents, in one step of the event loop with the
-        stamp, so every row holds for the log size the board names. A caller that has just read the
-        directory (a page that also shows names) passes it, sparing a second read."""
+        board again is one pass over the registered agents, over the ratings of one step of the event
+        loop with the stamp (:meth:`_made_board`), so every row holds for the log size the board names.
+        A caller that has just read the directory (a page that also shows names) passes it, sparing a
+        second read."""
         name = self.board_model(model, dimension)
         if not 1 <= limit <= BOARD_ROWS:
             raise InvalidInput(f"limit must be 1..{BOARD_ROWS}")
         registered = await self._registered_agents() if directory is None else directory.ids()
-        # From here on no await: the stamp, the board and the rows are read in one step.
         stamp = (self.ratings.revision, self.ratings.size, len(registered))
         kept = self._boards.get((name, dimension))
         if kept is None or kept[0] != stamp:
-            kept = self._boards[(name, dimension)] = (stamp, *self._board(name, dimension, registered))
-        _, scored, unscored = kept
-        size = self.ratings.size
+            kept = await self._made_board(name, dimension, registered, stamp)
+        (_, size, _), scored, unscored = kept  # every row holds for the log size the board was made at
         ranked = [
             Ranked(i + 1, msgspec.structs.replace(rated, log_size=size), -negated)
             for i, (negated, _, rated) in enumerate(scored[:limit])
         ]
         unranked = [
             (
-                self.ratings.unrated(agent, name)
-                if rated is None
-                else msgspec.structs.replace(rated, log_size=size),
+                msgspec.structs.replace(
+                    self.ratings.unrated(agent, name) if rated is None else rated, log_size=size
+                ),
                 reason,
             )
             for agent, reason, rated in unscored[:limit]
         ]
         return Leaderboard(name, dimension, ranked, unranked)
 
+    async def _made_board(
+        self, model: str, dimension: str | None, registered: list[str], stamp: _Stamp
+    ) -> _Board:
+        """The board of ``model`` and ``dimension`` made again for ``stamp`` (the view now), kept.
+
+        Up to :data:`BOARD_IN_LOOP` registered agents it is made here, in the step of the event loop that
+        read the stamp. Beyond, from a copy of the ratings taken in that step, in a thread: the pass over
+        the agents is Python (~2.5 us an agent: 250 ms at 10^5), and before 2026-12-07 it held the event
+        loop for every board read after a rating moved. A read arriving while a board is being made waits
+        for that one (made for a stamp a little older than its question, and saying so by its log size)."""
+        key = (model, dimension)
+        if len(registered) <= self.board_in_loop:
+            kept = self._boards[key] = (stamp, *self._board(self.ratings.held(model), dimension, registered))
+            return kept
+        making = self._making.get(key)
+        if making is None:
+            held = dict(self.ratings.held(model))  # in this step: the ratings of ``stamp``
+            making = self._making[key] = asyncio.create_task(
+                self._board_in_thread(key, stamp, held, dimension, registered)
+            )
+        return await asyncio.shield(making)
+
+    async def _board_in_thread(
+        self,
+        key: tuple[str, str | None],
+        stamp: _Stamp,
+        held: Mapping[str, RatedAgent],
+        dimension: str | None,
+        registered: list[str],
+    ) -> _Board:
+        try:
+            scored, unscored = await asyncio.to_thread(self._board, held, dimension, registered)
+        finally:
+            del self._making[key]
+        kept = self._boards.get(key)
+        if kept is None or kept[0] < stamp:  # a board made in the loop meanwhile may be newer
+            kept = self._boards[key] = (stamp, scored, unscored)
+        return (stamp, scored, unscored)
+
+    @staticmethod
     def _board(
-        self, model: str, dimension: str | None, registered: list[str]
+        held: Mapping[str, RatedAgent], dimension: str | None, registered: list[str]
     ) -> tuple[list[_Scored], list[_Unscored]]:
         """The first :data:`BOARD_ROWS` ranked (highest first, then by id) and unranked (by id) agents of
-        ``registered`` (sorted): one pass, the ratings read in place, never copied or sorted whole."""
-        held = self.ratings.held(model)
+        ``registered`` (sorted), by their ratings ``held``: one pass, never sorted whole."""
         scored: list[_Scored] = []
         unscored: list[_Unscored] = []
         for agent in registered:
