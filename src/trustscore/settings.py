@@ -60,6 +60,8 @@ class Settings:
     max_body_bytes: Bytes = 16 * 1024 * 1024  # TRUSTSCORE_MAX_BODY_BYTES: request body limit
     max_batch: Positive = DEFAULT_MAX_BATCH  # TRUSTSCORE_MAX_BATCH: envelopes per POST /v1/log/entries
     max_page: Positive = 1000  # TRUSTSCORE_MAX_PAGE: entries per GET /v1/log/entries page
+    # TRUSTSCORE_MAX_PAGE_BYTES: leaf bytes per GET /v1/log/entries page (a page holds at least one entry)
+    max_page_bytes: Bytes = 4 * 1024 * 1024
     pool_min: Positive = 2  # TRUSTSCORE_POOL_MIN: database connections kept open
     pool_max: Positive = 10  # TRUSTSCORE_POOL_MAX: database connections at most
     project_interval: Interval = 0.1  # TRUSTSCORE_PROJECT_INTERVAL: seconds between projector runs

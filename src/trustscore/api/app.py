@@ -487,6 +487,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
             **DEPENDENCIES,
             **integrations.dependencies,
             "max_page": Provide(lambda: settings.max_page, sync_to_thread=False),
+            "max_page_bytes": Provide(lambda: settings.max_page_bytes, sync_to_thread=False),
             "feed_length": Provide(lambda: settings.feed_length, sync_to_thread=False),
         },
         # after the services' lifespan: it reads them

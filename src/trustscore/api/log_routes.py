@@ -146,14 +146,16 @@ class LogController(Controller):
         self,
         log_service: Log,
         max_page: MaxPage,
+        max_page_bytes: MaxPage,
         start: NonNegative = 0,
         # An int, not ``int | None``: Litestar reads ``?end=null`` as None (found by the fuzzer).
         end: Annotated[int, QueryParameter(ge=0, le=MAX_INDEX)] = MAX_INDEX,
     ) -> EntriesResponse:
-        """Entries ``[start, end)`` with their exact leaf bytes (base64), at most one page at a time;
-        without ``end``, up to the end of the log."""
-        rows = await log_service.entries(start, None if end == MAX_INDEX else end, max_page)
-        full = len(rows) == max_page
+        """Entries ``[start, end)`` with their exact leaf bytes (base64), at most one page at a time (a
+        number of entries, and of leaf bytes: at least one entry); without ``end``, up to the end of the
+        log. A page cut short says where the next starts."""
+        rows = await log_service.entries(start, None if end == MAX_INDEX else end, max_page, max_page_bytes)
+        full = len(rows) == max_page or sum(len(r.leaf) for r in rows) >= max_page_bytes
         nxt = rows[-1].index + 1 if rows and full and rows[-1].index + 1 < end else None
         return EntriesResponse(
             [LogEntry(r.index, b64encode(r.leaf), b64encode(r.leaf_hash)) for r in rows], nxt

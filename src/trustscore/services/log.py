@@ -437,8 +437,11 @@ class LogService:
             raise NotFound(f"no key {key_id} is registered")
         return found
 
-    async def entries(self, start: int, end: int | None, max_page: int) -> list[StoredEntry]:
-        """Entries ``[start, end)``, at most ``max_page``. Without ``end`` (following the log's tail), what
+    async def entries(
+        self, start: int, end: int | None, max_page: int, max_bytes: int | None = None
+    ) -> list[StoredEntry]:
+        """Entries ``[start, end)``, at most ``max_page``, and with ``max_bytes`` only those whose leaves
+        before them hold fewer bytes (at least one entry). Without ``end`` (following the log's tail), what
         the read database holds; with ``end``, a page the replica ends short of what this process knows
         is integrated comes from the primary (so a range past the log's end stays on the replica)."""
         if start < 0:
@@ -446,10 +449,11 @@ class LogService:
         stop = start + max_page if end is None else min(end, start + max_page)
         if stop <= start:
             raise InvalidInput("end must be greater than start")
-        rows = await self.reads.entries(start, stop)
+        rows = await self.reads.entries(start, stop, max_bytes)
         integrated = min(stop, self.checkpoint_size or 0)
-        if end is not None and start + len(rows) < integrated and self.replicated:
-            rows = await self._fallback("entries").entries(start, stop)
+        short = max_bytes is not None and sum(len(r.leaf) for r in rows) >= max_bytes  # cut by bytes
+        if end is not None and start + len(rows) < integrated and not short and self.replicated:
+            rows = await self._fallback("entries").entries(start, stop, max_bytes)
         return rows
 
     async def _holding(self, size: int) -> LogStore:

@@ -6,6 +6,7 @@ import asyncio
 import base64
 import json
 import secrets
+from dataclasses import replace
 from typing import Any
 
 import msgspec
@@ -14,8 +15,10 @@ from litestar.testing import AsyncTestClient
 
 from tests.helpers import new_card
 from trustscore import canonical
+from trustscore.api.app import create_app
 from trustscore.kinds.cards import AGENT_CARD, AgentCard, card_subject
 from trustscore.ledger import checkpoint, dsse, merkle, note, statements
+from trustscore.settings import Settings
 
 Client = AsyncTestClient[Litestar]
 FIRST = 2  # entries 0 and 1 are the server's service cards (grader+snapshot, re-verifier)
@@ -210,3 +213,34 @@ async def test_proof_queries_are_read_as_litestar_read_them(client: Client) -> N
     assert r.status_code == 400 and r.json()["detail"] == f"query parameter 'to' {digits}"
     r = await client.get(f"/v1/log/proof/consistency?from=1&to={cp.size}")
     assert r.status_code == 200 and r.json()["from"] == 1 and r.json()["to"] == cp.size
+
+
+async def test_a_page_of_entries_is_bounded_in_bytes(settings: Settings, dsn: str) -> None:
+    """The attack: a page was bounded only by its number of entries, so 1,000 large entries (old rating
+    snapshots, ~190 KB each) cost one request 977 ms and 192 MiB. A page now also stops once its leaves
+    hold ``max_page_bytes`` (at least one entry), says where the next starts, and the pages together
+    are the log."""
+    settings = replace(settings, max_page_bytes=3_000)
+    async with AsyncTestClient(app=create_app(settings, dsn)) as client:
+        cards = [new_card(f"paged {i}")[1] for i in range(12)]
+        r = await client.post("/v1/log/entries", content=b"[" + b",".join(body(c) for c in cards) + b"]")
+        assert r.status_code == 201, r.text
+        size = FIRST + 12
+        whole: list[dict[str, Any]] = []
+        start, pages = 0, 0
+        while True:
+            page = (await client.get("/v1/log/entries", params={"start": start, "end": size})).json()
+            leaves = [base64.b64decode(e["leaf"]) for e in page["entries"]]
+            assert leaves and sum(map(len, leaves[:-1])) < 3_000, [len(x) for x in leaves]  # then it stops
+            whole += page["entries"]
+            pages += 1
+            if page["next"] is None:
+                break
+            assert page["next"] == page["entries"][-1]["index"] + 1
+            start = page["next"]
+        assert [e["index"] for e in whole] == list(range(size)) and pages > 2
+        # An entry larger than the budget is a page of its own; the SDK client follows short pages.
+        alone = (await client.get("/v1/log/entries", params={"start": FIRST, "end": FIRST + 1})).json()
+        assert len(alone["entries"]) == 1 and alone["next"] is None
+        tail = (await client.get("/v1/log/entries", params={"start": FIRST})).json()  # no end: the tail
+        assert tail["entries"][0]["index"] == FIRST and len(tail["entries"]) < 12 and tail["next"] is not None
