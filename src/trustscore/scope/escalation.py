@@ -89,6 +89,11 @@ def _cancelled(weeks: list[WeeklyScore], at: dt.datetime) -> bool:
 
 def history(weeks: list[WeeklyScore], now: dt.datetime) -> list[StatusChange]:
     """Every change of status: after each weekly run, and at ``now`` (cancellation comes with time)."""
+    return at_time(weeks, run_changes(weeks), now)
+
+
+def run_changes(weeks: list[WeeklyScore]) -> list[StatusChange]:
+    """The changes of status after each weekly run (:func:`history` without the time now)."""
     out: list[StatusChange] = []
     current: Status = "ok"
     for k, w in enumerate(weeks):
@@ -102,11 +107,19 @@ def history(weeks: list[WeeklyScore], now: dt.datetime) -> list[StatusChange]:
         if status != current or (reasons and out and out[-1].reasons != reasons):
             out.append(StatusChange(w.index, w.at, status, reasons))
         current = status
-    if weeks and current != "cancelled" and _cancelled(weeks, now):
-        out.append(
-            StatusChange(None, _streak_start(weeks) + CANCEL_AFTER, "cancelled", ["SHS below 60 for 30 days"])
-        )
     return out
+
+
+def at_time(weeks: list[WeeklyScore], changes: list[StatusChange], now: dt.datetime) -> list[StatusChange]:
+    """:func:`history` from the changes after the runs (:func:`run_changes`): a cancellation that came
+    with time by ``now`` added."""
+    current = changes[-1].status if changes else "ok"
+    if weeks and current != "cancelled" and _cancelled(weeks, now):
+        cancelled = StatusChange(
+            None, _streak_start(weeks) + CANCEL_AFTER, "cancelled", ["SHS below 60 for 30 days"]
+        )
+        return [*changes, cancelled]
+    return changes
 
 
 def _streak_start(weeks: list[WeeklyScore]) -> dt.datetime:
@@ -120,7 +133,11 @@ def _streak_start(weeks: list[WeeklyScore]) -> dt.datetime:
 
 def status(weeks: list[WeeklyScore], now: dt.datetime) -> tuple[Status, list[str], bool]:
     """The status at ``now``, its reasons, and whether human review is required (SHS < 65)."""
-    changes = history(weeks, now)
+    return status_of(weeks, history(weeks, now))
+
+
+def status_of(weeks: list[WeeklyScore], changes: list[StatusChange]) -> tuple[Status, list[str], bool]:
+    """:func:`status` from the :func:`history` at the time it was read at."""
     if not changes:
         return "ok", [], bool(weeks) and weeks[-1].shs < HUMAN_REVIEW_BELOW
     last = changes[-1]

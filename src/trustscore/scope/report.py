@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -130,6 +131,39 @@ def _components(run: Run) -> tuple[Fraction | None, Fraction, Fraction]:
 def build(
     agent: str, cards: list[CardVersion], runs: list[Run], now: dt.datetime, newest: AgentCard | None = None
 ) -> ScopeHonesty:
+    return prepare(agent, cards, runs, newest).at(now)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A view but for the time it is read at: :meth:`at` adds what comes with time (the status, its
+    history, ``at``). Preparing costs ~64 µs a run (exact fractions); :meth:`at`, O(weeks with a run).
+    A reader keeps it while the agent's cards and runs stay as they are."""
+
+    fields: dict[str, Any]
+    weeks: list[escalation.WeeklyScore]
+    changes: list[escalation.StatusChange]  # after each weekly run
+
+    def at(self, now: dt.datetime) -> ScopeHonesty:
+        history = escalation.at_time(self.weeks, self.changes, now)
+        status, reasons, review = escalation.status_of(self.weeks, history)
+        return ScopeHonesty(
+            **self.fields,
+            at=_fmt(now),
+            status=status,
+            status_reasons=reasons,
+            human_review_required=review,
+            status_history=[
+                StatusOut(index=c.index, at=_fmt(c.at), status=c.status, reasons=c.reasons) for c in history
+            ],
+        )
+
+
+def prepare(
+    agent: str, cards: list[CardVersion], runs: list[Run], newest: AgentCard | None = None
+) -> Prepared:
+    """The view of ``agent`` from its card versions and runs (``newest``: its newest card), but for the
+    time it is read at."""
     current = cards[-1].digest if cards else None
     composites, tcs = _composites(runs)
     outs: list[RunOut] = []
@@ -178,10 +212,8 @@ def build(
             for c in run.capabilities.values()
         ]  # fmt: skip
     weeks = _weekly_scores(runs, composites)
-    status, reasons, review = escalation.status(weeks, now)
-    return ScopeHonesty(
+    fields = dict(
         agent=agent,
-        at=_fmt(now),
         shs=shs,
         shs_reason=reason,
         tier=tier_,
@@ -194,13 +226,6 @@ def build(
         enterprise_ready=rts_c.value is not None and rts_c.value >= scores.ENTERPRISE_RTS,
         capabilities=caps,
         trend=_trend(weeks),
-        status=status,
-        status_reasons=reasons,
-        human_review_required=review,
-        status_history=[
-            StatusOut(index=c.index, at=_fmt(c.at), status=c.status, reasons=c.reasons)
-            for c in escalation.history(weeks, now)
-        ],
         evaluation_due=bool(cards and cards[-1].capability_ids) and latest is None,
         runs=outs,
         server_runs=ServerRunsOut(scheduled=skip_reason(newest) is None, reason=skip_reason(newest)),
@@ -217,6 +242,7 @@ def build(
             for c in cards
         ],
     )
+    return Prepared(fields, weeks, escalation.run_changes(weeks))
 
 
 def _composites(runs: list[Run]) -> tuple[list[float | None], list[tuple[float, list[float]]]]:

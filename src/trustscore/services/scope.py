@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from trustscore.errors import NotFound
 from trustscore.scope.report import (
     CapabilityHistory,
+    Prepared,
     ScopeHonesty,
     ScopeSummary,
-    build,
     capability_history_of,
+    prepare,
     statements_of,
     summary,
 )
@@ -38,6 +39,7 @@ class _Kept:
     collector: Collector
     next_index: int = 0  # the log index after the last leaf fed
     broken: bool = False  # a feed failed part-way: the fold is no longer a fold of a prefix of the log
+    prepared: Prepared | None = None  # the view of the fold, but for the time (made at first read)
 
     @property
     def items(self) -> int:
@@ -52,20 +54,33 @@ class ScopeService:
         self._items = 0  # the card versions and runs the kept folds hold
 
     async def view(self, agent: str) -> ScopeHonesty:
-        collected = await self._collected(agent)
-        if collected.card is None:
+        prepared = await self._prepared(agent)
+        if prepared is None:
             raise NotFound(f"there is no agent {agent}")
-        return build(agent, collected.cards, collected.runs, self.clock(), collected.card)
+        return prepared.at(self.clock())
 
     async def summary(self, agent: str) -> ScopeSummary | None:
         """The rating response's scope-honesty line (None for a key with no card: not an agent)."""
-        collected = await self._collected(agent)
+        prepared = await self._prepared(agent)
+        return None if prepared is None else summary(prepared.at(self.clock()))
+
+    async def _prepared(self, agent: str) -> Prepared | None:
+        """The agent's view but for the time (None without an agent card), kept with its fold until the
+        fold moves: before 2026-12-07 each read built it whole (~64 µs a run: 0.64 s for an agent with
+        10^4 runs, at every read of its scope-honesty view by anyone)."""
+        kept = await self._collected(agent)
+        collected = kept.collector
         if collected.card is None:
             return None
-        return summary(build(agent, collected.cards, collected.runs, self.clock(), collected.card))
+        prepared = kept.prepared
+        if prepared is None:  # nothing awaited since the fold was read: it is the fold's
+            prepared = prepare(agent, collected.cards, collected.runs, collected.card)
+            if not kept.broken:
+                kept.prepared = prepared
+        return prepared
 
     async def capability(self, agent: str, capability: str) -> CapabilityHistory:
-        collected = await self._collected(agent)
+        collected = (await self._collected(agent)).collector
         if collected.card is None:
             raise NotFound(f"there is no agent {agent}")
         history = capability_history_of(agent, collected.runs, collected.card, capability)
@@ -73,7 +88,7 @@ class ScopeService:
             raise NotFound(f"{agent} has never declared or been probed on capability {capability!r}")
         return history
 
-    async def _collected(self, agent: str) -> Collector:
+    async def _collected(self, agent: str) -> _Kept:
         """The agent's card versions, runs and newest card, collected from its leaves and kept: a read
         parses only the leaves logged since the last read of that agent. Each read parsed every card
         and sitting of the agent before (2026-12-06): one that logged 3,000 versions of its card made
@@ -106,6 +121,7 @@ class ScopeService:
                         self._items -= before
                     raise
                 kept.next_index = new[-1][0] + 1
+                kept.prepared = None  # a view of the fold before these
                 if held:
                     self._items += kept.items - before
             break
@@ -118,4 +134,4 @@ class ScopeService:
         while len(self._kept) > 1 and (len(self._kept) > KEPT_AGENTS or self._items > KEPT_ITEMS):
             _, dropped = self._kept.popitem(last=False)
             self._items -= dropped.items
-        return kept.collector
+        return kept

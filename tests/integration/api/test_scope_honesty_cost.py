@@ -20,6 +20,7 @@ from litestar.testing import AsyncTestClient
 from trustscore.api.wiring import STATE_KEY
 from trustscore.cli.agent import card_envelope
 from trustscore.ledger import keys
+from trustscore.scope import report
 from trustscore.services import scope as scope_service
 from trustscore.services.scope import ScopeService
 
@@ -101,3 +102,33 @@ async def test_the_kept_folds_are_bounded_by_what_they_hold(
         assert (await client.get(f"/v1/agents/{key.id}/scope-honesty")).status_code == 200
     scope = client.app.state[STATE_KEY].public.scope_summary.__self__
     assert list(scope._kept) == [a.id for a in agents[1:]] and scope._items == 2  # the oldest read went
+
+
+async def test_the_view_is_prepared_once_while_the_history_stays(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attack: every read of ``GET /v1/agents/{id}/scope-honesty`` built the whole view from the
+    agent's runs (~64 µs a run: 0.64 s for 10^4 runs), anyone's to repeat. Now the view but for the time
+    is kept with the agent's fold: reads at the same history only add the time."""
+    made = [0]
+    real = report._composites
+
+    def counted(runs: Any) -> Any:
+        made[0] += 1
+        return real(runs)
+
+    monkeypatch.setattr(report, "_composites", counted)
+    key = keys.SigningKey.generate()
+    await _log_cards(client, key, ["first"])
+    views = []
+    for _ in range(4):
+        r = await client.get(f"/v1/agents/{key.id}/scope-honesty")
+        assert r.status_code == 200, r.text
+        views.append(r.json())
+    assert made[0] <= 1, made  # before: one each read (and one for each rating body made)
+    assert all({**v, "at": None} == {**views[0], "at": None} for v in views)
+    await _log_cards(client, key, ["second"])  # the history moved: prepared again, once
+    before = made[0]
+    for _ in range(3):
+        assert (await client.get(f"/v1/agents/{key.id}/scope-honesty")).status_code == 200
+    assert made[0] - before <= 1, made

@@ -23,7 +23,7 @@ from trustscore.kinds.graded import GradedItem
 from trustscore.kinds.sittings import SittingClose, SittingOpen, make_close, make_open
 from trustscore.ledger import keys, statements
 from trustscore.scope import scores
-from trustscore.scope.report import _components, _composites, build, week_of
+from trustscore.scope.report import _components, _composites, build, prepare, week_of
 from trustscore.scope.runs import CapabilityResult, CardVersion, Run, collect
 
 T0 = dt.datetime(2026, 1, 5, 12, tzinfo=dt.UTC)  # a Monday
@@ -89,6 +89,28 @@ def test_status_history_follows_the_runs_and_the_clock() -> None:
     v = build("agent", [CARD], runs, T0 + dt.timedelta(weeks=1, days=30))
     assert [h.status for h in v.status_history] == ["warning", "suspended", "cancelled"]
     assert v.status == "cancelled" and v.human_review_required
+
+
+def test_a_prepared_view_read_at_any_time_is_the_view_built_then() -> None:
+    """A reader keeps one prepared view while the runs stay (services/scope.py) and reads it at each
+    request's time: each reading must be the view built at that time, whatever was read before (a
+    cancellation that came with time is not kept into an earlier reading)."""
+    runs = [
+        run(T0, 10, 4, 5),
+        run(T0 + dt.timedelta(weeks=1), 0, 0, 0),
+        run(T0 + dt.timedelta(weeks=2), 0, 0, 0),
+    ]
+    prepared = prepare("agent", [CARD], runs)
+    times = [T0 + dt.timedelta(weeks=w, days=d) for w, d in ((3, 0), (1, 30), (2, 1), (9, 0), (2, 2))]
+    for now in times:
+        assert msgspec.json.encode(prepared.at(now)) == msgspec.json.encode(build("agent", [CARD], runs, now))
+    assert [prepared.at(t).status for t in times] == [
+        "suspended",
+        "cancelled",
+        "suspended",
+        "cancelled",
+        "suspended",
+    ]
 
 
 # --- gaming, through the real generator, grader and run collection -------------------------------------
