@@ -36,6 +36,7 @@ LOOKALIKES = str.maketrans(
 )  # fmt: skip
 RUN = 1 << 15  # names sorted or joined in one call while a name order is made
 FEW_IDS = 256  # ids of a prefix a search ranks itself rather than search the name order's ids for
+FEW_NEW = 4_096  # agents not yet sorted into the ids up to which a search looks at each of them
 
 _DROP = frozenset(" -_.·‐‑‒–—―")
 #: skeleton()'s drop and look-alike steps for ASCII characters, as one translation table.
@@ -192,7 +193,11 @@ class NameIndex:
         """At most ``limit`` agents whose skeleton contains ``key`` (none if it is empty) or whose id starts
         with ``prefix``, each with whether it is exact (its skeleton is ``key``, or its id is ``prefix``):
         exact ones first, then by case-folded name and id. Costs a scan of the agents renamed or first fed
-        since the last :meth:`snapshot` (:attr:`unordered` of them) beside a search of the order."""
+        since the last :meth:`snapshot` (:attr:`unordered` of them) beside a search of the order.
+
+        An empty ``key`` makes no agent exact by its skeleton, not even one whose skeleton is empty (no
+        query the search takes reaches that case: an id prefix starts with "t", whose skeleton is not
+        empty)."""
         if limit < 1:
             return []
         agents = self.agents
@@ -208,12 +213,13 @@ class NameIndex:
         rest: set[str] = set()
         if want:
             # Ids are also kept sorted (ids()): a prefix of few ids (most queries are no id prefix at all) takes
-            # them from there, sparing the order's search of every id. Not when agents are waiting to be
-            # sorted in: sorting them here would cost a search ~0.8 s of the event loop at 10^6 agents.
+            # them from there, and from the few agents waiting to be sorted in (sorting them here would cost
+            # a search ~0.8 s of the event loop at 10^6 agents), sparing the order's search of every id.
             few: list[str] | None = None
-            if not self._new:
+            if len(self._new) <= FEW_NEW:
                 at = bisect_left(self._sorted, prefix)
                 few = [a for a in self._sorted[at : at + FEW_IDS + 1] if a.startswith(prefix)]
+                few += [a for a in self._new if a.startswith(prefix)]
                 if len(few) > FEW_IDS:
                     few = None
             if few is not None:
@@ -228,6 +234,11 @@ class NameIndex:
                 if a not in exact and ((key and key in agents[a].skeleton) or a.startswith(prefix))
             )
         return [(a, True) for a in first] + [(a, False) for a in heapq.nsmallest(want, rest, key=rank)]
+
+    @property
+    def ordered(self) -> bool:
+        """Whether a name order was made (:meth:`order`): until then a search scans every agent."""
+        return self._order is not None
 
     @property
     def unordered(self) -> int:

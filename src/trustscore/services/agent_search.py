@@ -6,8 +6,9 @@ agent cards in log order (the public service's directory, services/agent_directo
 one read of the cards logged since the previous one, a search of the index's name order
 (:class:`~trustscore.names.NameOrder`: a text search that stops at the limit) and a scan of the agents
 renamed or registered since that order was made. Once more than :data:`REORDER` of those are waiting, the
-order is made again in a thread (~0.25 s at 10^5 agents, ~3 s at 10^6) while the event loop serves other
-requests; searches arriving meanwhile wait for the same one.
+order is made again in a thread (~0.25 s at 10^5 agents, ~5 s at 10^6) while the event loop serves other
+requests; searches meanwhile answer from the order made before. Only the first order (none to answer
+from: a scan of every agent) is waited for.
 
 Before 2026-12-07 every search scanned and sorted every agent on the event loop: a query matching every
 id ("ts1") held the whole process ~400 ms at 10^5 agents.
@@ -16,6 +17,8 @@ id ("ts1") held the whole process ~400 ms at 10^5 agents.
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from dataclasses import dataclass
 
 from trustscore.errors import InvalidInput
@@ -25,6 +28,9 @@ from trustscore.services.agent_directory import AgentDirectory
 MAX_QUERY = 100
 MAX_RESULTS = 50
 REORDER = 2_048  # agents renamed or registered since the order was made, scanned one by one beyond it
+RETRY = 60  # seconds after a failed making of the order before the next is tried
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,7 @@ class AgentSearch:
         self.directory = directory
         self.reorder = reorder
         self._ordering: asyncio.Task[None] | None = None
+        self._retry_at = 0.0  # time.monotonic() before which a failed making is not tried again
 
     async def search(self, query: str, limit: int, index: NameIndex | None = None) -> list[Found]:
         """Agents whose name contains ``query`` (as skeletons) or whose id starts with it; exact matches
@@ -53,23 +60,28 @@ class AgentSearch:
             raise InvalidInput(f"limit must be 1..{MAX_RESULTS}")
         if index is None:
             index = await self.directory.read()
-        if index.unordered > self.reorder:
-            await self._ordered(index)
+        if index.unordered > self.reorder and time.monotonic() >= self._retry_at:
+            making = self._making(index)
+            if not index.ordered:  # the first: a scan of every agent would cost what the order spares
+                await asyncio.wait([making])  # a caller that goes away leaves it running for the others
         return [
             Found(agent, index.agents[agent].name, exact)
             for agent, exact in index.find(skeleton(text), text.lower(), limit)
         ]
 
-    async def _ordered(self, index: NameIndex) -> None:
-        """Make ``index``'s name order again in a thread; callers arriving meanwhile wait for the same one
-        (a caller that goes away leaves it running for the others)."""
+    def _making(self, index: NameIndex) -> asyncio.Task[None]:
+        """The making of ``index``'s name order in a thread: the one under way, else a new one. Searches
+        meanwhile read the order made before (and scan the agents changed since)."""
         if self._ordering is None:
             self._ordering = asyncio.create_task(self._order(index))
-        await asyncio.shield(self._ordering)
+        return self._ordering
 
     async def _order(self, index: NameIndex) -> None:
         try:
             agents, changes = index.snapshot()
             index.order(await asyncio.to_thread(NameOrder.of, agents), changes)
+        except Exception:  # MemoryError, say: searches go on with the order they have, or a scan
+            log.exception("the agent search's name order could not be made; trying again in %d s", RETRY)
+            self._retry_at = time.monotonic() + RETRY
         finally:
             self._ordering = None

@@ -55,16 +55,19 @@ _query = st.one_of(
     st.lists(_step, max_size=40),
     st.lists(st.tuples(_query, st.integers(1, 12)), min_size=1, max_size=5),
     st.sampled_from([0, 1, 3, names.FEW_IDS]),
+    st.sampled_from([0, 2, names.FEW_NEW]),
 )
 def test_find_answers_as_a_scan_of_every_agent(
-    steps: list[tuple[str, int, str]], queries: list[tuple[str, int]], few_ids: int
+    steps: list[tuple[str, int, str]], queries: list[tuple[str, int]], few_ids: int, few_new: int
 ) -> None:
-    kept = names.FEW_IDS
-    names.FEW_IDS = few_ids  # ids of a prefix ranked directly, or looked up in the order beyond it
+    kept = names.FEW_IDS, names.FEW_NEW
+    # Ids of a prefix ranked directly or looked up in the order beyond FEW_IDS; the ids not yet sorted in
+    # looked at one by one, or the order's ids searched beyond FEW_NEW.
+    names.FEW_IDS, names.FEW_NEW = few_ids, few_new
     try:
         _replay(steps, queries)
     finally:
-        names.FEW_IDS = kept
+        names.FEW_IDS, names.FEW_NEW = kept
 
 
 def _replay(steps: list[tuple[str, int, str]], queries: list[tuple[str, int]]) -> None:
