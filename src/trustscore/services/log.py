@@ -27,7 +27,7 @@ from trustscore.services.coalesce import Coalescer
 from trustscore.services.metrics import Metrics
 from trustscore.services.ratelimit import KeyRateLimiter
 from trustscore.services.tiles import DEFAULT_CACHE_BYTES, TileService
-from trustscore.store.log import Appended, Follow, LogStore, StoredCheckpoint, StoredEntry
+from trustscore.store.log import Appended, Follow, ListedEntry, LogStore, StoredCheckpoint, StoredEntry
 
 assert kinds_all.ALL_KINDS  # the server knows every statement kind
 
@@ -436,6 +436,14 @@ class LogService:
         if found is None:
             raise NotFound(f"no key {key_id} is registered")
         return found
+
+    async def listed(self, start: int, end: int) -> list[ListedEntry]:
+        """Entries ``[start, end)`` by kind, signer and subject (no leaf read); a range the replica ends
+        short of what this process knows is integrated comes from the primary, as :meth:`entries`."""
+        rows = await self.reads.listed(start, end)
+        if start + len(rows) < min(end, self.checkpoint_size or 0) and self.replicated:
+            rows = await self._fallback("entries").listed(start, end)
+        return rows
 
     async def entries(
         self, start: int, end: int | None, max_page: int, max_bytes: int | None = None

@@ -239,6 +239,17 @@ class StoredEntry:
 
 
 @dataclass(frozen=True)
+class ListedEntry:
+    """An entry as a list of entries names it: its kind, signer and subject, kept beside its leaf when it
+    was appended (from the statement then verified), read without the leaf."""
+
+    index: int
+    kind: str  # the statement's predicate type
+    signer: str
+    subject: str
+
+
+@dataclass(frozen=True)
 class EntryHead:
     """What the log keeps beside an entry's leaf: enough to name it without reading or parsing the leaf."""
 
@@ -790,6 +801,15 @@ class LogStore:
     async def checkpoint_at(self, size: int) -> StoredCheckpoint | None:
         r = await self.pool.fetchrow("SELECT size, root, signed_note FROM checkpoints WHERE size = $1", size)
         return None if r is None else StoredCheckpoint(r["size"], bytes(r["root"]), r["signed_note"])
+
+    async def listed(self, start: int, end: int) -> list[ListedEntry]:
+        """Entries ``[start, end)`` by kind, signer and subject, in log order (their leaves not read)."""
+        rows = await self.pool.fetch(
+            "SELECT idx, kind, signer, subject FROM entries WHERE idx >= $1 AND idx < $2 ORDER BY idx",
+            start,
+            end,
+        )
+        return [ListedEntry(r["idx"], r["kind"], r["signer"], r["subject"]) for r in rows]
 
     async def entries(self, start: int, end: int, max_bytes: int | None = None) -> list[StoredEntry]:
         """Entries ``[start, end)``; with ``max_bytes``, only those whose leaves before them in the range

@@ -17,6 +17,7 @@ import pytest
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
+from tests.helpers import count_calls
 from trustscore.api.wiring import STATE_KEY
 from trustscore.cli.agent import card_envelope
 from trustscore.ledger import keys
@@ -110,14 +111,7 @@ async def test_the_view_is_prepared_once_while_the_history_stays(
     """The attack: every read of ``GET /v1/agents/{id}/scope-honesty`` built the whole view from the
     agent's runs (~64 µs a run: 0.64 s for 10^4 runs), anyone's to repeat. Now the view but for the time
     is kept with the agent's fold: reads at the same history only add the time."""
-    made = [0]
-    real = report._composites
-
-    def counted(runs: Any) -> Any:
-        made[0] += 1
-        return real(runs)
-
-    monkeypatch.setattr(report, "_composites", counted)
+    made = count_calls(monkeypatch, report, "_composites")
     key = keys.SigningKey.generate()
     await _log_cards(client, key, ["first"])
     views = []

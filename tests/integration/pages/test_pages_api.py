@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
@@ -16,11 +17,11 @@ import pytest
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
-from tests.helpers import new_card
+from tests.helpers import count_calls, new_card
 from tests.integration.api.test_attestations import AGENTS, on_app, post, public_of, rated
 from trustscore.api.wiring import services_of
 from trustscore.exams.loader import ExamDirs, load_exam
-from trustscore.ledger import keys, statements
+from trustscore.ledger import audit, keys, statements
 from trustscore.pages import badge
 from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import sign_run
@@ -358,3 +359,23 @@ async def test_a_medal_lost_to_staleness_changes_the_badge_etag_and_the_page(
     assert "·" not in (ET.fromstring(after.content).get("aria-label") or "")
     section = medals_section((await client.get(f"/agents/{good.id}")).text)
     assert "no medal: the newest real evidence is too old (freshness 0.40, at least 0.5 needed" in section
+
+
+async def test_the_log_page_lists_entries_without_reading_their_leaves(
+    client: Client, world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attack: /log read, parsed and pretty-printed the payload of each of its 25 entries for a list
+    that shows none of it (1.2 s with 25 large reports). It now lists kind, signer and subject as the
+    log kept them beside each leaf: what each entry's own page, which does parse it, shows."""
+    parsed = count_calls(monkeypatch, audit, "parse_leaf")
+    html = (await client.get("/log")).text
+    assert parsed[0] == 0, parsed
+    rows = re.findall(
+        r'<tr><td><a href="/log/entries/(\d+)">\d+</a></td><td>([^<]*)</td>'
+        r'<td><code class="id">([^<]*)</code></td><td><code class="id">([^<]*)</code></td></tr>',
+        html,
+    )
+    assert len(rows) >= 5 and [int(r[0]) for r in rows] == sorted((int(r[0]) for r in rows), reverse=True)
+    for index, kind, signer, subject in rows[:5]:
+        entry = (await client.get(f"/log/entries/{index}")).text  # parsed there, from the leaf
+        assert kind in entry and signer in entry and subject in entry, index
