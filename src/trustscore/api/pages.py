@@ -56,6 +56,7 @@ CSP = (
 TOP = 10  # agents on the home page
 BOARD = 100  # agents per leaderboard table
 EVIDENCE_PAGE = 100  # evidence items per profile page
+METHODOLOGY_PAGE = "trustscore.methodology_page"  # the app state's key of the rendered /methodology
 
 Public = NamedDependency[PublicService]
 Model = Annotated[str | None, QueryParameter(description="model version (default trustscore-v2)")]
@@ -265,17 +266,29 @@ class PagesController(Controller):
         )
 
     @get("/methodology", name="methodology")
-    async def methodology(self, public: Public) -> Template:
-        """Every served weights file, the dimension weights side by side, and the methodology text."""
-        doc, models = public.methodology()
-        weights = {name: public.ratings.models[name].spec.dimensions for name, *_ in models}
-        return page(
-            "methodology.html",
-            models=models,
-            weights=weights,
-            dimensions=DIMENSIONS,
-            document=Markup(_markdown.render(doc)),  # noqa: S704 - raw HTML is disabled in the renderer
-        )
+    async def methodology(self, request: Request[Any, Any, Any]) -> Response[bytes]:
+        """Every served weights file, the dimension weights side by side, and the methodology text.
+
+        Rendered at the first request and kept for the process: it shows published files only (the
+        document and the served models' weights files), which do not change while it runs. It was
+        rendered at every request before 2026-12-07 (Markdown and template, 35-67 ms of the event loop)."""
+        body = request.app.state.get(METHODOLOGY_PAGE)
+        if not isinstance(body, bytes):
+            public = services_of(request.app.state).public
+            engine = request.app.template_engine
+            assert engine is not None
+            doc, models = public.methodology()
+            weights = {name: public.ratings.models[name].spec.dimensions for name, *_ in models}
+            body = str(
+                engine.get_template("methodology.html").render(
+                    models=models,
+                    weights=weights,
+                    dimensions=DIMENSIONS,
+                    document=Markup(_markdown.render(doc)),  # noqa: S704 - raw HTML is off in the renderer
+                )
+            ).encode()
+            request.app.state[METHODOLOGY_PAGE] = body
+        return Response(body, media_type=HTML)
 
 
 #: What app.py adds to its route handlers: the pages, the badge and history routes, the static files.

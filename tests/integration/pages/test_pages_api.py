@@ -19,6 +19,7 @@ from litestar.testing import AsyncTestClient
 
 from tests.helpers import count_calls, new_card
 from tests.integration.api.test_attestations import AGENTS, on_app, post, public_of, rated
+from trustscore.api import pages as pages_module
 from trustscore.api.wiring import services_of
 from trustscore.exams.loader import ExamDirs, load_exam
 from trustscore.ledger import audit, keys, statements
@@ -379,3 +380,18 @@ async def test_the_log_page_lists_entries_without_reading_their_leaves(
     for index, kind, signer, subject in rows[:5]:
         entry = (await client.get(f"/log/entries/{index}")).text  # parsed there, from the leaf
         assert kind in entry and signer in entry and subject in entry, index
+
+
+async def test_the_methodology_page_is_rendered_once(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It showed the same published files at every request and rendered them again each time (Markdown
+    and template, 35-67 ms of the event loop); now once per process, with the page's headers."""
+    rendered = count_calls(monkeypatch, pages_module._markdown, "render")
+    bodies = set()
+    for _ in range(3):
+        r = await client.get("/methodology")
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/html"), r.text[:300]
+        assert "script-src 'self'" in r.headers["content-security-policy"]
+        assert r.headers["cache-control"] == "max-age=5, public"
+        bodies.add(r.content)
+    assert rendered == [1] and len(bodies) == 1
+    assert b"trustscore-v2" in r.content and b"<h1" in r.content
