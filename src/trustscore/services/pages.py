@@ -97,6 +97,8 @@ class PageService:
         # (model, agent, dimension) -> the badge's SVG, kept with the rating it was drawn from
         self._badges = KeptBodies[tuple[str, str, str | None], Badge](MAX_KEPT_BADGES, clock)
         self.rendered = RenderedPages(clock)
+        # (model, dimension) -> the /leaderboard page's (stamp, when rendered, body): api/pages.py
+        self.boards: dict[tuple[str, str | None], tuple[object, float, bytes]] = {}
 
     # --- rendered pages ---------------------------------------------------------------------------
 

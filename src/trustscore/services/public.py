@@ -59,6 +59,9 @@ class Leaderboard:
     dimension: str | None
     ranked: list[Ranked]
     unranked: list[tuple[RatedAgent, str]]
+    # What the board was made at: the ratings' revision and log size, and how many agents are registered
+    # (a page rendered from it may be kept while it holds).
+    stamp: tuple[int, int, int] = (0, 0, 0)
 
 
 MAX_KEPT_BODIES = 100_000  # encoded rating bodies kept (about 2.5 KB each)
@@ -257,7 +260,7 @@ class PublicService:
             )
             for agent, reason, rated in unscored[:limit]
         ]
-        return Leaderboard(name, dimension, ranked, unranked)
+        return Leaderboard(name, dimension, ranked, unranked, kept[0])
 
     async def _made_board(
         self, model: str, dimension: str | None, registered: list[str], stamp: _Stamp
