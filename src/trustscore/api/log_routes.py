@@ -93,6 +93,7 @@ def _index_query(*params: tuple[str, str]) -> type[Operation]:
 NonNegative = Annotated[int, QueryParameter(ge=0, le=MAX_INDEX)]
 Log = NamedDependency[LogService]
 MaxPage = NamedDependency[int]
+MaxPageBytes = NamedDependency[int]
 TEXT = "text/plain"  # Litestar adds "; charset=utf-8" (given here too, it came twice: found by fuzzing)
 
 
@@ -141,12 +142,22 @@ class LogController(Controller):
         """The log's verifier key in the Go ``note`` verifier-key text form."""
         return log_service.verifier_key + "\n"
 
-    @get("/entries", operation_id="getEntries", responses=READ_PROBLEMS)
+    @get(
+        "/entries",
+        operation_id="getEntries",
+        responses=READ_PROBLEMS,
+        description=(
+            "Entries [start, end) with their exact leaf bytes (base64), a page at a time: at most "
+            "TRUSTSCORE_MAX_PAGE entries (1000), and no entry past the first once the page's leaves hold "
+            "TRUSTSCORE_MAX_PAGE_BYTES (4 MiB). A page cut short names the next start in `next`; follow it "
+            "(or the last index + 1), never assume a page's length."
+        ),
+    )
     async def entries(
         self,
         log_service: Log,
         max_page: MaxPage,
-        max_page_bytes: MaxPage,
+        max_page_bytes: MaxPageBytes,
         start: NonNegative = 0,
         # An int, not ``int | None``: Litestar reads ``?end=null`` as None (found by the fuzzer).
         end: Annotated[int, QueryParameter(ge=0, le=MAX_INDEX)] = MAX_INDEX,

@@ -138,6 +138,9 @@ class LeaderboardOut(msgspec.Struct):
     dimension: str | None
     ranked: list[RankedOut]
     unranked: list[UnrankedOut]
+    # The log size the board was made at: the ratings it ranks are those of the log's first log_size
+    # entries (a board made while the log moved may be a little behind the latest checkpoint).
+    log_size: int
 
 
 class ModelOut(msgspec.Struct):
@@ -297,6 +300,7 @@ async def leaderboard_out(
             for r in board.ranked
         ],
         [UnrankedOut(r.rating.agent, reason) for r, reason in board.unranked],
+        board.stamp[1],
     )
 
 

@@ -822,6 +822,11 @@ class LogStore:
                 start,
                 end,
             )
+            if not lengths:
+                return []
+            # Only the entries whose lengths were read: one committed between the two queries is read by
+            # the next page, never counted out of the budget.
+            end = lengths[-1]["idx"] + 1
             held = 0
             for row in lengths:
                 if held >= max_bytes:

@@ -164,6 +164,7 @@ async def test_a_board_of_many_agents_is_made_once_in_a_thread(
     public = client.app.state[STATE_KEY].public
     public.board_in_loop = 10**9
     expected = [(await client.get("/v1/leaderboard", params={"limit": n})).json() for n in (1000, 7)]
+    assert expected[0]["log_size"] == public.ratings.size  # the log size its ratings are of, named
     public.board_in_loop = len(ids) - 1
     made: list[int] = []
     real = type(public)._board

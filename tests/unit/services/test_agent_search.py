@@ -64,13 +64,23 @@ async def test_searches_answer_from_the_order_made_before_while_the_next_is_made
     assert [f.name for f in found] == ["Scout 1", "Scout 10", "Scout 11", "Scout 12", "Scout 13", "Scout 14"]
     assert [f.id for f in await search.search("renamed", 5)] == [_id(0)]
     assert await asyncio.to_thread(started.wait, 5) and directory.index.unordered == 6
+    # Past WAIT_BEYOND times as many changed agents as ``reorder``, a search waits for the making.
+    for n in range(15, 15 + agent_search.WAIT_BEYOND * 3):
+        directory.index.add(n, _id(n), f"Scout {n}")
+    waiting = asyncio.ensure_future(search.search("scout 2", 50))
+    done, _ = await asyncio.wait([waiting], timeout=0.3)
+    assert not done  # held by the making, blocked in its thread
     release.set()
-    for _ in range(200):
+    assert [f.name for f in await waiting][:2] == ["Scout 2", "Scout 20"]
+    assert directory.index.unordered == agent_search.WAIT_BEYOND * 3  # those added while it was made
+    for _ in range(200):  # the next search starts the next making (and need not wait for it)
+        await search.search("scout 1", 50)
         if directory.index.unordered == 0:
             break
         await asyncio.sleep(0.01)
     assert directory.index.unordered == 0  # the making was installed
-    assert [f.name for f in await search.search("scout 1", 50)] == [f.name for f in found]
+    expected = sorted((f"Scout {n}" for n in range(1, 27) if str(n).startswith("1")), key=str.casefold)
+    assert [f.name for f in await search.search("scout 1", 50)] == expected
 
 
 async def test_a_making_that_fails_is_logged_and_not_tried_again_at_once(
