@@ -128,9 +128,8 @@ class NameOrder:
         out: list[int] = []
         at = text.find(needle)
         while at >= 0 and len(out) < limit:
-            i = (
-                bisect_right(starts, at) - 1
-            )  # the part holding the hit (a needle spans no newline but its first)
+            # The part holding the hit: a needle holds no newline but, for an id prefix, its first.
+            i = bisect_right(starts, at) - 1
             if not skip(self.order[i]):
                 out.append(i)
             if i + 1 == len(starts):
@@ -242,7 +241,8 @@ class NameIndex:
 
     @property
     def unordered(self) -> int:
-        """Agents renamed or first fed since the last :meth:`snapshot`: what each search scans one by one."""
+        """Agents renamed or first fed since the snapshot of the order searched (all of them before the
+        first :meth:`order`): what each search scans one by one."""
         return len(self._unordered)
 
     def snapshot(self) -> tuple[dict[str, Named], int]:
