@@ -16,7 +16,7 @@ from litestar.testing import AsyncTestClient
 
 from tests.integration.api.test_attestation_limits import World, held_at_leaves
 from tests.integration.api.test_attestation_limits import world as world  # the fixture
-from tests.integration.api.test_attestations import Client, on_app
+from tests.integration.api.test_attestations import Client, from_address, on_app
 from trustscore.api.app import create_app
 from trustscore.cli.agent import card_envelope
 from trustscore.ledger import keys
@@ -34,8 +34,7 @@ async def test_addresses_of_one_ipv6_network_share_one_write_allowance(settings:
     async with AsyncTestClient(app=create_app(tight, dsn)) as client:
 
         async def post(host: str, path: str, content: bytes) -> int:
-            transport = httpx.ASGITransport(app=client.app, client=(host, 1234))
-            async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+            async with from_address(client, host) as c:
                 return (await c.post(path, content=content)).status_code
 
         async def run() -> list[int]:
@@ -62,8 +61,7 @@ async def test_an_ipv4_mapped_address_is_charged_as_its_ipv4_address(settings: S
     async with AsyncTestClient(app=create_app(tight, dsn)) as client:
 
         async def post(host: str) -> int:
-            transport = httpx.ASGITransport(app=client.app, client=(host, 1234))
-            async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+            async with from_address(client, host) as c:
                 return (await c.post("/v1/log/entries", content=card())).status_code
 
         async def run() -> list[Any]:
@@ -80,8 +78,7 @@ async def test_addresses_of_one_ipv6_network_start_one_attestation_making_at_a_t
     busy, other = world.agents
 
     async def get(host: str, agent: str) -> httpx.Response:
-        transport = httpx.ASGITransport(app=client.app, client=(host, 1234))
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+        async with from_address(client, host) as c:
             return await c.get(f"/v1/agents/{agent}/rating/attestation")
 
     async def overlapping() -> list[httpx.Response]:

@@ -14,12 +14,11 @@ import dataclasses
 import threading
 from typing import Any
 
-import httpx
 import msgspec
 import pytest
 
 from tests.helpers import new_card
-from tests.integration.api.test_attestations import Client, on_app, post, rated
+from tests.integration.api.test_attestations import Client, from_address, on_app, post, rated
 from trustscore.api.attestation_routes import BundleOut
 from trustscore.api.wiring import services_of
 from trustscore.attestations import rating as attestation
@@ -428,8 +427,7 @@ async def test_over_http_a_second_making_from_one_address_is_a_429_and_every_ref
     before = counted("rate-limited")
 
     async def overlapping() -> tuple[Any, ...]:
-        transport = httpx.ASGITransport(app=client.app, client=("203.0.113.9", 1234))
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+        async with from_address(client, "203.0.113.9") as c:
             url = "/v1/agents/{}/rating/attestation"
             first = asyncio.ensure_future(c.get(url.format(busy.id)))
             for _ in range(1000):

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 import msgspec
 import pytest
 from litestar import Litestar
@@ -57,6 +58,15 @@ async def on_app(client: Client, fn: Callable[..., Awaitable[T]], *args: Any) ->
     """Run ``fn(*args)`` on the app's own event loop (its database pool lives there)."""
     result: T = await asyncio.to_thread(client.blocking_portal.call, fn, *args)
     return result
+
+
+@contextlib.asynccontextmanager
+async def from_address(client: Client, host: str) -> AsyncIterator[httpx.AsyncClient]:
+    """An httpx client of ``client``'s app whose requests come from ``host`` (use it on the app's own
+    event loop: :func:`on_app`)."""
+    transport = httpx.ASGITransport(app=client.app, client=(host, 1234))
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+        yield c
 
 
 async def post(client: Client, path: str, envelope: Any) -> int:

@@ -11,7 +11,7 @@ from dataclasses import replace
 import httpx
 from litestar.testing import AsyncTestClient
 
-from tests.integration.api.test_attestations import on_app
+from tests.integration.api.test_attestations import from_address, on_app
 from trustscore.api.app import create_app
 from trustscore.settings import Settings
 
@@ -24,8 +24,7 @@ async def test_posts_to_the_mounts_cost_their_address_a_token(settings: Settings
     async with AsyncTestClient(app=create_app(tight, dsn)) as client:
 
         async def call(host: str, method: str, path: str, body: bytes = b"") -> httpx.Response:
-            transport = httpx.ASGITransport(app=client.app, client=(host, 1234))
-            async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+            async with from_address(client, host) as c:
                 return await c.request(method, path, content=body, headers=MCP_HEADERS)
 
         async def run() -> list[httpx.Response]:
