@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
+from dataclasses import dataclass
 
 from trustscore.ladder.rows import LadderRow
 from trustscore.ladder.stats import (
@@ -25,6 +27,16 @@ from trustscore.store.projection_tables import ProjectionStore
 #: after it: the outcome stats cost at most about 1/(1 + TALLY_SPACING) of the time, whatever the rate of
 #: requests and appends (each tally reads every ladder row of the log).
 TALLY_SPACING = 4.0
+#: Agents whose scoring ladder rows a service keeps, and the rows they may hold together (~0.5 KB each).
+KEPT_LADDERS = 4096
+KEPT_LADDER_ROWS = 200_000
+
+
+@dataclass
+class _KeptLadder:
+    end: int  # the rows of the entries [0, end) are these
+    rows: list[LadderRow]  # those carrying scoring evidence, in log order
+    dims: dict[str, Distribution]  # by_dimension(rows)
 
 
 class LadderService:
@@ -35,6 +47,10 @@ class LadderService:
         self._tally: Tally | None = None  # of the projected log as it was at the last making
         self._next_tally = 0.0  # time.monotonic() before which the kept tally is served as it is
         self._making: asyncio.Task[Tally] | None = None
+        # Per agent, its scoring rows and their distributions (dimensions()), the least recently read first.
+        self._ladders: OrderedDict[str, _KeptLadder] = OrderedDict()
+        self._rows = 0  # the rows kept in _ladders
+        self._settled = False  # the one-time backfill of old entries' ladder rows is done
 
     async def outcomes(self, group_by: str, floor: int | None = None) -> OutcomeStats:
         """The verified share per group of the projected log, with n beside every row and the log size
@@ -96,5 +112,48 @@ class LadderService:
         return {(r.index, r.seq): r for r in rows if r.seq is not None}
 
     async def dimensions(self, agent: str, log_size: int) -> dict[str, Distribution]:
-        """Per dimension, the rung distribution of ``agent``'s evidence in ``[0, log_size)``, with n."""
-        return by_dimension(await self.store.rows_of(agent, log_size))
+        """Per dimension, the rung distribution of ``agent``'s evidence in ``[0, log_size)``, with n.
+
+        Every rating body made (at the first read after any log movement) asked for it, and it read all
+        the agent's ladder rows again: ~34 ms at 10^4 items (20 ms of reading, 13 of counting). The rows
+        of each agent read most recently are kept with the log size they were read to (the rows of the
+        entries below it never change once projected), so a read asks only for the rows since, and counts
+        again only when there are any. Not while the one-time backfill of old entries' rows is under way
+        (rows below the log size may still come then)."""
+        if not self._settled:
+            self._settled = await self.store.backfill_below() == 0
+            if not self._settled:
+                return by_dimension(await self.store.scoring_rows(agent, 0, log_size))
+        kept = self._ladders.get(agent)
+        if kept is None or log_size < kept.end:  # none kept, or a rating of an older prefix
+            rows = await self.store.scoring_rows(agent, 0, log_size)
+            dims = by_dimension(rows)
+            if kept is None and agent not in self._ladders:  # none kept by another read meanwhile
+                self._keep(agent, _KeptLadder(log_size, rows, dims))
+            return dims
+        self._ladders.move_to_end(agent)  # the most recently read last
+        # Read before the await: another read may move the kept rows on meanwhile (their list is never
+        # changed in place, a new one is kept).
+        end, held, dims = kept.end, kept.rows, kept.dims
+        if log_size == end:
+            return dims
+        new = await self.store.scoring_rows(agent, end, log_size)
+        if new:
+            dims = by_dimension(held + new)
+        if self._ladders.get(agent) is kept and kept.end == end:  # not moved by another read meanwhile
+            kept.end, kept.rows, kept.dims = log_size, held + new, dims
+            self._rows += len(new)
+            self._evict()
+        return dims
+
+    def _keep(self, agent: str, made: _KeptLadder) -> None:
+        self._ladders[agent] = made
+        self._rows += len(made.rows)
+        self._evict()
+
+    def _evict(self) -> None:
+        """The least recently read agents' rows dropped past :data:`KEPT_LADDERS` agents or
+        :data:`KEPT_LADDER_ROWS` rows (the newest kept whatever its size)."""
+        while len(self._ladders) > 1 and (len(self._ladders) > KEPT_LADDERS or self._rows > KEPT_LADDER_ROWS):
+            _, dropped = self._ladders.popitem(last=False)
+            self._rows -= len(dropped.rows)

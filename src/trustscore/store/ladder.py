@@ -131,6 +131,16 @@ class LadderStore:
         )
         return [_row(r) for r in found]
 
+    async def scoring_rows(self, agent: str, start: int, end: int) -> list[LadderRow]:
+        """``agent``'s ladder rows of entries ``[start, end)`` that carry scoring evidence, in log order."""
+        found = await self.pool.fetch(
+            _SELECT + "WHERE agent = $1 AND idx >= $2 AND idx < $3 AND seq IS NOT NULL ORDER BY idx, pos",
+            agent,
+            start,
+            end,
+        )
+        return [_row(r) for r in found]
+
     async def rows_of(self, agent: str, end: int) -> list[LadderRow]:
         """``agent``'s ladder rows of entries ``[0, end)`` in log order."""
         found = await self.pool.fetch(_SELECT + "WHERE agent = $1 AND idx < $2 ORDER BY idx, pos", agent, end)
