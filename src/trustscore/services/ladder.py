@@ -108,7 +108,7 @@ class LadderService:
         """The ladder row of each of ``agent``'s evidence items ``(index, seq)`` that has one."""
         if not items:
             return {}
-        rows = await self.store.rows_between(agent, min(i for i, _ in items), max(i for i, _ in items))
+        rows = await self.store.scoring_rows(agent, min(i for i, _ in items), max(i for i, _ in items) + 1)
         return {(r.index, r.seq): r for r in rows if r.seq is not None}
 
     async def dimensions(self, agent: str, log_size: int) -> dict[str, Distribution]:

@@ -121,16 +121,6 @@ class LadderStore:
         (:func:`rows_of` makes them rows, e.g. in a thread)."""
         return await self.pool.fetch(_SELECT + "WHERE idx < $1 ORDER BY idx, pos", end)
 
-    async def rows_between(self, agent: str, first: int, last: int) -> list[LadderRow]:
-        """``agent``'s ladder rows of entries ``[first, last]`` that carry scoring evidence."""
-        found = await self.pool.fetch(
-            _SELECT + "WHERE agent = $1 AND idx >= $2 AND idx <= $3 AND seq IS NOT NULL ORDER BY idx, pos",
-            agent,
-            first,
-            last,
-        )
-        return [_row(r) for r in found]
-
     async def scoring_rows(self, agent: str, start: int, end: int) -> list[LadderRow]:
         """``agent``'s ladder rows of entries ``[start, end)`` that carry scoring evidence, in log order."""
         found = await self.pool.fetch(
