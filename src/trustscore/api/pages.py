@@ -8,7 +8,6 @@ docs/pages.md.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -202,29 +201,33 @@ class PagesController(Controller):
         public.board_model(model, dimension)  # a query no board answers is refused before any read
         directory = await pages.directory()  # read once: the board and its names share it
         board = await public.leaderboard(model, dimension, BOARD, directory)
-        key, stamp, now = (board.model, dimension), (board.stamp, pages.log.checkpoint_size), time.monotonic()
-        kept = pages.boards.get(key)
-        if kept is not None and kept[0] == stamp and now - kept[1] < BOARD_PAGE_AGE:
-            return Response(kept[2], media_type=HTML)
-        outs = await _rows(public, [r.rated for r in board.ranked] + [rated for rated, _ in board.unranked])
-        ranked = list(zip(board.ranked, outs[: len(board.ranked)], strict=True))
-        unranked = [
-            (reason, out) for (_, reason), out in zip(board.unranked, outs[len(board.ranked) :], strict=True)
-        ]
         engine = request.app.template_engine
         assert engine is not None
-        body = str(
-            engine.get_template("leaderboard.html").render(
-                board=board,
-                ranked=ranked,
-                unranked=unranked,
-                names=DisplayNames(directory),
-                models=sorted(public.ratings.models),
-                dimensions=DIMENSIONS,
-                medals_defined=board.model in public.ratings.medals,
-            )
-        ).encode()
-        pages.boards[key] = (stamp, now, body)
+
+        async def render() -> bytes:
+            rated = [r.rated for r in board.ranked] + [rated for rated, _ in board.unranked]
+            outs = await _rows(public, rated)
+            ranked = list(zip(board.ranked, outs[: len(board.ranked)], strict=True))
+            unranked = [
+                (reason, out)
+                for (_, reason), out in zip(board.unranked, outs[len(board.ranked) :], strict=True)
+            ]
+            return str(
+                engine.get_template("leaderboard.html").render(
+                    board=board,
+                    ranked=ranked,
+                    unranked=unranked,
+                    names=DisplayNames(directory),
+                    models=sorted(public.ratings.models),
+                    dimensions=DIMENSIONS,
+                    medals_defined=board.model in public.ratings.medals,
+                )
+            ).encode()
+
+        # What the page shows moves with the board, any integrated entry (statuses, scope runs) and any
+        # card read into the directory (names: a rename is read before a checkpoint covers it).
+        stamp = (board.stamp, pages.log.checkpoint_size, directory.next_index)
+        body = await pages.board_page((board.model, dimension), stamp, BOARD_PAGE_AGE, render)
         return Response(body, media_type=HTML)
 
     @get("/agents/{agent_id:str}", name="agent")

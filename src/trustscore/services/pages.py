@@ -6,6 +6,7 @@ and keeps the one cache the hot badge route needs.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import time
@@ -97,8 +98,10 @@ class PageService:
         # (model, agent, dimension) -> the badge's SVG, kept with the rating it was drawn from
         self._badges = KeptBodies[tuple[str, str, str | None], Badge](MAX_KEPT_BADGES, clock)
         self.rendered = RenderedPages(clock)
-        # (model, dimension) -> the /leaderboard page's (stamp, when rendered, body): api/pages.py
+        # (model, dimension) -> the /leaderboard page's (stamp, when rendered, body), and its rendering
+        # under way with its stamp (board_page()).
         self.boards: dict[tuple[str, str | None], tuple[object, float, bytes]] = {}
+        self._rendering: dict[tuple[str, str | None], tuple[object, asyncio.Task[bytes]]] = {}
 
     # --- rendered pages ---------------------------------------------------------------------------
 
@@ -114,6 +117,34 @@ class PageService:
     async def page(self, key: tuple[str, ...], stamp: Stamp, make: Callable[[], Awaitable[bytes]]) -> bytes:
         """The profile page ``key`` as rendered at ``stamp`` (see :class:`RenderedPages`)."""
         return await self.rendered.page(key, stamp, make)
+
+    async def board_page(
+        self, key: tuple[str, str | None], stamp: object, age: float, render: Callable[[], Awaitable[bytes]]
+    ) -> bytes:
+        """The ``/leaderboard`` page ``key`` as rendered at ``stamp``: the kept one while its stamp holds,
+        for at most ``age`` seconds (a scope status can change with the time alone), else rendered by
+        ``render``, once for the readers arriving together (one that goes away leaves it running)."""
+        kept = self.boards.get(key)
+        if kept is not None and kept[0] == stamp and time.monotonic() - kept[1] < age:
+            return kept[2]
+        rendering = self._rendering.get(key)
+        if rendering is None or rendering[0] != stamp:
+            task = asyncio.create_task(self._render_board(key, stamp, render))
+            task.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved: never "lost"
+            rendering = self._rendering[key] = (stamp, task)
+        return await asyncio.shield(rendering[1])
+
+    async def _render_board(
+        self, key: tuple[str, str | None], stamp: object, render: Callable[[], Awaitable[bytes]]
+    ) -> bytes:
+        try:
+            body = await render()
+            if self._rendering.get(key, (None,))[0] == stamp:  # no newer rendering started meanwhile
+                self.boards[key] = (stamp, time.monotonic(), body)
+            return body
+        finally:
+            if self._rendering.get(key, (None,))[0] == stamp:
+                del self._rendering[key]
 
     # --- names ------------------------------------------------------------------------------------
 
