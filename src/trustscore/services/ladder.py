@@ -27,7 +27,8 @@ from trustscore.store.projection_tables import ProjectionStore
 #: after it: the outcome stats cost at most about 1/(1 + TALLY_SPACING) of the time, whatever the rate of
 #: requests and appends (each tally reads every ladder row of the log).
 TALLY_SPACING = 4.0
-#: Agents whose scoring ladder rows a service keeps, and the rows they may hold together (~0.5 KB each).
+#: Agents whose scoring ladder rows a service keeps, and the rows they may hold together (~0.8 KB each as
+#: asyncpg reads them: ~160 MB; one agent with more is kept whole).
 KEPT_LADDERS = 4096
 KEPT_LADDER_ROWS = 200_000
 

@@ -130,8 +130,3 @@ class LadderStore:
             end,
         )
         return [_row(r) for r in found]
-
-    async def rows_of(self, agent: str, end: int) -> list[LadderRow]:
-        """``agent``'s ladder rows of entries ``[0, end)`` in log order."""
-        found = await self.pool.fetch(_SELECT + "WHERE agent = $1 AND idx < $2 ORDER BY idx, pos", agent, end)
-        return [_row(r) for r in found]
