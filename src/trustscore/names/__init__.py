@@ -151,9 +151,12 @@ class NameIndex:
     _new: list[str] = field(default_factory=list)  # ids first fed since
     # The search's name order (made by the caller from snapshot(), perhaps in a thread) and every agent first
     # fed or renamed since that snapshot, with the number of its newest change (a search scans them one by
-    # one; they are skipped in the order, where their name may be an old one).
+    # one; they are skipped in the order, where their name may be an old one). Nothing is recorded before
+    # the first snapshot: every agent is unordered then, and a process that never searches would keep a
+    # second entry for each (~100 B an agent).
     _order: NameOrder | None = None
     _unordered: dict[str, int] = field(default_factory=dict)
+    _recording: bool = False  # a snapshot was taken: changes since are recorded in _unordered
     _changes: int = 0
     _ordered_at: int = -1  # the number of the newest change in _order
 
@@ -173,7 +176,7 @@ class NameIndex:
             if not holders:  # renamed away: no empty set left behind per name an agent ever had
                 del self.by_skeleton[old.skeleton]
         first = index if old is None else old.first
-        if old is None or old.name != name:
+        if (old is None or old.name != name) and self._recording:
             self._changes += 1
             self._unordered[agent] = self._changes
         self.agents[agent] = Named(name, key, first, index)
@@ -223,7 +226,7 @@ class NameIndex:
                     few = None
             if few is not None:
                 rest.update(a for a in few if a not in exact)
-            unordered = self._unordered
+            unordered: Mapping[str, object] = agents if self._order is None else self._unordered
             if self._order is not None:
                 walked = None if few is not None else prefix
                 rest.update(self._order.hits(key, walked, lambda a: a in exact or a in unordered, want))
@@ -243,11 +246,12 @@ class NameIndex:
     def unordered(self) -> int:
         """Agents renamed or first fed since the snapshot of the order searched (all of them before the
         first :meth:`order`): what each search scans one by one."""
-        return len(self._unordered)
+        return len(self.agents) if self._order is None else len(self._unordered)
 
     def snapshot(self) -> tuple[dict[str, Named], int]:
         """A copy of every agent's name, to make a :class:`NameOrder` of (in a thread if it is large: ~0.25
         s at 10^5 agents), and the number of the newest change it holds, for :meth:`order`."""
+        self._recording = True
         return dict(self.agents), self._changes
 
     def order(self, made: NameOrder, changes: int) -> None:

@@ -135,3 +135,20 @@ def test_a_query_matching_every_agent_reads_only_the_names_it_answers() -> None:
         found = index.find(skeleton(query), query.lower(), 50)
         assert counting.reads <= 3 * (50 + 10), (query, counting.reads)
         assert found == _scan(index, query, 50)
+
+
+def test_an_index_never_searched_keeps_no_list_of_changes() -> None:
+    """Before any snapshot every agent is unordered by definition: a process that never serves a search
+    (a worker, say) must not keep a second record of every agent registered (~100 MB at 10^6 agents)."""
+    index = NameIndex()
+    for n in range(1_000):
+        index.add(n, _id(n), f"Agent {n}")
+    index.add(1_000, _id(3), "Renamed")
+    assert index._unordered == {}  # the memory this test is about
+    assert index.unordered == 1_000 and not index.ordered
+    assert index.find(skeleton("renamed"), "renamed", 5) == [(_id(3), True)]
+    agents, changes = index.snapshot()
+    index.add(1_001, _id(4), "Late")  # changed after the snapshot: recorded, scanned after the order
+    index.order(NameOrder.of(agents), changes)
+    assert index.unordered == 1
+    assert index.find(skeleton("late"), "late", 5) == [(_id(4), True)]
