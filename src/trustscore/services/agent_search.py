@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from trustscore.errors import InvalidInput
 from trustscore.names import NameIndex, NameOrder, skeleton
 from trustscore.services.agent_directory import AgentDirectory
+from trustscore.services.single_flight import SingleFlight
 
 MAX_QUERY = 100
 MAX_RESULTS = 50
@@ -49,7 +50,7 @@ class AgentSearch:
     def __init__(self, directory: AgentDirectory, reorder: int = REORDER) -> None:
         self.directory = directory
         self.reorder = reorder
-        self._ordering: asyncio.Task[None] | None = None
+        self._ordering = SingleFlight[None, None]()
         self._retry_at = 0.0  # time.monotonic() before which a failed making is not tried again
 
     async def search(self, query: str, limit: int, index: NameIndex | None = None) -> list[Found]:
@@ -64,7 +65,7 @@ class AgentSearch:
         if index is None:
             index = await self.directory.read()
         if index.unordered > self.reorder and time.monotonic() >= self._retry_at:
-            making = self._making(index)
+            making = self._ordering.start(None, lambda: self._order(index))
             # The first order (a scan of every agent would cost what the order spares), or too many agents
             # changed since the last one to scan them on the event loop at each search: wait for it.
             if not index.ordered or index.unordered > WAIT_BEYOND * self.reorder:
@@ -74,19 +75,12 @@ class AgentSearch:
             for agent, exact in index.find(skeleton(text), text.lower(), limit)
         ]
 
-    def _making(self, index: NameIndex) -> asyncio.Task[None]:
-        """The making of ``index``'s name order in a thread: the one under way, else a new one. Searches
-        meanwhile read the order made before (and scan the agents changed since)."""
-        if self._ordering is None:
-            self._ordering = asyncio.create_task(self._order(index))
-        return self._ordering
-
     async def _order(self, index: NameIndex) -> None:
+        """``index``'s name order made in a thread (once for the searches asking meanwhile, which read the
+        order made before and scan the agents changed since)."""
         try:
             agents, changes = index.snapshot()
             index.order(await asyncio.to_thread(NameOrder.of, agents), changes)
         except Exception:  # MemoryError, say: searches go on with the order they have, or a scan
             log.exception("the agent search's name order could not be made; trying again in %d s", RETRY)
             self._retry_at = time.monotonic() + RETRY
-        finally:
-            self._ordering = None

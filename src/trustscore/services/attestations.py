@@ -51,6 +51,7 @@ from trustscore.reverify.evidence import ISSUER as REVERIFY_ISSUER
 from trustscore.services.budget import WorkBudget
 from trustscore.services.metrics import Metrics
 from trustscore.services.public import PublicService
+from trustscore.services.single_flight import SingleFlight
 from trustscore.store.attestations import AttestationStore
 from trustscore.store.log import StoredCheckpoint
 
@@ -300,7 +301,7 @@ class AttestationService:
         self._budget = WorkBudget(self.limits.in_flight, self.limits.max_wait, "bytes of bundles")
         self._made: OrderedDict[tuple[str, str], Made] = OrderedDict()  # oldest first
         self._kept = 0  # the weight of what is in _made
-        self._making: dict[tuple[str, str], asyncio.Future[Made]] = {}
+        self._making = SingleFlight[tuple[str, str], Made]()
         self._makers: Counter[str] = Counter()  # client addresses of the makings they started
 
     async def bundle_json(self, agent: str, model: str | None, address: str | None = None) -> bytes:
@@ -331,18 +332,17 @@ class AttestationService:
         self._drop_expired()
         made = self._made.get(key)
         if made is None:
-            making = self._making.get(key)
-            if making is None:
-                if address is not None and self._makers[address] >= self.limits.per_address:
-                    raise RateLimited(
-                        f"{self._makers[address]} attestation bundle(s) asked for from {address} are being "
-                        "made; one client address starts one at a time",
-                        retry_after=max(1, math.ceil(self.limits.max_wait)),
-                    )
-                making = self._making[key] = asyncio.ensure_future(self._make(key, agent, model))
-                if address is not None:
-                    self._makers[address] += 1
-                making.add_done_callback(lambda done: self._done(key, done, address))
+            joining = self._making.under_way(key)
+            if not joining and address is not None and self._makers[address] >= self.limits.per_address:
+                raise RateLimited(
+                    f"{self._makers[address]} attestation bundle(s) asked for from {address} are being "
+                    "made; one client address starts one at a time",
+                    retry_after=max(1, math.ceil(self.limits.max_wait)),
+                )
+            making = self._making.start(key, lambda: self._make(key, agent, model))
+            if not joining and address is not None:
+                self._makers[address] += 1
+                making.add_done_callback(lambda _: self._release(address))
             made = await asyncio.shield(making)
         if made.refused is not None:
             raise TooLarge(made.refused)
@@ -381,12 +381,7 @@ class AttestationService:
         while self._made and next(iter(self._made.values())).at < too_old:
             self._kept -= self._made.popitem(last=False)[1].weight
 
-    def _done(self, key: tuple[str, str], done: asyncio.Future[Made], address: str | None) -> None:
-        if self._making.get(key) is done:
-            del self._making[key]
-        if address is not None:
-            self._makers[address] -= 1
-            if not self._makers[address]:
-                del self._makers[address]
-        if not done.cancelled():
-            done.exception()  # read: a making every caller left does not log "never retrieved"
+    def _release(self, address: str) -> None:
+        self._makers[address] -= 1
+        if not self._makers[address]:
+            del self._makers[address]

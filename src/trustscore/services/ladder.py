@@ -20,6 +20,7 @@ from trustscore.ladder.stats import (
     check_floor,
     check_group_by,
 )
+from trustscore.services.single_flight import SingleFlight
 from trustscore.store.ladder import LadderStore, rows_of
 from trustscore.store.projection_tables import ProjectionStore
 
@@ -47,7 +48,7 @@ class LadderService:
         self.floor = check_floor(floor)
         self._tally: Tally | None = None  # of the projected log as it was at the last making
         self._next_tally = 0.0  # time.monotonic() before which the kept tally is served as it is
-        self._making: asyncio.Task[Tally] | None = None
+        self._making = SingleFlight[None, Tally]()
         # Per agent, its scoring rows and their distributions (dimensions()), the least recently read first.
         self._ladders: OrderedDict[str, _KeptLadder] = OrderedDict()
         self._rows = 0  # the rows kept in _ladders
@@ -77,20 +78,17 @@ class LadderService:
         kept = self._kept()
         if kept is not None:
             return kept
-        if self._making is None or self._making.done():
-            size = await self.projections.projected_size()
-            # Asked again: a making may have ended (and set the spacing) while the size was read.
-            kept = self._kept(size)
-            if kept is not None:
-                return kept
-            if self._making is None or self._making.done():  # none started while the size was read
-                self._making = asyncio.ensure_future(self._make(size))
-                # Its error is read even when every caller went away (no "never retrieved" warning).
-                self._making.add_done_callback(lambda t: t.cancelled() or t.exception())
-        # Shielded: a caller that goes away does not cancel the making the others wait for.
-        return await asyncio.shield(self._making)
+        # One making for the callers arriving while it runs (shielded: a caller that goes away does not
+        # cancel it for the others; its error is read even when every caller went away).
+        return await self._making.get(None, self._make)
 
-    async def _make(self, size: int) -> Tally:
+    async def _make(self) -> Tally:
+        size = await self.projections.projected_size()
+        # Read inside the making, so callers arriving during the size read share it. The log has not
+        # moved since the kept tally: it is served as it is.
+        kept = self._kept(size)
+        if kept is not None:
+            return kept
         start = time.monotonic()
         try:
             records = await self.store.records(size)

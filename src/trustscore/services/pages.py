@@ -6,7 +6,6 @@ and keeps the one cache the hot badge route needs.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import time
@@ -24,6 +23,7 @@ from trustscore.services.kept import KeptBodies, Stamp
 from trustscore.services.log import LogService
 from trustscore.services.public import PublicService
 from trustscore.services.ratings import RatedAgent
+from trustscore.services.single_flight import SingleFlight
 from trustscore.store.history import HistoryStore, SnapshotPoint
 from trustscore.store.log import ListedEntry, StoredCheckpoint
 
@@ -101,7 +101,7 @@ class PageService:
         # (model, dimension) -> the /leaderboard page's (stamp, when rendered, body), and its rendering
         # under way with its stamp (board_page()).
         self.boards: dict[tuple[str, str | None], tuple[object, float, bytes]] = {}
-        self._rendering: dict[tuple[str, str | None], tuple[object, asyncio.Task[bytes]]] = {}
+        self._rendering = SingleFlight[tuple[str, str | None], bytes]()
 
     # --- rendered pages ---------------------------------------------------------------------------
 
@@ -127,24 +127,15 @@ class PageService:
         kept = self.boards.get(key)
         if kept is not None and kept[0] == stamp and time.monotonic() - kept[1] < age:
             return kept[2]
-        rendering = self._rendering.get(key)
-        if rendering is None or rendering[0] != stamp:
-            task = asyncio.create_task(self._render_board(key, stamp, render))
-            task.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved: never "lost"
-            rendering = self._rendering[key] = (stamp, task)
-        return await asyncio.shield(rendering[1])
+        return await self._rendering.get(key, lambda: self._render_board(key, stamp, render), stamp)
 
     async def _render_board(
         self, key: tuple[str, str | None], stamp: object, render: Callable[[], Awaitable[bytes]]
     ) -> bytes:
-        try:
-            body = await render()
-            if self._rendering.get(key, (None,))[0] == stamp:  # no newer rendering started meanwhile
-                self.boards[key] = (stamp, time.monotonic(), body)
-            return body
-        finally:
-            if self._rendering.get(key, (None,))[0] == stamp:
-                del self._rendering[key]
+        body = await render()
+        if self._rendering.under_way(key, stamp):  # no newer rendering started meanwhile
+            self.boards[key] = (stamp, time.monotonic(), body)
+        return body
 
     # --- names ------------------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from trustscore.services.agent_search import AgentSearch
 from trustscore.services.kept import MAX_STALE, KeptBodies
 from trustscore.services.log import LogService
 from trustscore.services.ratings import DEFAULT_MODEL, DEFAULT_WEIGHTS_DIR, RatedAgent, RatingView
+from trustscore.services.single_flight import SingleFlight
 from trustscore.store.projection_tables import Card, EvidenceRow, ProjectionStore
 
 
@@ -110,7 +111,7 @@ class PublicService:
         self.search = AgentSearch(self.directory)  # the API's, the MCP/A2A tools' and the home page's
         # Leaderboards by (model, dimension) with the stamp they were made at (leaderboard()).
         self._boards: dict[tuple[str, str | None], _Board] = {}
-        self._making: dict[tuple[str, str | None], asyncio.Task[_Board]] = {}  # boards made in a thread
+        self._making = SingleFlight[tuple[str, str | None], _Board]()  # boards made in a thread
         # Per model, the ratings revision and a copy of its ratings then, read by the boards made in threads.
         self._held_copies: dict[str, tuple[int, Mapping[str, RatedAgent]]] = {}
         self.board_in_loop = BOARD_IN_LOOP
@@ -279,12 +280,10 @@ class PublicService:
         if len(registered) <= self.board_in_loop:
             kept = self._boards[key] = (stamp, *self._board(self.ratings.held(model), dimension, registered))
             return kept
-        making = self._making.get(key)
-        if making is None:
-            making = self._making[key] = asyncio.create_task(
-                self._board_in_thread(key, stamp, self._held_copy(model, stamp), dimension, registered)
-            )
-        return await asyncio.shield(making)
+        return await self._making.get(
+            key,
+            lambda: self._board_in_thread(key, stamp, self._held_copy(model, stamp), dimension, registered),
+        )
 
     def _held_copy(self, model: str, stamp: _Stamp) -> Mapping[str, RatedAgent]:
         """A copy of ``model``'s ratings as they are in this step (``stamp``'s), one shared by the boards
@@ -303,10 +302,7 @@ class PublicService:
         dimension: str | None,
         registered: list[str],
     ) -> _Board:
-        try:
-            scored, unscored = await asyncio.to_thread(self._board, held, dimension, registered)
-        finally:
-            del self._making[key]
+        scored, unscored = await asyncio.to_thread(self._board, held, dimension, registered)
         kept = self._boards.get(key)
         if kept is None or kept[0] < stamp:  # a board made in the loop meanwhile may be newer: served
             kept = self._boards[key] = (stamp, scored, unscored)

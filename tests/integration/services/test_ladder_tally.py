@@ -133,7 +133,6 @@ async def test_a_failed_making_is_surfaced_spaced_and_read(
     rows.hold.set()
     with caplog.at_level(logging.ERROR, logger="asyncio"):
         await asyncio.sleep(0.05)
-        service._making = None
         gc.collect()
         await asyncio.sleep(0)
     assert "never retrieved" not in caplog.text
