@@ -356,6 +356,19 @@ def _with_head(methods: AbstractSet[str]) -> set[str]:
     return {*methods, "HEAD"} if "GET" in methods else set(methods)
 
 
+def _lower_body_limits(app: Litestar, most: int) -> None:
+    """Every route's own body limit (the single-statement routes': evidence_routes.write_route) lowered to
+    ``most``, the operator's TRUSTSCORE_MAX_BODY_BYTES, where that is smaller: a route's own limit wins
+    over the app's in Litestar, and the report routes' 4 MiB did over an operator's 1 MiB. Each app holds
+    copies of the handlers (so no other app is changed), none of which has served a request yet."""
+    for route in app.routes:
+        if isinstance(route, HTTPRoute):
+            for handler in route.route_handlers:
+                own = handler.request_max_body_size
+                if isinstance(own, int) and own > most:
+                    handler.request_max_body_size = most
+
+
 def create_app(settings: Settings, dsn: str) -> Litestar:
     """The app for ``settings`` on the PostgreSQL at ``dsn`` (migrated at start-up)."""
     wiring = Wiring()
@@ -501,6 +514,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         ),
         logging_config=None,  # logging is configured by the process (trustscore.logs), not the app
     )
+    _lower_body_limits(app, settings.max_body_bytes)
     app.asgi_handler = answer_head(app.asgi_handler)
     if serving:
         app.asgi_handler = fast_append(app.asgi_handler, app.state, per_address, settings.max_body_bytes)

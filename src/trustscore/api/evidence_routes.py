@@ -12,7 +12,9 @@ from litestar.openapi.datastructures import ResponseSpec
 from trustscore.api.addresses import client_address
 from trustscore.api.openapi import WRITE_PROBLEMS, envelope_body
 from trustscore.canonical import b64encode
+from trustscore.kinds.events import MAX_EVENT_BYTES
 from trustscore.kinds.exam_report import MAX_REPORT_BYTES
+from trustscore.kinds.settlements import MAX_SETTLEMENT_BYTES
 from trustscore.services.intake import Intake
 from trustscore.store.log import Appended
 
@@ -51,10 +53,15 @@ IntakeDep = NamedDependency[Intake]
 
 
 def write_route(
-    path: str, operation_id: str, what: str, max_body: int | None = None, duplicate: type | None = None
+    path: str, operation_id: str, what: str, max_body: int | None, duplicate: type | None = None
 ) -> post:
     """A POST route taking one signed envelope of ``what`` (described in OpenAPI by hand); with
-    ``duplicate``, it answers 200 with that body when the statement was already in the log."""
+    ``duplicate``, it answers 200 with that body when the statement was already in the log.
+
+    ``max_body`` bounds the body read, from what the largest legal statement of the kind needs (the app
+    lowers it to TRUSTSCORE_MAX_BODY_BYTES when that is smaller: app.py). Before 2026-12-07 these routes
+    read and parsed up to the app's 16 MiB on the event loop for one token of the sender's rate (~50 ms
+    of the whole process a request); None keeps the app's limit (a work record may legally be ~16 MB)."""
     limit: dict[str, Any] = {} if max_body is None else {"request_max_body_size": max_body}
     again = {} if duplicate is None else {200: ResponseSpec(duplicate, description="already in the log")}
     return post(
@@ -95,6 +102,7 @@ class EvidenceController(Controller):
         "/settlements",
         "submitSettlement",
         "a settlement/v1 statement signed by the party reporting it",
+        MAX_SETTLEMENT_BYTES,
         duplicate=AppendedOut,
     )
     async def settlement(self, request: Request[Any, Any, Any], intake: IntakeDep) -> Response[AppendedOut]:
@@ -106,6 +114,7 @@ class EvidenceController(Controller):
         "/events",
         "submitEvent",
         "an event/v1 statement signed by a registered marketplace",
+        MAX_EVENT_BYTES,
         duplicate=AppendedOut,
     )
     async def event(self, request: Request[Any, Any, Any], intake: IntakeDep) -> Response[AppendedOut]:

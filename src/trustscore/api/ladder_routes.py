@@ -26,6 +26,7 @@ class LadderController(Controller):
         "/work-records",
         "submitWorkRecord",
         "a work-record/v1 statement signed by the agent (self) or a confirming ci/counterparty/marketplace",
+        None,  # the app's limit: 1,000 runs and artifacts of long commands and paths may legally be ~16 MB
     )
     async def work_record(self, request: Request[Any, Any, Any], intake: IntakeDep) -> Response[AppendedOut]:
         """Submit a work record: a unit of work with the evidence it left. The server assigns its rung by

@@ -11,8 +11,10 @@ from litestar.params import JSONBody, Parameter
 
 from trustscore.api.evidence_routes import GradedItemOut, write_route
 from trustscore.api.openapi import MAX_INDEX, READ_PROBLEMS, WRITE_PROBLEMS
+from trustscore.kinds.exam_report import MAX_REPORT_BYTES
+from trustscore.kinds.sittings import MAX_REQUEST_BYTES
 from trustscore.ledger import statements
-from trustscore.services.sittings import PublicItem, SittingService
+from trustscore.services.sittings import MAX_DIALOGUE_BYTES, PublicItem, SittingService
 
 Sittings = NamedDependency[SittingService]
 #: A sitting's log index, bounded like every index (a larger one overflowed PostgreSQL's bigint: a 500).
@@ -59,21 +61,33 @@ class SittingController(Controller):
     path = "/v1/sittings"
     tags = ["sittings"]  # noqa: RUF012 - Litestar class attribute
 
-    @write_route("", "openSitting", "a sitting-request/v1 statement signed by the registered agent")
+    @write_route(
+        "", "openSitting", "a sitting-request/v1 statement signed by the registered agent", MAX_REQUEST_BYTES
+    )
     async def open_sitting(self, request: Request[Any, Any, Any], sittings: Sittings) -> OpenedOut:
         """Open a fresh sitting of an exam: the server logs the request and its commitment, and answers
         with freshly generated prompts and a deadline. Unreported sittings close as failures."""
         o = await sittings.open(await request.body())
         return OpenedOut(o.sitting, o.request_index, o.exam, o.deadline, o.instructions, o.items, o.token)
 
-    @post("/{index:int}/dialogue", operation_id="playSittingDialogue", responses=WRITE_PROBLEMS)
+    @post(
+        "/{index:int}/dialogue",
+        operation_id="playSittingDialogue",
+        responses=WRITE_PROBLEMS,
+        request_max_body_size=MAX_DIALOGUE_BYTES,
+    )
     async def dialogue(
         self, index: SittingIndex, data: JSONBody[DialogueIn], sittings: Sittings
     ) -> DialogueOut:
         """Play a dialogue item's next move; the server's counterpart answers. Moves cannot be taken back."""
         return DialogueOut(await sittings.dialogue(index, data.token, data.item_id, data.outputs))
 
-    @write_route("/{index:int}/report", "reportSitting", "a sitting-report/v1 statement signed by the agent")
+    @write_route(
+        "/{index:int}/report",
+        "reportSitting",
+        "a sitting-report/v1 statement signed by the agent",
+        MAX_REPORT_BYTES,  # an exam report's items
+    )
     async def report(
         self, index: SittingIndex, request: Request[Any, Any, Any], sittings: Sittings
     ) -> ClosedOut:

@@ -19,6 +19,7 @@ from trustscore.api.query import DECIMAL
 from trustscore.canonical import b64encode
 from trustscore.errors import InvalidInput
 from trustscore.kinds.parties import check_key_id
+from trustscore.kinds.subscriptions import MAX_SUBSCRIPTION_BYTES
 from trustscore.ledger import statements
 from trustscore.services.webhooks import WebhookService
 from trustscore.webhooks import feeds, schedule
@@ -74,6 +75,7 @@ class WebhookController(Controller):
         "/v1/subscriptions",
         "subscribe",
         "a subscription/v1 or subscription-revocation/v1 statement signed by the registered subscriber",
+        MAX_SUBSCRIPTION_BYTES,
         duplicate=AppendedOut,
     )
     async def subscribe(self, request: Request[Any, Any, Any], webhooks: Webhooks) -> Response[AppendedOut]:

@@ -19,6 +19,9 @@ EventName = Literal[
     "delivered", "confirmed", "rejected", "delivery_failed", "negotiation_expired", "signature_invalid"
 ]
 
+#: Bytes of a POSTed event envelope (the largest legal one, four signatures, is ~2.6 KB).
+MAX_EVENT_BYTES = 64 * 1024
+
 
 class Event(Predicate, kw_only=True, frozen=True):
     marketplace: str  # key id of the marketplace; the signer

@@ -23,6 +23,9 @@ ReporterRole = Literal["buyer", "seller"]
 Delivery = Literal["pass", "late", "fail"]
 Payment = Literal["pass", "fail"]
 MAX_DETAILS = 64
+#: Bytes of a POSTed settlement envelope: the largest legal one (64 details of 100 + 2,000 four-byte
+#: characters, four signatures) is ~720 KB (tests/unit/kinds/test_envelope_limits.py).
+MAX_SETTLEMENT_BYTES = 1024 * 1024
 
 
 class Settlement(Predicate, kw_only=True, frozen=True):
