@@ -31,7 +31,12 @@ def board_lines(board: dict[str, Any]) -> list[str]:
          ", ".join(f"{d} {m}" for d, m in sorted(r.get("medals", {}).items())) or "-"]
         for r in board["ranked"]
     ]  # fmt: skip
+    # The log size the board holds for: one made while the log moved may lag (a server before 2026-12-07
+    # did not say).
+    size = board.get("log_size")
     lines = [f"leaderboard of {board['model_version']} by {by}"]
+    if size is not None:
+        lines[0] += f", as of the log's first {size} entries"
     lines += render(
         [Column("RANK", right=True), "AGENT", Column(by.upper(), right=True), "GRADE", "MEDALS"], rows
     )
