@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import msgspec
 
@@ -24,6 +25,17 @@ def parse_leaf(leaf: bytes) -> Prepared:
 def verify_leaf(leaf: bytes, resolve: Callable[[str], bytes | None]) -> CheckedEntry:
     """Verify a stored leaf: it parses as an envelope of a known kind and every signature verifies."""
     return check(parse_leaf(leaf), resolve)
+
+
+class Columns(NamedTuple):
+    """What a database keeps beside each leaf, derived from it at append: lookups (an agent's cards by
+    subject and kind), the /log list and the duplicate and replay checks read these without the leaf."""
+
+    statement_hash: bytes
+    signer: str
+    nonce: str
+    kind: str
+    subject: str
 
 
 @dataclass
@@ -65,9 +77,13 @@ class Fsck:
         return self.report.entries
 
     def feed(
-        self, leaves: Sequence[bytes], stored_leaf_hashes: Sequence[bytes] | None = None
+        self,
+        leaves: Sequence[bytes],
+        stored_leaf_hashes: Sequence[bytes] | None = None,
+        stored_columns: Sequence[Columns] | None = None,
     ) -> list[tuple[int, int, bytes]]:
-        """Check the next ``leaves`` (from index :attr:`size` on); return the nodes they complete."""
+        """Check the next ``leaves`` (from index :attr:`size` on), and the hashes and columns stored beside
+        them if given; return the nodes they complete."""
         start = self.size
         hashes = [merkle.leaf_hash(leaf) for leaf in leaves]
         for offset, leaf in enumerate(leaves):
@@ -79,6 +95,8 @@ class Fsck:
             else:
                 if entry.introduces_key is not None:
                     self._keys.setdefault(entry.subject, entry.introduces_key)
+                if stored_columns is not None:
+                    self._compare_columns(i, entry, stored_columns[offset])
             if stored_leaf_hashes is not None and stored_leaf_hashes[offset] != hashes[offset]:
                 self.report.problems.append(f"entry {i}: stored leaf hash does not match its leaf")
         completed: list[tuple[int, int, bytes]] = []
@@ -94,6 +112,13 @@ class Fsck:
                 self._check_root(*self._due.pop())
         self.report.entries += len(hashes) - position  # entries beyond the latest checkpoint
         return completed
+
+    def _compare_columns(self, i: int, entry: CheckedEntry, stored: Columns) -> None:
+        for name, value in stored._asdict().items():
+            derived = getattr(entry, name)
+            if value != derived:
+                shown = derived.hex() if isinstance(derived, bytes) else repr(derived)
+                self.report.problems.append(f"entry {i}: stored {name} does not match its leaf's ({shown})")
 
     def compare_nodes(
         self, completed: Sequence[tuple[int, int, bytes]], stored: Mapping[tuple[int, int], bytes]

@@ -3,7 +3,8 @@
 Everything is read in one repeatable-read, read-only snapshot, ``batch`` entries at a time, so memory stays
 bounded by the batch (plus the registered keys) however long the log is. Besides what the pure check
 does, an operator's fsck checks every stored checkpoint's signature, that the stored checkpoints match
-their signed notes, that entry indexes are contiguous and every stored leaf hash and tree node, and that
+their signed notes, that entry indexes are contiguous and every stored leaf hash and tree node, that the
+columns kept beside each leaf (statement hash, signer, nonce, kind, subject) are its leaf's, and that
 every stored full hash tile repeats its tree nodes.
 """
 
@@ -52,10 +53,12 @@ async def _fsck(conn: asyncpg.Connection, given: note.Verifier | None, batch: in
     check = audit.Fsck(cps, {keys.key_id(verifier.public_key): verifier.public_key})
     contiguous = True
     async for rows in store.entry_batches(conn, batch):
-        if contiguous and [e.index for e in rows] != list(range(check.size, check.size + len(rows))):
+        if contiguous and [e.index for e, _ in rows] != list(range(check.size, check.size + len(rows))):
             problems.append(f"entry indexes are not contiguous after {check.size}")
             contiguous = False
-        completed = check.feed([e.leaf for e in rows], [e.leaf_hash for e in rows])
+        completed = check.feed(
+            [e.leaf for e, _ in rows], [e.leaf_hash for e, _ in rows], [c for _, c in rows]
+        )
         if completed:
             check.compare_nodes(
                 completed, await store.stored_nodes(conn, [(lv, i) for lv, i, _ in completed])

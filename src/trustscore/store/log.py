@@ -16,6 +16,7 @@ import asyncpg
 from trustscore.errors import InvalidInput, NonceReplay
 from trustscore.kinds.admission import Registration, registration_of
 from trustscore.ledger import merkle, tiles
+from trustscore.ledger.audit import Columns
 from trustscore.ledger.submission import CheckedEntry
 from trustscore.store.db import checked_inserts
 from trustscore.store.partitions import Partitions, Room
@@ -1073,11 +1074,22 @@ async def stored_verifier_key(conn: asyncpg.Connection) -> str | None:
     return value
 
 
-async def entry_batches(conn: asyncpg.Connection, batch: int) -> AsyncIterator[list[StoredEntry]]:
-    """Every entry in index order, ``batch`` at a time, through a cursor (call inside a transaction)."""
-    cursor = await conn.cursor("SELECT idx, leaf, leaf_hash FROM entries ORDER BY idx")
+async def entry_batches(
+    conn: asyncpg.Connection, batch: int
+) -> AsyncIterator[list[tuple[StoredEntry, Columns]]]:
+    """Every entry in index order with the columns kept beside it, ``batch`` at a time, through a cursor
+    (call inside a transaction)."""
+    cursor = await conn.cursor(
+        "SELECT idx, leaf, leaf_hash, statement_hash, signer, nonce, kind, subject FROM entries ORDER BY idx"
+    )
     while rows := await cursor.fetch(batch):
-        yield [StoredEntry(r["idx"], bytes(r["leaf"]), bytes(r["leaf_hash"])) for r in rows]
+        yield [
+            (
+                StoredEntry(r["idx"], bytes(r["leaf"]), bytes(r["leaf_hash"])),
+                Columns(bytes(r["statement_hash"]), r["signer"], r["nonce"], r["kind"], r["subject"]),
+            )
+            for r in rows
+        ]
 
 
 async def side_table_problems(conn: asyncpg.Connection, limit: int = 20) -> list[str]:

@@ -50,6 +50,16 @@ async def test_streamed_fsck_of_a_clean_log(dsn: str) -> None:
     [
         ("UPDATE tree_nodes SET hash = sha256(hash) WHERE level = 1 AND idx = 5", "stored tree node (1, 5)"),
         ("UPDATE entries SET leaf_hash = sha256(leaf_hash) WHERE idx = 9", "entry 9: stored leaf hash"),
+        # The columns kept beside each leaf, which lookups (an agent's cards by subject and kind), the
+        # /log list and duplicate and replay checks read without parsing it.
+        ("UPDATE entries SET subject = 'ts1_' || subject WHERE idx = 11", "entry 11: stored subject"),
+        ("UPDATE entries SET kind = kind || '2' WHERE idx = 12", "entry 12: stored kind"),
+        ("UPDATE entries SET signer = 'ts1_' || signer WHERE idx = 13", "entry 13: stored signer"),
+        ("UPDATE entries SET nonce = nonce || 'x' WHERE idx = 16", "entry 16: stored nonce"),
+        (
+            "UPDATE entries SET statement_hash = sha256(statement_hash) WHERE idx = 17",
+            "entry 17: stored statement_hash",
+        ),
         (
             "UPDATE checkpoints SET root = sha256(root) WHERE size = 14",
             "checkpoint 14: signed note does not match",
