@@ -360,12 +360,14 @@ def _lower_body_limits(app: Litestar, most: int) -> None:
     """Every route's own body limit (the single-statement routes': evidence_routes.write_route) lowered to
     ``most``, the operator's TRUSTSCORE_MAX_BODY_BYTES, where that is smaller: a route's own limit wins
     over the app's in Litestar, and the report routes' 4 MiB did over an operator's 1 MiB. Each app holds
-    copies of the handlers (so no other app is changed), none of which has served a request yet."""
+    copies of the handlers (Litestar copies each it registers: no other app is changed), none of which has
+    resolved its limit yet (a request does, the first time). A route without a limit of its own (Empty)
+    takes the app's; one of None (no limit) would be lowered too."""
     for route in app.routes:
         if isinstance(route, HTTPRoute):
             for handler in route.route_handlers:
                 own = handler.request_max_body_size
-                if isinstance(own, int) and own > most:
+                if own is None or (isinstance(own, int) and own > most):
                     handler.request_max_body_size = most
 
 

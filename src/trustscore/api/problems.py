@@ -118,9 +118,10 @@ def _http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response
 
 
 def _body_limit(request: Request[Any, Any, Any]) -> object:
-    """The body limit in force: the route's own, else the app's."""
-    own = getattr(request.route_handler, "request_max_body_size", None)
-    return own if isinstance(own, int) else getattr(request.app, "request_max_body_size", "?")
+    """The body limit in force, as Litestar resolves it (the route's own, else its owners', else the app's)."""
+    handler = request.route_handler
+    resolve = getattr(handler, "resolve_request_max_body_size", None)  # (HTTP handlers only)
+    return resolve() if resolve is not None else getattr(request.app, "request_max_body_size", "?")
 
 
 EXCEPTION_HANDLERS: dict[int | type[Exception], Any] = {

@@ -11,7 +11,6 @@ from litestar.params import JSONBody, Parameter
 
 from trustscore.api.evidence_routes import GradedItemOut, write_route
 from trustscore.api.openapi import MAX_INDEX, READ_PROBLEMS, WRITE_PROBLEMS
-from trustscore.kinds.exam_report import MAX_REPORT_BYTES
 from trustscore.kinds.sittings import MAX_REQUEST_BYTES
 from trustscore.ledger import statements
 from trustscore.services.sittings import MAX_DIALOGUE_BYTES, PublicItem, SittingService
@@ -86,7 +85,7 @@ class SittingController(Controller):
         "/{index:int}/report",
         "reportSitting",
         "a sitting-report/v1 statement signed by the agent",
-        MAX_REPORT_BYTES,  # an exam report's items
+        None,  # the app's: a sitting report's answers are not capped per answer like an exam report's
     )
     async def report(
         self, index: SittingIndex, request: Request[Any, Any, Any], sittings: Sittings

@@ -19,7 +19,8 @@ EventName = Literal[
     "delivered", "confirmed", "rejected", "delivery_failed", "negotiation_expired", "signature_invalid"
 ]
 
-#: Bytes of a POSTed event envelope (the largest legal one, four signatures, is ~2.6 KB).
+#: Bytes of a POSTed event envelope (the largest legal one, four signatures, every character escaped,
+#: is ~5 KB).
 MAX_EVENT_BYTES = 64 * 1024
 
 

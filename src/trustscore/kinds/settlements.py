@@ -23,9 +23,10 @@ ReporterRole = Literal["buyer", "seller"]
 Delivery = Literal["pass", "late", "fail"]
 Payment = Literal["pass", "fail"]
 MAX_DETAILS = 64
-#: Bytes of a POSTed settlement envelope: the largest legal one (64 details of 100 + 2,000 four-byte
-#: characters, four signatures) is ~720 KB (tests/unit/kinds/test_envelope_limits.py).
-MAX_SETTLEMENT_BYTES = 1024 * 1024
+#: Bytes of a POSTed settlement envelope: the largest legal one (64 details of 100 + 2,000 characters
+#: beyond the BMP, each escaped as a 12-byte surrogate pair as Python's json.dumps does, four signatures)
+#: is ~2.16 MB (tests/unit/kinds/test_envelope_limits.py).
+MAX_SETTLEMENT_BYTES = 3 * 1024 * 1024
 
 
 class Settlement(Predicate, kw_only=True, frozen=True):

@@ -27,8 +27,8 @@ from trustscore.ledger.statements import Facts, Kind, Predicate, Statement, Subj
 
 _EXAM = re.compile(r"[a-z][a-z0-9-]{0,63}@[1-9][0-9]{0,5}", re.ASCII)
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}", re.ASCII)
-#: Bytes of a POSTed sitting request envelope (the largest legal one, four signatures, is ~1.3 KB). A
-#: sitting report is an exam report's items: exam_report.MAX_REPORT_BYTES.
+#: Bytes of a POSTed sitting request envelope (the largest legal one, four signatures, is ~1.4 KB). A
+#: sitting report has no such bound (its answers are not capped like an exam report's): the app's limit.
 MAX_REQUEST_BYTES = 64 * 1024
 Outcome = Literal["reported", "expired"]
 

@@ -33,7 +33,7 @@ MAX_URL = 2048
 MAX_AGENTS = 1000
 MAX_THRESHOLD = 1000
 #: Bytes of a POSTed subscription or revocation envelope (the largest legal one, 1,000 agents and a URL of
-#: 2,048 four-byte characters with four signatures, is ~80 KB).
+#: 2,048 characters beyond the BMP, escaped, with four signatures, is ~98 KB).
 MAX_SUBSCRIPTION_BYTES = 256 * 1024
 
 

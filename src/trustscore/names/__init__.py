@@ -258,6 +258,7 @@ class NameIndex:
         """Search ``made`` (a :class:`NameOrder` of the :meth:`snapshot` numbered ``changes``) from now on,
         scanning one by one only the agents renamed or first fed after that snapshot. An order older than
         the one searched changes nothing."""
+        self._recording = True  # (an order installed without a snapshot records the changes after it too)
         if changes <= self._ordered_at:
             return
         self._order, self._ordered_at = made, changes

@@ -58,9 +58,9 @@ from trustscore.store.sittings import SittingRow, SittingStore
 log = logging.getLogger(__name__)
 MAX_DIALOGUE_TURNS = 64
 MAX_MOVE_CHARS = 2048
-#: Bytes of a POSTed dialogue move: 64 moves of 2,048 characters, each escaped in JSON at most 6 bytes
-#: (\u001f), are 786,432 bytes.
-MAX_DIALOGUE_BYTES = 1024 * 1024
+#: Bytes of a POSTed dialogue move: 64 moves of 2,048 characters, each escaped in JSON at most 12 bytes
+#: (a surrogate pair of \uXXXX escapes), are ~1.57 MB.
+MAX_DIALOGUE_BYTES = 2 * 1024 * 1024
 
 
 @dataclass(frozen=True)
