@@ -24,8 +24,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import sys
 import time
-from collections import Counter, OrderedDict
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +50,7 @@ from trustscore.ledger.checkpoint import Checkpoint
 from trustscore.ledger.keys import SigningKey
 from trustscore.reverify.evidence import ISSUER as REVERIFY_ISSUER
 from trustscore.services.budget import WorkBudget
+from trustscore.services.kept import Budgeted
 from trustscore.services.metrics import Metrics
 from trustscore.services.public import PublicService
 from trustscore.services.single_flight import SingleFlight
@@ -297,10 +299,11 @@ class AttestationService:
         self.metrics = metrics
         self.store = store
         self.key = key
-        self.limits = limits or BundleLimits()  # the budget's size and wait are read here, once
+        self.limits = limits or BundleLimits()  # the budget's size and wait, the kept bytes: read here, once
         self._budget = WorkBudget(self.limits.in_flight, self.limits.max_wait, "bytes of bundles")
-        self._made: OrderedDict[tuple[str, str], Made] = OrderedDict()  # oldest first
-        self._kept = 0  # the weight of what is in _made
+        # Bundles by (agent, model) in the order made (a read peeks: it does not move one), within a budget
+        # of bytes; the newest always stays.
+        self._made = Budgeted[tuple[str, str], Made](sys.maxsize, self.limits.kept_bytes, lambda m: m.weight)
         self._making = SingleFlight[tuple[str, str], Made]()
         self._makers: Counter[str] = Counter()  # client addresses of the makings they started
 
@@ -330,7 +333,7 @@ class AttestationService:
     async def _made_or_kept(self, agent: str, model: str | None, address: str | None) -> Made:
         key = (agent, self.public.ratings.model(model).model_version)  # an unknown model: NotFound here
         self._drop_expired()
-        made = self._made.get(key)
+        made = self._made.peek(key)
         if made is None:
             joining = self._making.under_way(key)
             if not joining and address is not None and self._makers[address] >= self.limits.per_address:
@@ -364,22 +367,13 @@ class AttestationService:
             made = Made(time.monotonic(), bundle.attestation, body)
         except TooLarge as exc:
             made = Made(time.monotonic(), None, b"", refused=exc.message)
-        self._keep(key, made)
+        self._made.put(key, made)
         return made
-
-    def _keep(self, key: tuple[str, str], made: Made) -> None:
-        old = self._made.pop(key, None)
-        self._kept -= 0 if old is None else old.weight
-        self._made[key] = made
-        self._kept += made.weight
-        while self._kept > self.limits.kept_bytes and len(self._made) > 1:  # the newest always stays
-            self._kept -= self._made.popitem(last=False)[1].weight
 
     def _drop_expired(self) -> None:
         """Forget what was made more than ``reuse_s`` ago (the oldest come first)."""
         too_old = time.monotonic() - self.limits.reuse_s
-        while self._made and next(iter(self._made.values())).at < too_old:
-            self._kept -= self._made.popitem(last=False)[1].weight
+        self._made.drop_oldest_while(lambda made: made.at < too_old)
 
     def _release(self, address: str) -> None:
         self._makers[address] -= 1

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -93,3 +93,75 @@ class KeptBodies(Generic[K, V]):
         if len(self._kept) >= self.limit and key not in self._kept:
             del self._kept[next(iter(self._kept))]
         self._kept[key] = _Kept(stamp, body)
+
+
+class Budgeted(Generic[K, V]):
+    """Values by key, the least recently read dropped first once there are more than ``count`` of them
+    or their weights (``weigh`` of each, taken again by :meth:`touched` when a value grows in place)
+    add up to more than ``weight``; the one read or kept last always stays, whatever its weight."""
+
+    def __init__(self, count: int, weight: int, weigh: Callable[[V], int]) -> None:
+        self.count = count
+        self.weight_limit = weight
+        self._weigh = weigh
+        self._values: dict[K, tuple[V, int]] = {}  # in order of reading, the least recent first
+        self.weight = 0  # of every value kept, as last weighed
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._values
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def peek(self, key: K) -> V | None:
+        """The value of ``key``, if kept, left where it is in the order of reading."""
+        held = self._values.get(key)
+        return None if held is None else held[0]
+
+    def get(self, key: K) -> V | None:
+        """The value of ``key``, if kept, now the most recently read."""
+        held = self._values.pop(key, None)
+        if held is None:
+            return None
+        self._values[key] = held
+        return held[0]
+
+    def put(self, key: K, value: V) -> None:
+        """Keep ``value`` for ``key`` (in place of any other), the most recently read."""
+        self.pop(key)
+        weight = self._weigh(value)
+        self._values[key] = (value, weight)
+        self.weight += weight
+        self._drop()
+
+    def touched(self, key: K) -> None:
+        """The value of ``key`` changed in place: weighed again, the budget kept."""
+        held = self._values.get(key)
+        if held is not None:
+            weight = self._weigh(held[0])
+            self._values[key] = (held[0], weight)
+            self.weight += weight - held[1]
+            self._drop()
+
+    def pop(self, key: K) -> V | None:
+        held = self._values.pop(key, None)
+        if held is None:
+            return None
+        self.weight -= held[1]
+        return held[0]
+
+    def drop_oldest_while(self, stale: Callable[[V], bool]) -> None:
+        """Drop values from the least recently read on, while ``stale`` holds for each."""
+        while self._values:
+            key, (value, weight) = next(iter(self._values.items()))
+            if not stale(value):
+                return
+            del self._values[key]
+            self.weight -= weight
+
+    def _drop(self) -> None:
+        while len(self._values) > 1 and (len(self._values) > self.count or self.weight > self.weight_limit):
+            self.weight -= self._values.pop(next(iter(self._values)))[1]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from trustscore.ladder.rows import LadderRow
@@ -20,6 +19,7 @@ from trustscore.ladder.stats import (
     check_floor,
     check_group_by,
 )
+from trustscore.services.kept import Budgeted
 from trustscore.services.single_flight import SingleFlight
 from trustscore.store.ladder import LadderStore, rows_of
 from trustscore.store.projection_tables import ProjectionStore
@@ -49,9 +49,10 @@ class LadderService:
         self._tally: Tally | None = None  # of the projected log as it was at the last making
         self._next_tally = 0.0  # time.monotonic() before which the kept tally is served as it is
         self._making = SingleFlight[None, Tally]()
-        # Per agent, its scoring rows and their distributions (dimensions()), the least recently read first.
-        self._ladders: OrderedDict[str, _KeptLadder] = OrderedDict()
-        self._rows = 0  # the rows kept in _ladders
+        # Per agent, its scoring rows and their distributions (dimensions()), within a budget of rows.
+        self._ladders = Budgeted[str, _KeptLadder](
+            KEPT_LADDERS, KEPT_LADDER_ROWS, lambda kept: len(kept.rows)
+        )
         self._settled = False  # the one-time backfill of old entries' ladder rows is done
 
     async def outcomes(self, group_by: str, floor: int | None = None) -> OutcomeStats:
@@ -123,14 +124,14 @@ class LadderService:
             self._settled = await self.store.backfill_below() == 0
             if not self._settled:
                 return by_dimension(await self.store.scoring_rows(agent, 0, log_size))
-        kept = self._ladders.get(agent)
+        kept = self._ladders.peek(agent)
         if kept is None or log_size < kept.end:  # none kept, or a rating of an older prefix
             rows = await self.store.scoring_rows(agent, 0, log_size)
             dims = by_dimension(rows)
             if kept is None and agent not in self._ladders:  # none kept by another read meanwhile
-                self._keep(agent, _KeptLadder(log_size, rows, dims))
+                self._ladders.put(agent, _KeptLadder(log_size, rows, dims))
             return dims
-        self._ladders.move_to_end(agent)  # the most recently read last
+        self._ladders.get(agent)  # now the most recently read
         # Read before the await: another read may move the kept rows on meanwhile (their list is never
         # changed in place, a new one is kept).
         end, held, dims = kept.end, kept.rows, kept.dims
@@ -139,20 +140,7 @@ class LadderService:
         new = await self.store.scoring_rows(agent, end, log_size)
         if new:
             dims = by_dimension(held + new)
-        if self._ladders.get(agent) is kept and kept.end == end:  # not moved by another read meanwhile
+        if self._ladders.peek(agent) is kept and kept.end == end:  # not moved by another read meanwhile
             kept.end, kept.rows, kept.dims = log_size, held + new, dims
-            self._rows += len(new)
-            self._evict()
+            self._ladders.touched(agent)
         return dims
-
-    def _keep(self, agent: str, made: _KeptLadder) -> None:
-        self._ladders[agent] = made
-        self._rows += len(made.rows)
-        self._evict()
-
-    def _evict(self) -> None:
-        """The least recently read agents' rows dropped past :data:`KEPT_LADDERS` agents or
-        :data:`KEPT_LADDER_ROWS` rows (the newest kept whatever its size)."""
-        while len(self._ladders) > 1 and (len(self._ladders) > KEPT_LADDERS or self._rows > KEPT_LADDER_ROWS):
-            _, dropped = self._ladders.popitem(last=False)
-            self._rows -= len(dropped.rows)

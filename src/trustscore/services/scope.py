@@ -5,7 +5,6 @@ runs on an export to get the same answer."""
 from __future__ import annotations
 
 import datetime as dt
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,6 +20,7 @@ from trustscore.scope.report import (
     summary,
 )
 from trustscore.scope.runs import Collector
+from trustscore.services.kept import Budgeted
 from trustscore.store.scope import ScopeStore
 
 
@@ -50,8 +50,8 @@ class ScopeService:
     def __init__(self, store: ScopeStore, clock: Callable[[], dt.datetime] = _now) -> None:
         self.store = store
         self.clock = clock
-        self._kept: OrderedDict[str, _Kept] = OrderedDict()
-        self._items = 0  # the card versions and runs the kept folds hold
+        # The folds of the agents read most recently, within a budget of the card versions and runs they hold.
+        self._kept = Budgeted[str, _Kept](KEPT_AGENTS, KEPT_ITEMS, lambda kept: kept.items)
 
     async def view(self, agent: str) -> ScopeHonesty:
         prepared = await self._prepared(agent)
@@ -97,12 +97,8 @@ class ScopeService:
         export), built from the same fold. A key without an agent card is not kept (a read of any
         string must not push real agents out), and a fold whose feed failed part-way is dropped."""
         for attempt in range(2):
-            found = self._kept.get(agent)
-            if found is None:
-                kept = _Kept(Collector(agent))  # kept once it has an agent card
-            else:
-                kept = found
-                self._kept.move_to_end(agent)  # the most recently read last
+            found = self._kept.get(agent)  # now the most recently read
+            kept = _Kept(Collector(agent)) if found is None else found  # kept once it has an agent card
             leaves = await self.store.agent_leaves(agent, start=kept.next_index)
             if kept.broken:  # another read's feed failed part-way on this fold while this one waited
                 if attempt == 0:
@@ -111,27 +107,18 @@ class ScopeService:
             # Reads of one agent share its fold: another may have fed some of these while this one waited.
             new = [(index, leaf) for index, leaf in leaves if index >= kept.next_index]
             if new:
-                held, before = self._kept.get(agent) is kept, kept.items
                 try:
                     kept.collector.feed(statements_of(new))
                 except BaseException:
                     kept.broken = True  # fed part-way: never served or fed again
-                    if held:
-                        del self._kept[agent]
-                        self._items -= before
+                    if self._kept.peek(agent) is kept:
+                        self._kept.pop(agent)
                     raise
                 kept.next_index = new[-1][0] + 1
                 kept.prepared = None  # a view of the fold before these
-                if held:
-                    self._items += kept.items - before
+                if self._kept.peek(agent) is kept:
+                    self._kept.touched(agent)
             break
-        if kept.collector.card is not None and self._kept.get(agent) is not kept:
-            replaced = self._kept.pop(agent, None)  # a concurrent first read's fold
-            if replaced is not None:
-                self._items -= replaced.items
-            self._kept[agent] = kept
-            self._items += kept.items
-        while len(self._kept) > 1 and (len(self._kept) > KEPT_AGENTS or self._items > KEPT_ITEMS):
-            _, dropped = self._kept.popitem(last=False)
-            self._items -= dropped.items
+        if kept.collector.card is not None and self._kept.peek(agent) is not kept:
+            self._kept.put(agent, kept)  # (in place of a concurrent first read's fold)
         return kept

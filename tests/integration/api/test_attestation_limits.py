@@ -57,6 +57,7 @@ class World:
 
     def limits(self, **changes: Any) -> None:
         self.service.limits = dataclasses.replace(self.service.limits, **changes)
+        self.service._made.weight_limit = self.service.limits.kept_bytes  # (read once, at the start)
 
 
 @pytest.fixture
@@ -356,14 +357,14 @@ async def test_kept_bundles_weigh_at_most_kept_bytes_and_expire(client: Client, 
     world.limits(kept_bytes=len(first.content) + 1024)  # room for one of them
     await get(client, other)
     assert [k for k, _ in service._made] == [other.id]  # the older one made way
-    assert service._kept == len((await get(client, other)).content) + 1024
+    assert service._made.weight == len((await get(client, other)).content) + 1024
     again = await get(client, busy)  # made again, and the other one makes way in turn
     assert again.content != first.content and [k for k, _ in service._made] == [busy.id]
     world.limits(reuse_s=0.0, kept_bytes=10**9)  # room for both: only expiry drops busy's now
     await asyncio.sleep(0.01)
     r = await get(client, other)
     assert [k for k, _ in service._made] == [other.id]  # busy's expired and was dropped on the way
-    assert service._kept == len(r.content) + 1024
+    assert service._made.weight == len(r.content) + 1024
 
 
 async def test_a_client_address_starts_one_making_at_a_time(

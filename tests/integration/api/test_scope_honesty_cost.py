@@ -90,19 +90,19 @@ async def test_reads_of_keys_without_a_card_keep_nothing(client: Client) -> None
     for _ in range(20):
         stranger = keys.SigningKey.generate().id
         assert (await client.get(f"/v1/agents/{stranger}/scope-honesty")).status_code == 404
-    assert list(scope._kept) == [key.id] and scope._items == 1
+    assert list(scope._kept) == [key.id] and scope._kept.weight == 1
 
 
 async def test_the_kept_folds_are_bounded_by_what_they_hold(
     client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(scope_service, "KEPT_ITEMS", 2)  # card versions and runs, all agents together
+    scope = client.app.state[STATE_KEY].public.scope_summary.__self__
+    monkeypatch.setattr(scope._kept, "weight_limit", 2)  # card versions and runs, all agents together
     agents = [keys.SigningKey.generate() for _ in range(3)]
     for key in agents:
         await _log_cards(client, key, ["only version"])  # one card version each
         assert (await client.get(f"/v1/agents/{key.id}/scope-honesty")).status_code == 200
-    scope = client.app.state[STATE_KEY].public.scope_summary.__self__
-    assert list(scope._kept) == [a.id for a in agents[1:]] and scope._items == 2  # the oldest read went
+    assert list(scope._kept) == [a.id for a in agents[1:]] and scope._kept.weight == 2  # the oldest read went
 
 
 async def test_the_view_is_prepared_once_while_the_history_stays(

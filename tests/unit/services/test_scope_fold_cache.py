@@ -61,13 +61,13 @@ async def test_a_half_fed_fold_is_never_served() -> None:
     store.gate = None
     with pytest.raises(InvalidInput):
         await service.view(AGENT)  # feeds 1 and 2 into the shared fold, then fails at 3
-    assert AGENT not in service._kept and service._items == 0
+    assert AGENT not in service._kept and service._kept.weight == 0
     gate.set()
     # The held read resumes with the half-fed fold: it starts again from an empty one, which meets the
     # same leaf that cannot be folded (before: it fed 1 and 2 again, served the run twice, kept the fold).
     with pytest.raises(InvalidInput):
         await held
-    assert AGENT not in service._kept and service._items == 0
+    assert AGENT not in service._kept and service._kept.weight == 0
 
 
 async def test_reads_of_one_agent_share_its_fold() -> None:
@@ -82,4 +82,4 @@ async def test_reads_of_one_agent_share_its_fold() -> None:
     gate.set()
     views = await asyncio.gather(*reads)
     assert [len(v.runs) for v in views] == [2, 2, 2]  # each new run fed once
-    assert service._items == 1 + 2  # one card version, two runs
+    assert service._kept.weight == 1 + 2  # one card version, two runs
