@@ -15,6 +15,9 @@ import msgspec
 from trustscore.canonical import b64decode
 from trustscore.errors import InvalidInput, NotFound, StorageError, TrustscoreError
 
+#: Times the outcome stats are paged from the start when the tally moved between pages.
+STATS_ATTEMPTS = 5
+
 
 class RemoteError(TrustscoreError):
     """The server refused a request; ``status`` and ``problem`` are what it said."""
@@ -86,11 +89,20 @@ class LogClient:
         return entries
 
     def outcome_stats(self, group_by: str, floor: int | None = None) -> Any:
-        """GET /v1/stats/outcomes (docs/evidence-ladder.md)."""
+        """GET /v1/stats/outcomes (docs/evidence-ladder.md), every page: the groups of all pages in one
+        answer, all of one log size (paging starts again when the server's tally moved meanwhile)."""
         params: dict[str, Any] = {"group_by": group_by}
         if floor is not None:
             params["floor"] = floor
-        return self._json("GET", "/v1/stats/outcomes", params=params)
+        for _ in range(STATS_ATTEMPTS):
+            answer = first = self._json("GET", "/v1/stats/outcomes", params=params)
+            groups = list(first.get("groups", []))
+            while answer.get("next") is not None and answer.get("log_size") == first.get("log_size"):
+                answer = self._json("GET", "/v1/stats/outcomes", params={**params, "after": answer["next"]})
+                groups += answer.get("groups", [])
+            if answer.get("log_size") == first.get("log_size"):
+                return {**first, "groups": groups, "next": None}
+        raise TrustscoreError(f"the outcome stats moved while they were paged {STATS_ATTEMPTS} times")
 
     def submit_work_record(self, envelope: Any) -> Any:
         """POST one signed work-record/v1 envelope to /v1/work-records."""

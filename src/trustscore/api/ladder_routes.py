@@ -12,7 +12,7 @@ from trustscore.api.addresses import client_address
 from trustscore.api.evidence_routes import AppendedOut, IntakeDep, write_route
 from trustscore.api.openapi import READ_PROBLEMS
 from trustscore.canonical import b64encode
-from trustscore.ladder.stats import MAX_FLOOR, OutcomeStats
+from trustscore.ladder.stats import MAX_FLOOR, MAX_GROUP_NAME, MAX_GROUPS, OutcomeStats
 from trustscore.services.ladder import LadderService
 
 Ladder = NamedDependency[LadderService]
@@ -49,8 +49,19 @@ class LadderController(Controller):
                 ge=1, le=MAX_FLOOR, description="suppress groups of fewer rows (default: server's)"
             ),
         ] = None,
+        limit: Annotated[
+            int, QueryParameter(ge=1, le=MAX_GROUPS, description="groups at most, in name order")
+        ] = MAX_GROUPS,
+        after: Annotated[
+            str | None,
+            QueryParameter(
+                max_length=MAX_GROUP_NAME, description="start after this group name (a page's `next`)"
+            ),
+        ] = None,
     ) -> OutcomeStats:
         """The verified share (rung >= 3) per group with n beside every row. A group below the floor is
         suppressed with the reason; a group whose rows detect no outcome has rate null with
-        ``no_outcome_detection`` (null is not zero). Never pass or fail, never a comparison."""
-        return await ladder.outcomes(group_by, floor)
+        ``no_outcome_detection`` (null is not zero). Never pass or fail, never a comparison. Groups come
+        in name order, at most ``limit`` (1000) an answer; ``next``, when present, is the ``after`` of
+        the next page (model and adapter names are free text: there may be many)."""
+        return await ladder.outcomes(group_by, floor, limit, after)

@@ -12,8 +12,9 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, Literal
 
 import msgspec
@@ -26,6 +27,11 @@ GroupBy = Literal["model", "adapter", "exam", "marketplace"]
 GROUP_BY: Final = ("model", "adapter", "exam", "marketplace")
 DEFAULT_FLOOR: Final = 20
 MAX_FLOOR: Final = 1_000_000
+#: Groups in one answer at most (and by default): model and adapter names are free text, so the groups
+#: are as many as the names ever reported; an answer names the ``next`` page's start (2026-12-07).
+MAX_GROUPS: Final = 1_000
+#: The longest group name a row carries (an exam or sitting report's adapter), so the longest ``after``.
+MAX_GROUP_NAME: Final = 2_048
 BELOW_FLOOR: Final = "below_floor"
 NO_OUTCOME_DETECTION: Final = "no_outcome_detection"
 _STRENGTH = {"self": 0, "confirmed": 1, "server": 1}
@@ -122,6 +128,7 @@ class OutcomeStats(msgspec.Struct, frozen=True, kw_only=True):
     rules: list[str]  # the rule versions the counted rows were written under
     log_size: int
     groups: list[Group]
+    next: str | None = None  # more groups follow: ask again with after=next
 
 
 def check_floor(floor: int) -> int:
@@ -145,34 +152,52 @@ class Tally:
 
     log_size: int
     rules: tuple[str, ...]
-    groups: dict[str, dict[str, Counts]]  # group_by -> group -> counts
+    groups: dict[str, dict[str, Counts]]  # group_by -> group -> counts, in name order
+    _sorted: dict[str, list[str]] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, rows: Iterable[LadderRow], log_size: int) -> Tally:
         kept = strongest(rows)
         groups: dict[str, dict[str, Counts]] = {}
-        for field in GROUP_BY:
+        for by in GROUP_BY:
             members: dict[str, list[LadderRow]] = {}
             for r in kept:
-                label = getattr(r, field)
+                label = getattr(r, by)
                 if label is not None:
                     members.setdefault(label, []).append(r)
-            groups[field] = {g: Counts.of(members[g]) for g in sorted(members)}
+            groups[by] = {g: Counts.of(members[g]) for g in sorted(members)}
         return cls(log_size, tuple(sorted({r.rule for r in kept})), groups)
 
-    def stats(self, group_by: str, floor: int) -> OutcomeStats:
+    def stats(
+        self, group_by: str, floor: int, limit: int | None = None, after: str | None = None
+    ) -> OutcomeStats:
         """The verified share per group (rows without the grouping field are in no group), groups sorted
-        by name."""
+        by name: at most ``limit`` of them (every one if None) after the name ``after``, with the last
+        one's name as ``next`` when more follow."""
         field = check_group_by(group_by)
         check_floor(floor)
+        if limit is not None and not 1 <= limit <= MAX_GROUPS:
+            raise InvalidInput(f"limit must be 1..{MAX_GROUPS}")
+        groups = self.groups[field]
+        names = self._names(field)
+        start = 0 if after is None else bisect.bisect_right(names, after)
+        end = len(names) if limit is None else min(len(names), start + limit)
         return OutcomeStats(
             group_by=field,
             floor=floor,
             verified_rung=VERIFIED_RUNG,
             rules=list(self.rules),
             log_size=self.log_size,
-            groups=[Group(group=g, stats=c.distribution(floor)) for g, c in self.groups[field].items()],
+            groups=[Group(group=g, stats=groups[g].distribution(floor)) for g in names[start:end]],
+            next=names[end - 1] if end < len(names) else None,
         )
+
+    def _names(self, field: str) -> list[str]:
+        """The groups' names of ``field``, sorted (the groups are kept in name order)."""
+        names = self._sorted.get(field)
+        if names is None:
+            names = self._sorted[field] = list(self.groups[field])
+        return names
 
 
 def outcome_stats(rows: Iterable[LadderRow], group_by: str, floor: int, log_size: int) -> OutcomeStats:

@@ -10,8 +10,10 @@ import asyncio
 import time
 from dataclasses import dataclass
 
+from trustscore.errors import InvalidInput
 from trustscore.ladder.rows import LadderRow
 from trustscore.ladder.stats import (
+    MAX_GROUPS,
     Distribution,
     OutcomeStats,
     Tally,
@@ -55,9 +57,13 @@ class LadderService:
         )
         self._settled = False  # the one-time backfill of old entries' ladder rows is done
 
-    async def outcomes(self, group_by: str, floor: int | None = None) -> OutcomeStats:
+    async def outcomes(
+        self, group_by: str, floor: int | None = None, limit: int = MAX_GROUPS, after: str | None = None
+    ) -> OutcomeStats:
         """The verified share per group of the projected log, with n beside every row and the log size
-        it holds for.
+        it holds for: at most ``limit`` groups after the name ``after`` (``next`` names the last one when
+        more follow; a caller paging through groups while the tally is made again may see a group's
+        numbers of two sizes, each named by its page's ``log_size``).
 
         Every grouping and floor is answered from one :class:`~trustscore.ladder.stats.Tally` of the log
         (before, each (grouping, floor) read every ladder row of the log again, so a floor that changed
@@ -66,7 +72,9 @@ class LadderService:
         and are answered for the size it holds for (stale by the spacing, never wrong)."""
         check_group_by(group_by)
         floor = check_floor(self.floor if floor is None else floor)
-        return (await self._current()).stats(group_by, floor)
+        if not 1 <= limit <= MAX_GROUPS:
+            raise InvalidInput(f"limit must be 1..{MAX_GROUPS}")
+        return (await self._current()).stats(group_by, floor, limit, after)
 
     def _kept(self, size: int | None = None) -> Tally | None:
         """The kept tally if it may be served: within the spacing, or of ``size`` (the projected size)."""

@@ -160,6 +160,34 @@ async def test_rows_are_append_only_and_entries_from_before_the_ladder_are_backf
         assert after == before
 
 
+async def test_stats_groups_come_a_page_at_a_time(client: Client) -> None:
+    """Models are free text: every group ever named was in each answer. Now at most ``limit`` (1000)
+    groups in name order, ``next`` naming where the next page starts."""
+    agent, card = new_card("coder")
+    await created(client, "/v1/log/entries", card)
+    models = ["model-a", "model-b", "model-c"]
+    for i, model in enumerate(models):
+        record = make_work_record(
+            reporter=agent.id, agent=agent.id, task_ref=f"T-{i}", claimed_outcome="done", finished_at=T,
+            model=model,
+        )  # fmt: skip
+        await created(client, "/v1/work-records", dsse.sign(record, [agent]))
+    params: dict[str, str | int] = {"group_by": "model", "floor": 1}
+    for _ in range(200):  # until the projector has the three rows
+        whole = (await client.get("/v1/stats/outcomes", params=params)).json()
+        if len(whole["groups"]) == 3:
+            break
+        await asyncio.sleep(0.05)
+    assert [g["group"] for g in whole["groups"]] == models and whole["next"] is None
+    first = (await client.get("/v1/stats/outcomes", params={**params, "limit": 2})).json()
+    assert [g["group"] for g in first["groups"]] == models[:2] and first["next"] == "model-b"
+    rest = (await client.get("/v1/stats/outcomes", params={**params, "after": first["next"]})).json()
+    assert rest["groups"] == whole["groups"][2:] and rest["next"] is None
+    for bad in ({"limit": 0}, {"limit": 1001}, {"after": "x" * 2049}):
+        r = await client.get("/v1/stats/outcomes", params={**params, **bad})
+        assert r.status_code == 400 and r.headers["content-type"].startswith("application/problem+json")
+
+
 async def test_a_duplicate_work_record_costs_nothing(settings: Settings, dsn: str) -> None:
     """POST /v1/work-records writes log entries charged per new entry by the services, like every entry
     route (api/addresses.py): a duplicate costs nothing and a new record one entry, not one more per

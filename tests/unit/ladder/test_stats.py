@@ -166,3 +166,28 @@ def test_one_tally_answers_every_grouping_and_floor_as_a_pass_of_its_own(seed: i
             )
             assert got == outcome_stats(rows, group_by, floor, 99)
             assert got.rules == sorted({r.rule for r in strongest(rows)}) and got.log_size == 99
+
+
+def test_groups_come_a_page_at_a_time_in_name_order() -> None:
+    """Model and adapter names are free text: one stats answer listed every group ever named (10^4
+    adapters of 2,000 characters: ~20 MB a request). Now at most ``limit`` groups after ``after``, and
+    ``next`` names the last one given when more follow."""
+    names = [f"model-{i:03d}" for i in range(25)]
+    tally = Tally.of([row(i, 3, model=name) for i, name in enumerate(names)], 99)
+    whole = tally.stats("model", 1)
+    assert [g.group for g in whole.groups] == names and whole.next is None
+    seen, after = [], None
+    while True:
+        page = tally.stats("model", 1, limit=10, after=after)
+        assert len(page.groups) <= 10 and page.log_size == 99
+        seen += page.groups
+        if page.next is None:
+            break
+        assert page.next == page.groups[-1].group
+        after = page.next
+    assert seen == whole.groups
+    assert tally.stats("model", 1, limit=25).next is None  # exactly the rest: no next page to ask for
+    assert [g.group for g in tally.stats("model", 1, limit=3, after="model-0105").groups] == names[11:14]
+    assert tally.stats("model", 1, after="zzz").groups == []
+    with pytest.raises(InvalidInput, match="limit"):
+        tally.stats("model", 1, limit=0)
