@@ -252,7 +252,13 @@ class PagesController(Controller):
         if stamp is None:
             body = await make()
         else:
-            body = await services.pages.page((agent_id, model or "", after or "", base_url), stamp, make)
+            # Kept by what the page shows, not by how the query spelled it: no "?model=" is the default
+            # model named (the two were rendered and kept apart). A cursor has one spelling (parse_cursor
+            # refuses another, as the page itself would).
+            index, seq = parse_cursor(after)
+            version = services.public.ratings.model(model).model_version
+            key = (agent_id, version, f"{index}.{seq}", base_url)
+            body = await services.pages.page(key, stamp, make)
         return Response(body, media_type=HTML, headers=headers)
 
     @get("/log", name="log")

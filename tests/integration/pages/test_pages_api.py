@@ -27,7 +27,7 @@ from trustscore.pages import badge
 from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import sign_run
 from trustscore.services import logkey, snapshots
-from trustscore.services.ratings import RatingService
+from trustscore.services.ratings import DEFAULT_MODEL, RatingService
 from trustscore.settings import Settings
 
 Client = AsyncTestClient[Litestar]
@@ -395,3 +395,21 @@ async def test_the_methodology_page_is_rendered_once(client: Client, monkeypatch
         bodies.add(r.content)
     assert rendered == [1] and len(bodies) == 1
     assert b"trustscore-v2" in r.content and b"<h1" in r.content
+
+
+async def test_spellings_of_one_profile_page_share_its_rendering(
+    client: Client, world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kept pages were keyed by the raw query: no ``?model=`` and the default model's name (one page)
+    were rendered and kept apart. A cursor has one spelling (leading zeros are refused)."""
+    agent = world["key"].id
+    first = await settled_page(client, agent)  # rendered and kept without ?model=
+    rendered = count_calls(monkeypatch, pages_module, "_agent_page")
+    assert (await client.get(f"/agents/{agent}", params={"model": DEFAULT_MODEL})).text == first
+    assert rendered == [0]  # the default model named: the same kept page
+    cursor = {"after": "1.0"}
+    paged = (await client.get(f"/agents/{agent}", params=cursor)).text
+    assert (await client.get(f"/agents/{agent}", params={**cursor, "model": DEFAULT_MODEL})).text == paged
+    assert rendered == [1]
+    for bad in ("01.0", "1.x"):
+        assert (await client.get(f"/agents/{agent}", params={"after": bad})).status_code == 400
