@@ -15,8 +15,10 @@ import msgspec
 from trustscore.canonical import b64decode
 from trustscore.errors import InvalidInput, NotFound, StorageError, TrustscoreError
 
-#: Times the outcome stats are paged from the start when the tally moved between pages.
+#: Times the outcome stats are paged from the start when the first page's tally is gone (409) meanwhile,
+#: and the groups gathered at most (a server whose pages do not end is refused past it).
 STATS_ATTEMPTS = 5
+MAX_STATS_GROUPS = 1_000_000
 
 
 class RemoteError(TrustscoreError):
@@ -97,12 +99,23 @@ class LogClient:
         for _ in range(STATS_ATTEMPTS):
             answer = first = self._json("GET", "/v1/stats/outcomes", params=params)
             groups = list(first.get("groups", []))
-            while answer.get("next") is not None and answer.get("log_size") == first.get("log_size"):
-                answer = self._json("GET", "/v1/stats/outcomes", params={**params, "after": answer["next"]})
-                groups += answer.get("groups", [])
-            if answer.get("log_size") == first.get("log_size"):
-                return {**first, "groups": groups, "next": None}
-        raise TrustscoreError(f"the outcome stats moved while they were paged {STATS_ATTEMPTS} times")
+            pinned = {**params, "log_size": first.get("log_size")}  # later pages from the first's tally
+            try:
+                while (after := answer.get("next")) is not None:
+                    answer = self._json("GET", "/v1/stats/outcomes", params={**pinned, "after": after})
+                    page, following = answer.get("groups", []), answer.get("next")
+                    forward = bool(page) and page[0].get("group", "") > after
+                    if not forward or (following is not None and following <= after):
+                        raise TrustscoreError("the server's outcome-stats pages do not move forward")
+                    if len(groups) + len(page) > MAX_STATS_GROUPS:
+                        raise TrustscoreError(f"the outcome stats hold more than {MAX_STATS_GROUPS} groups")
+                    groups += page
+            except RemoteError as exc:
+                if exc.http_status == 409:  # the first page's tally is gone: start again
+                    continue
+                raise
+            return {**first, "groups": groups, "next": None}
+        raise TrustscoreError(f"the outcome stats moved on while they were paged, {STATS_ATTEMPTS} times")
 
     def submit_work_record(self, envelope: Any) -> Any:
         """POST one signed work-record/v1 envelope to /v1/work-records."""

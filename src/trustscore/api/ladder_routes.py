@@ -10,7 +10,7 @@ from litestar.params import QueryParameter
 
 from trustscore.api.addresses import client_address
 from trustscore.api.evidence_routes import AppendedOut, IntakeDep, write_route
-from trustscore.api.openapi import READ_PROBLEMS
+from trustscore.api.openapi import MAX_INDEX, READ_PROBLEMS, STALE_PAGE
 from trustscore.canonical import b64encode
 from trustscore.ladder.stats import MAX_FLOOR, MAX_GROUP_NAME, MAX_GROUPS, OutcomeStats
 from trustscore.services.ladder import LadderService
@@ -35,7 +35,7 @@ class LadderController(Controller):
         out = AppendedOut(a.index, b64encode(a.leaf_hash), a.duplicate)
         return Response(out, status_code=200 if a.duplicate else 201)
 
-    @get("/stats/outcomes", operation_id="getOutcomeStats", responses=READ_PROBLEMS)
+    @get("/stats/outcomes", operation_id="getOutcomeStats", responses={**READ_PROBLEMS, **STALE_PAGE})
     async def outcomes(
         self,
         ladder: Ladder,
@@ -58,10 +58,19 @@ class LadderController(Controller):
                 max_length=MAX_GROUP_NAME, description="start after this group name (a page's `next`)"
             ),
         ] = None,
+        log_size: Annotated[
+            int | None,
+            QueryParameter(
+                ge=0,
+                le=MAX_INDEX,
+                description="the first page's log_size: later pages from the same tally (409 once gone)",
+            ),
+        ] = None,
     ) -> OutcomeStats:
         """The verified share (rung >= 3) per group with n beside every row. A group below the floor is
         suppressed with the reason; a group whose rows detect no outcome has rate null with
         ``no_outcome_detection`` (null is not zero). Never pass or fail, never a comparison. Groups come
         in name order, at most ``limit`` (1000) an answer; ``next``, when present, is the ``after`` of
-        the next page (model and adapter names are free text: there may be many)."""
-        return await ladder.outcomes(group_by, floor, limit, after)
+        the next page, to be asked with the first page's ``log_size`` (model and adapter names are free
+        text: there may be many)."""
+        return await ladder.outcomes(group_by, floor, limit, after, log_size)

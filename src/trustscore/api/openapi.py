@@ -146,6 +146,11 @@ WRITE_PROBLEMS: dict[int, ResponseSpec] = {
     503: _problem("the service is starting, or grading is busy (Retry-After says when); retry"),
 }
 
+#: What a read of a later page of the outcome stats may answer besides READ_PROBLEMS.
+STALE_PAGE: dict[int, ResponseSpec] = {
+    409: _problem("the tally the first page came from is no longer kept: ask for the first page again"),
+}
+
 #: What a read of one resource may answer besides success.
 READ_PROBLEMS: dict[int, ResponseSpec] = {
     400: _problem("an invalid query parameter"),

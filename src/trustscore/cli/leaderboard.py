@@ -36,7 +36,7 @@ def board_lines(board: dict[str, Any]) -> list[str]:
     size = board.get("log_size")
     lines = [f"leaderboard of {board['model_version']} by {by}"]
     if size is not None:
-        lines[0] += f", as of the log's first {size} entries"
+        lines[0] += f", as of log size {size}"
     lines += render(
         [Column("RANK", right=True), "AGENT", Column(by.upper(), right=True), "GRADE", "MEDALS"], rows
     )

@@ -30,7 +30,8 @@ MAX_FLOOR: Final = 1_000_000
 #: Groups in one answer at most (and by default): model and adapter names are free text, so the groups
 #: are as many as the names ever reported; an answer names the ``next`` page's start (2026-12-07).
 MAX_GROUPS: Final = 1_000
-#: The longest group name a row carries (an exam or sitting report's adapter), so the longest ``after``.
+#: The longest ``after``: longer than any group name (a work record's model or adapter, an exam: 200
+#: characters at most; a marketplace's key id), with room to spare.
 MAX_GROUP_NAME: Final = 2_048
 BELOW_FLOOR: Final = "below_floor"
 NO_OUTCOME_DETECTION: Final = "no_outcome_detection"

@@ -10,7 +10,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-from trustscore.errors import InvalidInput
+from trustscore.errors import Conflict, InvalidInput
 from trustscore.ladder.rows import LadderRow
 from trustscore.ladder.stats import (
     MAX_GROUPS,
@@ -30,6 +30,9 @@ from trustscore.store.projection_tables import ProjectionStore
 #: after it: the outcome stats cost at most about 1/(1 + TALLY_SPACING) of the time, whatever the rate of
 #: requests and appends (each tally reads every ladder row of the log).
 TALLY_SPACING = 4.0
+#: Tallies kept after they were made, so that a caller paging through the groups of one (naming its log
+#: size) is not cut off by the next making.
+KEPT_TALLIES = 4
 #: Agents whose scoring ladder rows a service keeps, and the rows they may hold together (~0.8 KB each as
 #: asyncpg reads them: ~160 MB; one agent with more is kept whole).
 KEPT_LADDERS = 4096
@@ -49,6 +52,7 @@ class LadderService:
         self.projections = projections
         self.floor = check_floor(floor)
         self._tally: Tally | None = None  # of the projected log as it was at the last making
+        self._recent: dict[int, Tally] = {}  # the last KEPT_TALLIES made, by log size: pages of each
         self._next_tally = 0.0  # time.monotonic() before which the kept tally is served as it is
         self._making = SingleFlight[None, Tally]()
         # Per agent, its scoring rows and their distributions (dimensions()), within a budget of rows.
@@ -58,12 +62,18 @@ class LadderService:
         self._settled = False  # the one-time backfill of old entries' ladder rows is done
 
     async def outcomes(
-        self, group_by: str, floor: int | None = None, limit: int = MAX_GROUPS, after: str | None = None
+        self,
+        group_by: str,
+        floor: int | None = None,
+        limit: int = MAX_GROUPS,
+        after: str | None = None,
+        log_size: int | None = None,
     ) -> OutcomeStats:
         """The verified share per group of the projected log, with n beside every row and the log size
         it holds for: at most ``limit`` groups after the name ``after`` (``next`` names the last one when
-        more follow; a caller paging through groups while the tally is made again may see a group's
-        numbers of two sizes, each named by its page's ``log_size``).
+        more follow). A caller paging through the groups passes the first page's ``log_size``: the later
+        pages come from that same tally while it is one of the last :data:`KEPT_TALLIES` made, else
+        :class:`~trustscore.errors.Conflict` (start again).
 
         Every grouping and floor is answered from one :class:`~trustscore.ladder.stats.Tally` of the log
         (before, each (grouping, floor) read every ladder row of the log again, so a floor that changed
@@ -74,7 +84,13 @@ class LadderService:
         floor = check_floor(self.floor if floor is None else floor)
         if not 1 <= limit <= MAX_GROUPS:
             raise InvalidInput(f"limit must be 1..{MAX_GROUPS}")
-        return (await self._current()).stats(group_by, floor, limit, after)
+        tally = await self._current() if log_size is None else self._recent.get(log_size)
+        if tally is None:
+            raise Conflict(
+                f"the outcome stats of log size {log_size} are no longer kept (the log moved on): "
+                "ask for the first page again"
+            )
+        return tally.stats(group_by, floor, limit, after)
 
     def _kept(self, size: int | None = None) -> Tally | None:
         """The kept tally if it may be served: within the spacing, or of ``size`` (the projected size)."""
@@ -109,6 +125,9 @@ class LadderService:
             self._next_tally = time.monotonic() + TALLY_SPACING * (time.monotonic() - start)
             raise
         self._tally = tally
+        self._recent[tally.log_size] = tally
+        while len(self._recent) > KEPT_TALLIES:
+            del self._recent[next(iter(self._recent))]
         self._next_tally = time.monotonic() + TALLY_SPACING * (time.monotonic() - start)
         return tally
 

@@ -16,6 +16,7 @@ import logging
 import asyncpg
 import pytest
 
+from trustscore.errors import Conflict
 from trustscore.ladder.stats import GROUP_BY
 from trustscore.services import ladder as ladder_service
 from trustscore.services.ladder import LadderService
@@ -136,3 +137,24 @@ async def test_a_failed_making_is_surfaced_spaced_and_read(
         gc.collect()
         await asyncio.sleep(0)
     assert "never retrieved" not in caplog.text
+
+
+async def test_later_pages_come_from_the_first_pages_tally_while_it_is_kept(
+    pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review: a reader paging through many groups while the log moved got pages of two tallies. A page
+    naming the first page's log size comes from that tally while it is one of the last KEPT_TALLIES."""
+    monkeypatch.setattr(ladder_service, "TALLY_SPACING", 0.0)  # a new tally at every move
+    service, _, size = _service(pool)
+    assert (await service.outcomes("model")).log_size == 0
+    size.size = 5
+    assert (await service.outcomes("model")).log_size == 5
+    assert (await service.outcomes("exam", 3, log_size=0)).log_size == 0  # the first page's tally
+    for n in range(6, 6 + ladder_service.KEPT_TALLIES - 1):
+        size.size = n
+        await service.outcomes("model")
+    assert (await service.outcomes("model", log_size=5)).log_size == 5  # still one of the last four
+    with pytest.raises(Conflict, match="ask for the first page again"):
+        await service.outcomes("model", log_size=0)
+    with pytest.raises(Conflict):
+        await service.outcomes("model", log_size=4)  # never made

@@ -78,3 +78,16 @@ async def test_tampered_rows_are_found(dsn: str, tamper: str, problem: str) -> N
     report = await fsck_database(dsn, VERIFIER, batch=4)
     assert not report.clean
     assert any(p.startswith(problem) for p in report.problems), report.problems
+
+
+async def test_a_column_wrong_everywhere_is_listed_twenty_times_then_counted(dsn: str) -> None:
+    await fill(dsn, 30)
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute("ALTER TABLE entries DISABLE TRIGGER USER")
+        await conn.execute("UPDATE entries SET kind = kind || '2'")
+    finally:
+        await conn.close()
+    problems = (await fsck_database(dsn, VERIFIER, batch=4)).problems
+    assert sum("stored kind does not match" in p for p in problems) == 20
+    assert "10 more stored columns do not match their leaves" in problems
