@@ -24,6 +24,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from trustscore.api.problems import MEDIA_TYPE, PROBLEM_TYPE_BASE
 from trustscore.api.public_routes import agent_out, encode_rating, leaderboard_out
+from trustscore.ladder.stats import MAX_GROUPS
 from trustscore.services.agent_search import AgentSearch
 from trustscore.services.ladder import LadderService
 from trustscore.services.mcp_tools import build_server
@@ -65,9 +66,11 @@ class ServicesBureau:
     async def leaderboard(self, model: str | None, dimension: str | None, limit: int) -> dict[str, Any]:
         return _builtins(await leaderboard_out(self._ready(self._public()), model, dimension, limit))
 
-    async def outcome_stats(self, group_by: str, floor: int | None) -> dict[str, Any]:
+    async def outcome_stats(
+        self, group_by: str, floor: int | None, after: str | None, log_size: int | None
+    ) -> dict[str, Any]:
         ladder: LadderService = self._ready(self._ladder())
-        return _builtins(await ladder.outcomes(group_by, floor))
+        return _builtins(await ladder.outcomes(group_by, floor, MAX_GROUPS, after, log_size))
 
     async def log_key(self) -> str:
         public: PublicService = self._ready(self._public())

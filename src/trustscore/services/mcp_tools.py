@@ -28,6 +28,7 @@ from pydantic import Field
 from trustscore import __version__, resources
 from trustscore.attestations import rating as attestation
 from trustscore.errors import Busy, TrustscoreError
+from trustscore.ladder.stats import MAX_GROUP_NAME
 from trustscore.ledger import note
 from trustscore.ledger.keys import ID_PATTERN
 from trustscore.scoring.weights import PUBLISHED_DIR, load_published
@@ -66,7 +67,9 @@ class Bureau(Protocol):
 
     async def leaderboard(self, model: str | None, dimension: str | None, limit: int) -> dict[str, Any]: ...
 
-    async def outcome_stats(self, group_by: str, floor: int | None) -> dict[str, Any]: ...
+    async def outcome_stats(
+        self, group_by: str, floor: int | None, after: str | None, log_size: int | None
+    ) -> dict[str, Any]: ...
 
     async def log_key(self) -> str: ...
 
@@ -114,8 +117,11 @@ class HttpBureau:
     async def leaderboard(self, model: str | None, dimension: str | None, limit: int) -> dict[str, Any]:
         return await self._json("/v1/leaderboard", {"model": model, "dimension": dimension, "limit": limit})
 
-    async def outcome_stats(self, group_by: str, floor: int | None) -> dict[str, Any]:
-        return await self._json("/v1/stats/outcomes", {"group_by": group_by, "floor": floor})
+    async def outcome_stats(
+        self, group_by: str, floor: int | None, after: str | None, log_size: int | None
+    ) -> dict[str, Any]:
+        params = {"group_by": group_by, "floor": floor, "after": after, "log_size": log_size}
+        return await self._json("/v1/stats/outcomes", params)
 
     async def log_key(self) -> str:
         return (await self._get("/v1/log/key")).text.strip()
@@ -260,10 +266,20 @@ def build_server(bureau: Bureau, verifications: Verifications | None = None) -> 
     async def outcome_stats(
         group_by: GroupBy,
         floor: Annotated[int | None, Field(default=None, ge=1, le=1000)] = None,
+        after: Annotated[
+            str | None,
+            Field(default=None, max_length=MAX_GROUP_NAME, description="a previous answer's next"),
+        ] = None,
+        log_size: Annotated[
+            int | None,
+            Field(default=None, ge=0, description="with after: the first answer's log_size"),
+        ] = None,
     ) -> dict[str, Any]:
         """The verified share of work records (rung >= 3) per model, adapter, exam or marketplace, with
-        n beside every row; small groups are suppressed with the reason."""
-        return await _call(bureau.outcome_stats(group_by, floor))
+        n beside every row; small groups are suppressed with the reason. At most 1,000 groups in name
+        order; when ``next`` is set, ask again with ``after`` = next and the first answer's
+        ``log_size``."""
+        return await _call(bureau.outcome_stats(group_by, floor, after, log_size))
 
     @server.tool(title="Verify a rating attestation offline")
     async def verify_attestation(

@@ -256,7 +256,10 @@ async def _exercise(client: Client, agent: str, name: str, bundle: dict[str, Any
     board = await ok("leaderboard", {"limit": 5})
     assert agent in [r["agent"] for r in board["ranked"]] + [u["agent"] for u in board["unranked"]]
     stats = await ok("outcome_stats", {"group_by": "exam"})
-    assert stats["group_by"] == "exam"
+    assert stats["group_by"] == "exam" and stats["next"] is None
+    # A later page: after a name, from the first answer's tally.
+    later = await ok("outcome_stats", {"group_by": "exam", "after": "~", "log_size": stats["log_size"]})
+    assert later["groups"] == [] and later["log_size"] == stats["log_size"]
     verified = await ok("verify_attestation", {"bundle": bundle})
     assert verified["verified"] and verified["agent"] == agent
     assert (await ok("verify_attestation", {"bundle": json.dumps(bundle)}))["agent"] == agent
@@ -273,6 +276,7 @@ async def _exercise(client: Client, agent: str, name: str, bundle: dict[str, Any
     await error("search_agents", {"query": "a", "limit": 0}, "limit")
     await error("leaderboard", {"dimension": "charm"}, "dimension")
     await error("outcome_stats", {"group_by": "zodiac"}, "group_by")
+    await error("outcome_stats", {"group_by": "exam", "after": "a", "log_size": 10**12}, "first page again")
     await error("no_such_tool", {}, "no_such_tool")
 
     listed = {str(r.uri) for r in (await client.list_resources()).resources}
