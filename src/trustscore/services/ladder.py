@@ -30,9 +30,9 @@ from trustscore.store.projection_tables import ProjectionStore
 #: after it: the outcome stats cost at most about 1/(1 + TALLY_SPACING) of the time, whatever the rate of
 #: requests and appends (each tally reads every ladder row of the log).
 TALLY_SPACING = 4.0
-#: Tallies kept after they were made, so that a caller paging through the groups of one (naming its log
-#: size) is not cut off by the next making.
-KEPT_TALLIES = 4
+#: Tallies kept, the newest and the one before it, so that a caller paging through the groups of one
+#: (naming its log size) is not cut off by the next making (each may hold every group: not more).
+KEPT_TALLIES = 2
 #: Agents whose scoring ladder rows a service keeps, and the rows they may hold together (~0.8 KB each as
 #: asyncpg reads them: ~160 MB; one agent with more is kept whole).
 KEPT_LADDERS = 4096

@@ -153,7 +153,7 @@ async def test_later_pages_come_from_the_first_pages_tally_while_it_is_kept(
     for n in range(6, 6 + ladder_service.KEPT_TALLIES - 1):
         size.size = n
         await service.outcomes("model")
-    assert (await service.outcomes("model", log_size=5)).log_size == 5  # still one of the last four
+    assert (await service.outcomes("model", log_size=5)).log_size == 5  # still one of the last two
     with pytest.raises(Conflict, match="ask for the first page again"):
         await service.outcomes("model", log_size=0)
     with pytest.raises(Conflict):
