@@ -110,7 +110,7 @@ async def _agent_page(
     base_url: str,
     agent_id: str,
     model: str | None,
-    after: str | None,
+    after: tuple[int, int],
 ) -> bytes:
     """The profile page of ``agent_id`` rendered now (``engine`` is the app's: no request is needed, so a
     stale page can be rendered again after its reader has been answered)."""
@@ -126,7 +126,7 @@ async def _agent_page(
     )
     history = await pages.history(agent_id, out.model_version, 0, MAX_INDEX, MAX_HISTORY, newest=True)
     points = [charts.Point(p.index, p.at, p.total) for p in history.points]
-    _, evidence = await public.evidence(agent_id, parse_cursor(after), EVIDENCE_PAGE)
+    _, evidence = await public.evidence(agent_id, after, EVIDENCE_PAGE)
     last = evidence[-1] if len(evidence) == EVIDENCE_PAGE else None
     return str(
         engine.get_template("agent.html").render(
@@ -238,7 +238,10 @@ class PagesController(Controller):
         Like the rating route, it takes only the request: the hottest page skips parameter parsing."""
         services = services_of(request.app.state)
         agent_id = request.path_params["agent_id"]
-        model, after = request.query_params.get("model"), request.query_params.get("after")
+        model = request.query_params.get("model")
+        # Parsed once, for the kept page's key and for the rendering. A cursor has one spelling
+        # (parse_cursor refuses another), so the key needs no other normal form.
+        after = parse_cursor(request.query_params.get("after"))
         base_url, headers = public_base(request)
         engine = request.app.template_engine
         assert engine is not None
@@ -253,11 +256,9 @@ class PagesController(Controller):
             body = await make()
         else:
             # Kept by what the page shows, not by how the query spelled it: no "?model=" is the default
-            # model named (the two were rendered and kept apart). A cursor has one spelling (parse_cursor
-            # refuses another, as the page itself would).
-            index, seq = parse_cursor(after)
+            # model named (the two were rendered and kept apart).
             version = services.public.ratings.model(model).model_version
-            key = (agent_id, version, f"{index}.{seq}", base_url)
+            key = (agent_id, version, f"{after[0]}.{after[1]}", base_url)
             body = await services.pages.page(key, stamp, make)
         return Response(body, media_type=HTML, headers=headers)
 

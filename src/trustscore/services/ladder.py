@@ -51,8 +51,7 @@ class LadderService:
         self.store = store
         self.projections = projections
         self.floor = check_floor(floor)
-        self._tally: Tally | None = None  # of the projected log as it was at the last making
-        self._recent: dict[int, Tally] = {}  # the last KEPT_TALLIES made, by log size: pages of each
+        self._recent: dict[int, Tally] = {}  # the last KEPT_TALLIES made, by log size, oldest first
         self._next_tally = 0.0  # time.monotonic() before which the kept tally is served as it is
         self._making = SingleFlight[None, Tally]()
         # Per agent, its scoring rows and their distributions (dimensions()), within a budget of rows.
@@ -92,6 +91,11 @@ class LadderService:
             )
         return tally.stats(group_by, floor, limit, after)
 
+    @property
+    def _tally(self) -> Tally | None:
+        """The newest tally made: of the projected log as it was at the last making."""
+        return next(reversed(self._recent.values()), None)
+
     def _kept(self, size: int | None = None) -> Tally | None:
         """The kept tally if it may be served: within the spacing, or of ``size`` (the projected size)."""
         kept = self._tally
@@ -124,7 +128,7 @@ class LadderService:
             # database is not asked for the whole log at every request.
             self._next_tally = time.monotonic() + TALLY_SPACING * (time.monotonic() - start)
             raise
-        self._tally = tally
+        self._recent.pop(tally.log_size, None)  # a size made again (the log never shrinks) is the newest
         self._recent[tally.log_size] = tally
         while len(self._recent) > KEPT_TALLIES:
             del self._recent[next(iter(self._recent))]
