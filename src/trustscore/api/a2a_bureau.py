@@ -26,14 +26,15 @@ from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, Agen
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from litestar import Request, Response, get
 from litestar.handlers import asgi
-from litestar.types import Guard, HTTPRequestEvent, Receive, ReceiveMessage, Scope, Send
+from litestar.types import Guard, Receive, Scope, Send
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from starlette.applications import Starlette
 
 from trustscore import __version__
+from trustscore.api.mount_bodies import bounded_body, replayed
 from trustscore.api.public_url import public_base
-from trustscore.errors import TOO_DEEP, InvalidInput, PayloadTooLarge
+from trustscore.errors import TOO_DEEP, InvalidInput
 
 A2A_PATH = "/a2a"
 SKILLS = {
@@ -134,10 +135,17 @@ class BureauExecutor(AgentExecutor):
         """Every answer is immediate: there is nothing to cancel."""
 
 
+#: The largest JSON-RPC request the bureau reads: a question to its tools is a few hundred bytes. The
+#: SDK's Starlette app reads a body of any size (150 MB was read and parsed, found by fuzzing).
+MAX_A2A_BODY = 1 << 20
+
+
 class A2ABureau:
     """The card route and the JSON-RPC mount for the app."""
 
-    def __init__(self, tools: MCPServer, guards: Sequence[Guard] = ()) -> None:
+    def __init__(self, tools: MCPServer, guards: Sequence[Guard] = (), max_body: int = MAX_A2A_BODY) -> None:
+        """``max_body``: the operator's body limit, when smaller than :data:`MAX_A2A_BODY`."""
+        limit = min(max_body, MAX_A2A_BODY)
         placeholder = bureau_card("http://127.0.0.1")  # the handler needs a card; served cards are per host
         handler = DefaultRequestHandler(
             agent_executor=BureauExecutor(tools), task_store=InMemoryTaskStore(), agent_card=placeholder
@@ -147,7 +155,7 @@ class A2ABureau:
         @asgi(A2A_PATH, is_mount=True, copy_scope=True, include_in_schema=False, guards=list(guards))
         async def a2a_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
             if scope.get("method") == "POST":  # HTTP only: a WebSocket scope has no method
-                receive = await _checked_body(scope, receive)
+                receive = await _checked_body(scope, receive, limit)
             await self.app(scope, receive, send)  # type: ignore[arg-type]
 
         @get(AGENT_CARD_WELL_KNOWN_PATH, include_in_schema=False, sync_to_thread=False)
@@ -159,48 +167,15 @@ class A2ABureau:
         self.handlers = [a2a_endpoint, agent_card]
 
 
-#: The largest JSON-RPC request the bureau reads: a question to its tools is a few hundred bytes. The
-#: SDK's Starlette app reads a body of any size (150 MB was read and parsed, found by fuzzing).
-MAX_A2A_BODY = 1 << 20
-
-
-async def _checked_body(scope: Scope, receive: Receive) -> Receive:
-    """Read a POST's body, at most :data:`MAX_A2A_BODY` bytes (413 problem+json beyond), and refuse one
-    that is not JSON as RFC 8259 has it (400: a lone surrogate in an id made the SDK answer a plain-text
-    500, found by fuzzing); the body is then handed on to the SDK as one message."""
-    too_large = PayloadTooLarge(
-        f"the request body is larger than this route accepts ({MAX_A2A_BODY} bytes at most)"
-    )
-    for name, value in scope.get("headers", ()):
-        if name == b"content-length":
-            if not value.isdigit():
-                raise InvalidInput("Content-Length must be a decimal number of bytes")
-            if int(value) > MAX_A2A_BODY:
-                raise too_large
-    body = bytearray()
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":  # the client went away
-            raise InvalidInput("the request ended before its body")
-        body += message.get("body", b"")
-        if len(body) > MAX_A2A_BODY:
-            raise too_large
-        if not message.get("more_body", False):
-            break
+async def _checked_body(scope: Scope, receive: Receive, limit: int = MAX_A2A_BODY) -> Receive:
+    """Read a POST's body, at most ``limit`` bytes (413 problem+json beyond), and refuse one that is not
+    JSON as RFC 8259 has it (400: a lone surrogate in an id made the SDK answer a plain-text 500, found by
+    fuzzing); the body is then handed on to the SDK as one message."""
+    body = await bounded_body(scope, receive, limit)
     try:
-        msgspec.json.decode(bytes(body))
+        msgspec.json.decode(body)
     except msgspec.DecodeError as exc:
         raise InvalidInput(f"the request body is not JSON: {exc}") from None
     except RecursionError:
         raise InvalidInput(f"the request body: {TOO_DEEP}") from None
-    handed = False
-
-    async def replay() -> ReceiveMessage:
-        nonlocal handed
-        if handed:
-            return await receive()
-        handed = True
-        whole: HTTPRequestEvent = {"type": "http.request", "body": bytes(body), "more_body": False}
-        return whole
-
-    return replay
+    return replayed(body, receive)

@@ -384,7 +384,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
         what="client address",
     )
     # MCP at /mcp, the A2A card and skills, agent search
-    integrations = Integrations(mount_guards=[posts_charged(per_address)])
+    integrations = Integrations([posts_charged(per_address)], settings.max_body_bytes)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:

@@ -25,11 +25,13 @@ from trustscore.services.public import PublicService
 class Integrations:
     """Route handlers, dependencies and a lifespan for the app; services are read when first needed."""
 
-    def __init__(self, mount_guards: Sequence[Guard] = ()) -> None:
-        """``mount_guards`` run before the MCP and A2A mounts (the app's before-request hook does not)."""
+    def __init__(self, mount_guards: Sequence[Guard] = (), max_body: int = 1 << 62) -> None:
+        """``mount_guards`` run before the MCP and A2A mounts (the app's before-request hook does not);
+        ``max_body``, the operator's body limit, lowers theirs when smaller."""
         self._app: Litestar | None = None
-        self.mcp = McpMount(ServicesBureau(self._public, self._ladder, self.search), mount_guards)
-        self.a2a = A2ABureau(self.mcp.server, mount_guards)
+        bureau = ServicesBureau(self._public, self._ladder, self.search)
+        self.mcp = McpMount(bureau, mount_guards, max_body)
+        self.a2a = A2ABureau(self.mcp.server, mount_guards, max_body)
 
     def _services(self) -> Services | None:
         found = None if self._app is None else self._app.state.get(STATE_KEY)

@@ -22,6 +22,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 
+from trustscore.api.mount_bodies import bounded_body, replayed
 from trustscore.api.problems import MEDIA_TYPE, PROBLEM_TYPE_BASE
 from trustscore.api.public_routes import agent_out, encode_rating, leaderboard_out
 from trustscore.ladder.stats import MAX_GROUPS
@@ -31,6 +32,11 @@ from trustscore.services.mcp_tools import build_server
 from trustscore.services.public import PublicService
 
 MOUNT_PATH = "/mcp"
+
+#: The largest MCP request the bureau reads: the SDK's own default, kept. Every tool argument is a few
+#: hundred bytes at most but ``verify_attestation``'s bundle (up to 8 MiB over stdio, services/mcp_tools.py),
+#: which over HTTP is bounded here. The SDK answered its bound in plain text (api/mount_bodies.py).
+MAX_MCP_BODY = 4 << 20
 
 
 class ServicesBureau:
@@ -119,13 +125,18 @@ def _builtins(value: Any) -> dict[str, Any]:
 class McpMount:
     """The MCP server, its ASGI handler for Litestar and the lifespan that runs its session manager."""
 
-    def __init__(self, bureau: ServicesBureau, guards: Sequence[Guard] = ()) -> None:
+    def __init__(
+        self, bureau: ServicesBureau, guards: Sequence[Guard] = (), max_body: int = MAX_MCP_BODY
+    ) -> None:
+        """``max_body``: the operator's body limit, when smaller than :data:`MAX_MCP_BODY`."""
+        limit = min(max_body, MAX_MCP_BODY)
         self.server: MCPServer = build_server(bureau)
         self.app = self.server.streamable_http_app(
             streamable_http_path="/",
             stateless_http=True,
             json_response=True,
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+            max_request_body_size=limit,  # never reached: the body is read within it first
         )
 
         @asgi(MOUNT_PATH, is_mount=True, copy_scope=True, include_in_schema=False, guards=list(guards))
@@ -135,6 +146,8 @@ class McpMount:
                 # sends a message of its own; the transport lets a server answer 405 instead.
                 await _only_post(scope["method"], scope["path"], send)
                 return
+            if scope["type"] == ScopeType.HTTP:
+                receive = replayed(await bounded_body(scope, receive, limit), receive)
             await self.app(scope, receive, send)  # type: ignore[arg-type]
 
         self.handler = mcp_endpoint

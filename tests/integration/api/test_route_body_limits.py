@@ -3,7 +3,9 @@
 Before 2026-12-07 a settlement, event, subscription or sitting request of up to 16 MiB (the app's limit)
 was read and parsed on the event loop for one token of the client's rate limit: ~50 ms of the whole
 process a request. A body past its route's limit (or the operator's TRUSTSCORE_MAX_BODY_BYTES, when that
-is smaller: the report routes' own 4 MiB used to win over it) is now a 413 problem+json, never parsed."""
+is smaller: the report routes' own 4 MiB used to win over it) is now a 413 problem+json, never parsed.
+The mounted JSON-RPC apps (MCP, A2A) are bounded the same way: the MCP SDK's own bound (4 MiB) answered
+a plain-text 413 without a content type, and neither mount heeded the operator's smaller limit."""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
 from tests.helpers import count_calls
+from trustscore.api.a2a_bureau import MAX_A2A_BODY
 from trustscore.api.app import create_app
+from trustscore.api.mcp_mount import MAX_MCP_BODY
 from trustscore.kinds.events import MAX_EVENT_BYTES
 from trustscore.kinds.exam_report import MAX_REPORT_BYTES
 from trustscore.kinds.settlements import MAX_SETTLEMENT_BYTES
@@ -37,6 +41,10 @@ LIMITS = {
     "/v1/sittings/7/report": APP,  # its answers are not capped like an exam report's
     "/v1/reports": MAX_REPORT_BYTES,
 }
+
+# The mounted JSON-RPC apps: a body is read within the bound before their SDK sees it.
+MOUNTS = {"/mcp/": MAX_MCP_BODY, "/a2a/": MAX_A2A_BODY}
+JSON_RPC = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 
 
 def _refused(r: httpx.Response, limit: int) -> None:
@@ -89,5 +97,19 @@ async def test_the_operators_smaller_limit_governs_every_route(tmp_path: Path, d
     small = 64 * 1024
     settings = Settings(data_dir=tmp_path / "data", integrate_interval=0.05, max_body_bytes=small)
     async with AsyncTestClient(app=create_app(settings, dsn)) as client:
-        for path, own in LIMITS.items():
-            _refused(await client.post(path, content=b" " * (small + 1)), min(own, small))
+        for path, own in {**LIMITS, **MOUNTS}.items():
+            _refused(await client.post(path, content=b" " * (small + 1), headers=JSON_RPC), min(own, small))
+            assert await _chunked(client.app, path) == (413, 2), path
+
+
+async def test_a_mounted_json_rpc_body_past_its_bound_is_refused_unread(
+    client: Client, settings: Settings
+) -> None:
+    """MCP and A2A: 413 problem+json past the bound, declared or chunked; at the bound the SDK answers."""
+    for path, own in MOUNTS.items():
+        limit = min(own, settings.max_body_bytes)
+        _refused(await client.post(path, content=b" " * (limit + 1), headers=JSON_RPC), limit)
+        assert await _chunked(client.app, path) == (413, limit // 65536 + 1), path
+        call = b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
+        r = await client.post(path, content=call + b" " * (limit - len(call)), headers=JSON_RPC)
+        assert r.status_code == 200 and r.json()["id"] == 1, (path, r.text)
