@@ -21,6 +21,8 @@ from tests.helpers import count_calls
 from trustscore.api.a2a_bureau import MAX_A2A_BODY
 from trustscore.api.app import create_app
 from trustscore.api.mcp_mount import MAX_MCP_BODY
+from trustscore.api.mount_bodies import bounded_body
+from trustscore.errors import PayloadTooLarge
 from trustscore.kinds.events import MAX_EVENT_BYTES
 from trustscore.kinds.exam_report import MAX_REPORT_BYTES
 from trustscore.kinds.settlements import MAX_SETTLEMENT_BYTES
@@ -53,9 +55,9 @@ def _refused(r: httpx.Response, limit: int) -> None:
     assert f"({limit} bytes at most)" in r.json()["detail"], r.json()
 
 
-async def _chunked(app: Any, path: str) -> tuple[int, int]:
-    """``path`` POSTed a body without a length (chunked), driven through the app's ASGI interface (the
-    test client cannot stream one): the status answered and the chunks of 64 KiB read."""
+async def _chunked(app: Any, path: str, host: str = "127.0.0.1") -> tuple[int, int]:
+    """``path`` POSTed a body without a length (chunked) from ``host``, driven through the app's ASGI
+    interface (the test client cannot stream one): the status answered and the chunks of 64 KiB read."""
     read, status = 0, 0
 
     async def receive() -> dict[str, Any]:
@@ -72,7 +74,7 @@ async def _chunked(app: Any, path: str) -> tuple[int, int]:
         "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
         "scheme": "http", "path": path, "raw_path": path.encode(), "root_path": "", "query_string": b"",
         "headers": [(b"host", b"testserver"), (b"content-type", b"application/json")],
-        "client": ("127.0.0.1", 5000), "server": ("testserver", 80),
+        "client": (host, 5000), "server": ("testserver", 80),
     }  # fmt: skip
     await app(scope, receive, send)
     return status, read
@@ -113,3 +115,20 @@ async def test_a_mounted_json_rpc_body_past_its_bound_is_refused_unread(
         call = b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
         r = await client.post(path, content=call + b" " * (limit - len(call)), headers=JSON_RPC)
         assert r.status_code == 200 and r.json()["id"] == 1, (path, r.text)
+
+
+async def test_the_mcp_mount_reads_at_most_its_own_bound(tmp_path: Path, dsn: str) -> None:
+    """Under an operator's limit larger than the mounts' own, their own bound holds (4 MiB, 1 MiB); a
+    Content-Length of more digits than Python's int() reads is too large, not a 500."""
+    settings = Settings(data_dir=tmp_path / "data", integrate_interval=0.05, max_body_bytes=8 << 20)
+    async with AsyncTestClient(app=create_app(settings, dsn)) as client:
+        for path, own in MOUNTS.items():
+            _refused(await client.post(path, content=b" " * (own + 1), headers=JSON_RPC), own)
+            assert await _chunked(client.app, path) == (413, own // 65536 + 1), path
+        scope: Any = {"type": "http", "method": "POST", "headers": [(b"content-length", b"1" * 5000)]}
+        with pytest.raises(PayloadTooLarge):
+            await bounded_body(scope, _never_read, MAX_MCP_BODY)
+
+
+async def _never_read() -> Any:
+    raise AssertionError("the body was read")

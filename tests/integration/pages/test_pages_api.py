@@ -413,3 +413,12 @@ async def test_spellings_of_one_profile_page_share_its_rendering(
     assert rendered == [1]
     for bad in ("01.0", "1.x"):
         assert (await client.get(f"/agents/{agent}", params={"after": bad})).status_code == 400
+
+
+async def test_a_bad_cursor_is_refused_before_the_agent_is_looked_up(client: Client) -> None:
+    """As on ``GET /v1/agents/{id}/evidence``: the query is checked before the agent, so an unknown agent
+    with a bad cursor is a 400, not a 404 (the page parses ``?after=`` once, before its kept page)."""
+    unknown = keys.SigningKey.generate().id
+    assert (await client.get(f"/agents/{unknown}")).status_code == 404
+    for path in (f"/agents/{unknown}", f"/v1/agents/{unknown}/evidence"):
+        assert (await client.get(path, params={"after": "1.x"})).status_code == 400, path
