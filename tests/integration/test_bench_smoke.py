@@ -161,6 +161,14 @@ RUNS: dict[str, tuple[str, list[str]]] = {
             rf"ratio\s+api growth / worker growth: (-?{NUMBER}|nan)",
         ],
     ),
+    "body_flood.py": (
+        "--duration 1 --body-mib 1 --in-flight 1 --database-url {db}",
+        [
+            rf"^flood\s+healthz p50\s+{NUMBER} ms",
+            rf"^flood: 1 MiB bodies, 1 in flight, {NUMBER} s: answers \{{",
+            rf"^server CPU {NUMBER} s = {NUMBER} cores; healthz p50 {NUMBER}x the quiet one$",
+        ],
+    ),
     "webhooks.py": (
         "--agents 2 --events 6 --latency-events 2 --baseline-posts 10 --database-url {db}",
         [

@@ -22,6 +22,7 @@ from trustscore import __version__
 from trustscore.api import openapi
 from trustscore.api.addresses import ENTRY_ROUTES, client_address, posts_charged, refuse_cross_origin
 from trustscore.api.attestation_routes import AttestationController
+from trustscore.api.body_allowance import body_allowance, charged_bodies
 from trustscore.api.evidence_routes import EvidenceController
 from trustscore.api.fast_append import fast_append
 from trustscore.api.head import answer_head
@@ -520,6 +521,9 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
     app.asgi_handler = answer_head(app.asgi_handler)
     if serving:
         app.asgi_handler = fast_append(app.asgi_handler, app.state, per_address, settings.max_body_bytes)
+    # Outermost: a body's bytes are charged before any of the app reads them (fast_append included).
+    bodies = body_allowance(settings.address_rate_per_minute, per_address.burst, settings.max_body_bytes)
+    app.asgi_handler = charged_bodies(app.asgi_handler, bodies)
     app.state[PUBLIC_URL] = settings.public_url.rstrip("/") if settings.public_url else None
     allowed.update(
         (r.path, ", ".join(sorted(_with_head(r.methods)))) for r in app.routes if isinstance(r, HTTPRoute)
