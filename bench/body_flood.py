@@ -9,6 +9,7 @@ whole process: reading, parsing, answering) and the ``/healthz`` latency meanwhi
 baseline is the same health probe, measured first with no flood.
 
     PYTHONPATH=src python bench/body_flood.py                   # embedded PostgreSQL, temporary dir
+    PYTHONPATH=src python bench/body_flood.py --chunked         # bodies without a Content-Length
     PYTHONPATH=src python bench/body_flood.py --database-url postgresql://postgres@127.0.0.1:5432/test
 """
 
@@ -19,6 +20,7 @@ import asyncio
 import tempfile
 import time
 from collections import Counter
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -39,14 +41,21 @@ async def _probe(url: str, until: float) -> list[float]:
     return sorted(took)
 
 
-async def _flood(url: str, body: bytes, in_flight: int, until: float) -> Counter[int]:
+async def _pieces(body: bytes) -> AsyncIterator[bytes]:
+    """``body`` in pieces of 64 KiB: httpx sends it chunked (no Content-Length)."""
+    for start in range(0, len(body), 65536):
+        yield body[start : start + 65536]
+
+
+async def _flood(url: str, body: bytes, in_flight: int, until: float, chunked: bool) -> Counter[int]:
     statuses: Counter[int] = Counter()
     async with httpx.AsyncClient(base_url=url, timeout=120) as client:
 
         async def one() -> None:
             while time.monotonic() < until:
+                content = _pieces(body) if chunked else body
                 r = await client.post(
-                    "/v1/log/entries", content=body, headers={"content-type": "application/json"}
+                    "/v1/log/entries", content=content, headers={"content-type": "application/json"}
                 )
                 statuses[r.status_code] += 1
 
@@ -55,10 +64,10 @@ async def _flood(url: str, body: bytes, in_flight: int, until: float) -> Counter
 
 
 async def _flooded(
-    url: str, body: bytes, in_flight: int, duration: float
+    url: str, body: bytes, in_flight: int, duration: float, chunked: bool
 ) -> tuple[Counter[int], list[float]]:
     until = time.monotonic() + duration
-    statuses, probes = await asyncio.gather(_flood(url, body, in_flight, until), _probe(url, until))
+    statuses, probes = await asyncio.gather(_flood(url, body, in_flight, until, chunked), _probe(url, until))
     return statuses, probes
 
 
@@ -79,6 +88,7 @@ def main() -> int:
     p.add_argument(
         "--body-mib", type=int, default=16, help="MiB a body (default 16, the app's default limit)"
     )
+    p.add_argument("--chunked", action="store_true", help="send each body chunked, without a Content-Length")
     args = p.parse_args()
     ints = (args.body_mib * 1024 * 1024 - 1) // 2  # the body is 2 * ints + 1 bytes: within the limit
     body = b"[" + b"0," * (ints - 1) + b"0]"
@@ -91,12 +101,16 @@ def main() -> int:
         pid = server.proc.pid
         quiet = asyncio.run(_probe(server.url, time.monotonic() + 3))
         cpu, start = cpu_seconds(pid), time.monotonic()
-        statuses, probes = asyncio.run(_flooded(server.url, body, args.in_flight, args.duration))
+        statuses, probes = asyncio.run(
+            _flooded(server.url, body, args.in_flight, args.duration, args.chunked)
+        )
         cpu, wall = cpu_seconds(pid) - cpu, time.monotonic() - start
     print(_line("no flood", quiet))
     print(_line("flood", probes))
+    framed = "chunked" if args.chunked else "declared"
     print(
-        f"flood: {len(body) / 2**20:.0f} MiB bodies, {args.in_flight} in flight, {wall:.1f} s: answers {dict(statuses)}"
+        f"flood: {len(body) / 2**20:.0f} MiB bodies ({framed}), {args.in_flight} in flight, {wall:.1f} s: "
+        f"answers {dict(statuses)}"
     )
     print(
         f"server CPU {cpu:.1f} s = {cpu / wall:.2f} cores; healthz p50 {percentile(probes, 50) / percentile(quiet, 50):.0f}x the quiet one"

@@ -162,10 +162,10 @@ RUNS: dict[str, tuple[str, list[str]]] = {
         ],
     ),
     "body_flood.py": (
-        "--duration 1 --body-mib 1 --in-flight 1 --database-url {db}",
+        "--duration 1 --body-mib 1 --in-flight 1 --chunked --database-url {db}",
         [
             rf"^flood\s+healthz p50\s+{NUMBER} ms",
-            rf"^flood: 1 MiB bodies, 1 in flight, {NUMBER} s: answers \{{",
+            rf"^flood: 1 MiB bodies \(chunked\), 1 in flight, {NUMBER} s: answers \{{",
             rf"^server CPU {NUMBER} s = {NUMBER} cores; healthz p50 {NUMBER}x the quiet one$",
         ],
     ),

@@ -11,12 +11,12 @@ second at the default 6,000 entries a minute), its burst that many per entry of 
 never less than the largest body the app takes. Writes of entries within the entries' allowance never
 meet it unless their entries average more than 64 KiB.
 
-The bytes are charged by an ASGI wrapper around the whole app when the app first reads the body, before
-anything parses it: a body of a declared length is paid whole then, a chunked one chunk by chunk as it
-arrives. One the address's allowance cannot pay is refused (429 problem+json, ``Retry-After``) there, on
-every route and on the MCP and A2A mounts. A body refused for its declared size (413) is never read, so
-costs nothing here. A request without a body costs nothing here. A rate of 0 turns it off, as it does the
-entries' allowance.
+The bytes are charged by an ASGI wrapper around the whole app when the app reads the body, before
+anything parses it: a body of a declared length is paid whole before its first byte is read, a chunked
+one chunk by chunk as it arrives. One the address's allowance cannot pay is refused (429 problem+json,
+``Retry-After``) there, on every route and on the MCP and A2A mounts. A body refused for its declared
+size (413) is never read, so costs nothing here; nor does a request whose body the app never reads.
+Like the entries' allowance, it is kept per process, and a rate of 0 turns it off.
 """
 
 from __future__ import annotations
@@ -25,13 +25,11 @@ from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Receive, ReceiveMessage, Scope, Send
 
 from trustscore.api.addresses import address_of
+from trustscore.errors import RateLimited
 from trustscore.services.ratelimit import KeyRateLimiter
 
 #: Bytes of request bodies an address may send per entry of its entries' allowance (rate and burst).
 BODY_BYTES_PER_ENTRY = 64 * 1024
-
-#: Methods whose requests carry no body the app reads.
-_BODILESS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def body_allowance(entries_per_minute: float, entries_burst: int, max_body: int) -> KeyRateLimiter:
@@ -45,29 +43,42 @@ def body_allowance(entries_per_minute: float, entries_burst: int, max_body: int)
 
 
 def charged_bodies(inner: ASGIApp, allowance: KeyRateLimiter) -> ASGIApp:
-    """``inner`` with each HTTP request's body charged to its address in ``allowance`` as it arrives: a
-    chunk it cannot pay raises :class:`~trustscore.errors.RateLimited` in the app's read of it."""
+    """``inner`` with each HTTP request's body charged to its address in ``allowance`` when read: a
+    declared length whole before the first read, a chunked body chunk by chunk; what it cannot pay raises
+    :class:`~trustscore.errors.RateLimited` in the app's read of it (429 problem+json wherever that is)."""
     if allowance.rate <= 0:
         return inner
 
     async def handler(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != ScopeType.HTTP or scope["method"] in _BODILESS:
+        if scope["type"] != ScopeType.HTTP:
             await inner(scope, receive, send)
             return
-        address = address_of(scope)
-        # A declared body is paid whole at its first read (the HTTP parser holds the client to the length
-        # it declared): refused then, before a byte of it is read, or never. A chunked one chunk by chunk.
+        # The HTTP parser holds the client to a length it declared, so that is paid whole before the
+        # first read (before uvicorn answers "100 Continue", before a byte is read): refused then, or
+        # never again. A chunked body pays chunk by chunk as the app reads it; one refused part-way gets
+        # back what it paid, so a client that waits out Retry-After and sends it again gets through.
         declared = _declared_length(scope)
+        paid = 0  # bytes of a chunked body paid so far
 
         async def charged() -> ReceiveMessage:
-            nonlocal declared
-            message = await receive()
-            if message["type"] == "http.request":
-                size = len(message.get("body", b"")) if declared is None else declared
-                declared = 0  # paid
+            nonlocal declared, paid
+            if declared is not None:
+                size, declared = declared, 0
                 if size:
-                    # (more than the burst, which no route reads, pays a whole burst)
+                    allowance.take(address_of(scope), min(size, allowance.burst))
+                return await receive()
+            message = await receive()
+            size = len(message.get("body", b"")) if message["type"] == "http.request" else 0
+            if size:
+                address = address_of(scope)
+                try:
                     allowance.take(address, min(size, allowance.burst))
+                except RateLimited:
+                    # What it paid is given back: its Retry-After (for this chunk, with that back in the
+                    # bucket) is then the wait for every byte of it received so far.
+                    allowance.give(address, paid)
+                    raise
+                paid += size
             return message
 
         await inner(scope, charged, send)
@@ -76,10 +87,11 @@ def charged_bodies(inner: ASGIApp, allowance: KeyRateLimiter) -> ASGIApp:
 
 
 def _declared_length(scope: Scope) -> int | None:
-    """The body length ``scope`` declares (Content-Length), None when none or not a number (chunked: the
-    HTTP parser refuses a malformed length before a request is made)."""
+    """The body length ``scope`` declares (Content-Length, as the HTTP parser reads it: blanks around it
+    and leading zeros allowed), None when none: the body comes chunked."""
     for name, value in scope["headers"]:
         if name == b"content-length":
-            # (19 digits keep int() from reading a long one; the parser refuses a length past 64 bits)
-            return int(value) if len(value) <= 19 and value.isdigit() else None
+            digits = value.strip(b" \t").lstrip(b"0") or b"0"
+            # (the parser refuses a length past 64 bits; 20 digits keep int() from reading a long one)
+            return int(digits) if len(digits) <= 20 and digits.isdigit() else None
     return None
