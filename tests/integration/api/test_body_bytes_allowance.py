@@ -10,7 +10,6 @@ entry of the entries' allowance, its burst at least the largest body), charged w
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from litestar.testing import AsyncTestClient
@@ -100,28 +99,6 @@ async def test_a_chunked_body_pays_for_every_chunk(
     of burst pays about 20 of them, not 40 (the first version charged the first chunk only; review)."""
     parsed = count_calls(monkeypatch, LogService, "parse_body")
     async with AsyncTestClient(app=create_app(_settings(tmp_path, rate=60, burst=60), dsn)) as client:
-        statuses = [await _chunked_body(client.app, [1, 65536, 65536, 65536]) for _ in range(40)]
+        sizes = [1, 65536, 65536, 65536]
+        statuses = [(await _chunked(client.app, "/v1/log/entries", "10.9.9.9", sizes))[0] for _ in range(40)]
     assert statuses.count(400) == parsed[0] <= 24 and statuses.count(429) >= 16, statuses
-
-
-async def _chunked_body(app: Any, sizes: list[int]) -> int:
-    """A body of chunks of ``sizes`` bytes (blanks) from 10.9.9.9 through the app's ASGI interface."""
-    left = list(sizes)
-    status = 0
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b" " * left.pop(0), "more_body": len(left) > 0}
-
-    async def send(message: dict[str, Any]) -> None:
-        nonlocal status
-        if message["type"] == "http.response.start":
-            status = message["status"]
-
-    scope = {
-        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-        "scheme": "http", "path": "/v1/log/entries", "raw_path": b"/v1/log/entries", "root_path": "",
-        "query_string": b"", "headers": [(b"host", b"testserver"), (b"content-type", b"application/json")],
-        "client": ("10.9.9.9", 5000), "server": ("testserver", 80),
-    }  # fmt: skip
-    await app(scope, receive, send)
-    return status

@@ -55,15 +55,19 @@ def _refused(r: httpx.Response, limit: int) -> None:
     assert f"({limit} bytes at most)" in r.json()["detail"], r.json()
 
 
-async def _chunked(app: Any, path: str, host: str = "127.0.0.1") -> tuple[int, int]:
+async def _chunked(
+    app: Any, path: str, host: str = "127.0.0.1", sizes: list[int] | None = None
+) -> tuple[int, int]:
     """``path`` POSTed a body without a length (chunked) from ``host``, driven through the app's ASGI
-    interface (the test client cannot stream one): the status answered and the chunks of 64 KiB read."""
+    interface (the test client cannot stream one): chunks of ``sizes`` bytes (default 10,000 of 64 KiB),
+    blanks. The status answered and the chunks read."""
+    left = [65536] * 10_000 if sizes is None else list(sizes)
     read, status = 0, 0
 
     async def receive() -> dict[str, Any]:
         nonlocal read
         read += 1
-        return {"type": "http.request", "body": b" " * 65536, "more_body": read < 10_000}
+        return {"type": "http.request", "body": b" " * left[read - 1], "more_body": read < len(left)}
 
     async def send(message: dict[str, Any]) -> None:
         nonlocal status
