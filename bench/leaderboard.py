@@ -18,7 +18,7 @@ covers the log, then times, one request at a time over one keep-alive connection
   read from all its runs however its card stands: the bench's cards declare no endpoint);
 * then, with the server stopped and started again on the same database, the first read of each route
   that names or lists every agent (the home page, the agent search, a card with its look-alike warnings,
-  the leaderboard, the home page's search).
+  the leaderboard, the home page's search), ``--settle`` seconds after it is ready (default at once).
 
 For each route it prints requests, p50 and the largest latency and the server's CPU per request, and
 the ratio of the leaderboard's p50 to ``GET /healthz``'s, measured in the same run. Each route stops
@@ -85,7 +85,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=0,
         help="re-verification runs logged for each rated agent before the reads, a day apart (default 0)",
     )
+    p.add_argument(
+        "--settle",
+        type=float,
+        default=0.0,
+        help="seconds from the restart's readiness to its first reads (default 0: at once)",
+    )
     args = p.parse_args(argv)
+    if args.settle < 0:
+        p.error("--settle must be at least 0")
     if args.runs < 0:
         p.error("--runs must be at least 0")
     for name in ("idle", "rated", "requests"):
@@ -302,7 +310,8 @@ def after_restart(server: ServeProcess, args: argparse.Namespace, agents: list[s
     server.start()
     assert server.proc is not None
     pid, url = server.proc.pid, server.url
-    print("server started again on the same database; first reads", flush=True)
+    time.sleep(args.settle)
+    print(f"server started again on the same database; first reads {args.settle:g} s after", flush=True)
     some = random.Random(11).choice(agents)
     return [
         timed(url, pid, f"{route}, first after a restart", [path], 1, args.seconds)

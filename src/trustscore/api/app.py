@@ -44,7 +44,7 @@ from trustscore.exams.loader import ExamDirs
 from trustscore.grading import sandbox
 from trustscore.ledger import keys
 from trustscore.outbound.guard import OutboundPolicy
-from trustscore.services import logkey, periodic, service_keys, snapshots
+from trustscore.services import agent_directory, logkey, periodic, service_keys, snapshots
 from trustscore.services.attestations import AttestationService
 from trustscore.services.grading_queue import QueueLimits
 from trustscore.services.intake import Intake
@@ -286,9 +286,14 @@ async def build_services(
     # checkpoint covering them, and the re-verification schedule and replica fallback go by it.
     follow = Periodic("checkpoint follower", log_service.follow_checkpoints, s.integrate_interval)
     # A process serving HTTP fills its free proof cache with the newest full tiles at start, then tops it
-    # up with tiles made full since (docs/tiles.md); a worker answers no proofs.
-    warm = s.role != "worker" and s.tile_warm_interval > 0
-    proof_cache = [Periodic("proof cache", log_service.tiles.warm, s.tile_warm_interval)] if warm else []
+    # up with tiles made full since (docs/tiles.md); a worker answers no proofs. It also reads every agent
+    # card into its directory at start, beside its first requests, not in the first page's or search's
+    # time (its time grows with the agents), then the cards since now and then.
+    warm_ups: list[Periodic] = []
+    if s.role != "worker":
+        if s.tile_warm_interval > 0:
+            warm_ups.append(Periodic("proof cache", log_service.tiles.warm, s.tile_warm_interval))
+        warm_ups.append(Periodic("agent directory", public.directory.read, agent_directory.WARM_INTERVAL))
 
     async def snapshot(due: float) -> None:
         # A worker that has just taken the lease over must not sign its start-up ratings: it first
@@ -300,10 +305,10 @@ async def build_services(
 
     if ratings is None:
         assert isinstance(view, RatingMirror)
-        return services, [view.periodic(stop), follow, *proof_cache]
+        return services, [view.periodic(stop), follow, *warm_ups]
     background = [
         follow,
-        *proof_cache,
+        *warm_ups,
         *leased(
             "integrator",
             Periodic(
