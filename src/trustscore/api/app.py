@@ -293,7 +293,9 @@ async def build_services(
     if s.role != "worker":
         if s.tile_warm_interval > 0:
             warm_ups.append(Periodic("proof cache", log_service.tiles.warm, s.tile_warm_interval))
-        warm_ups.append(Periodic("agent directory", public.directory.read, agent_directory.WARM_INTERVAL))
+        warm_ups.append(
+            Periodic("agent directory", lambda: public.directory.warm(stop), agent_directory.WARM_INTERVAL)
+        )
 
     async def snapshot(due: float) -> None:
         # A worker that has just taken the lease over must not sign its start-up ratings: it first

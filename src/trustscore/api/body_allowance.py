@@ -25,7 +25,7 @@ from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Receive, ReceiveMessage, Scope, Send
 
 from trustscore.api.addresses import address_of
-from trustscore.errors import RateLimited
+from trustscore.errors import InvalidInput, RateLimited
 from trustscore.services.ratelimit import KeyRateLimiter
 
 #: Bytes of request bodies an address may send per entry of its entries' allowance (rate and burst).
@@ -55,28 +55,39 @@ def charged_bodies(inner: ASGIApp, allowance: KeyRateLimiter) -> ASGIApp:
             return
         # The HTTP parser holds the client to a length it declared, so that is paid whole before the
         # first read (before uvicorn answers "100 Continue", before a byte is read): refused then, or
-        # never again. A chunked body pays chunk by chunk as the app reads it; one refused part-way gets
-        # back what it paid, so a client that waits out Retry-After and sends it again gets through.
-        declared = _declared_length(scope)
+        # never again. A chunked body pays chunk by chunk as the app reads it (none of it is read while
+        # the allowance is spent); one refused part-way gets back what it paid, so a client that waits out
+        # Retry-After and sends it again gets through.
+        first = True
+        declared: int | None = None
         paid = 0  # bytes of a chunked body paid so far
 
         async def charged() -> ReceiveMessage:
-            nonlocal declared, paid
+            nonlocal first, declared, paid
+            if first:
+                declared = declared_length(scope)  # (InvalidInput for a malformed one: a 400)
+                if declared is None:
+                    allowance.check(address_of(scope))  # an allowance spent reads none of it
+                elif declared:
+                    allowance.take(address_of(scope), min(declared, allowance.burst))
+                first = False  # paid, or room for a chunk found (a refusal leaves it to be asked again)
             if declared is not None:
-                size, declared = declared, 0
-                if size:
-                    allowance.take(address_of(scope), min(size, allowance.burst))
                 return await receive()
             message = await receive()
-            size = len(message.get("body", b"")) if message["type"] == "http.request" else 0
+            size = (
+                min(len(message.get("body", b"")), allowance.burst)
+                if message["type"] == "http.request"
+                else 0
+            )
             if size:
                 address = address_of(scope)
                 try:
-                    allowance.take(address, min(size, allowance.burst))
+                    allowance.take(address, size)
                 except RateLimited:
-                    # What it paid is given back: its Retry-After (for this chunk, with that back in the
-                    # bucket) is then the wait for every byte of it received so far.
+                    # What it paid is given back (once): its Retry-After (for this chunk, with that back in
+                    # the bucket) is then the wait for every byte of it received so far.
                     allowance.give(address, paid)
+                    paid = 0
                     raise
                 paid += size
             return message
@@ -86,12 +97,16 @@ def charged_bodies(inner: ASGIApp, allowance: KeyRateLimiter) -> ASGIApp:
     return handler
 
 
-def _declared_length(scope: Scope) -> int | None:
-    """The body length ``scope`` declares (Content-Length, as the HTTP parser reads it: blanks around it
-    and leading zeros allowed), None when none: the body comes chunked."""
+def declared_length(scope: Scope) -> int | None:
+    """The body length ``scope`` declares (Content-Length, read as the HTTP parser reads it: blanks around
+    it and leading zeros allowed; one of more than 20 digits, which the parser refuses, as 2^64), None
+    when none: the body comes chunked. :class:`~trustscore.errors.InvalidInput` for one that is not a
+    number (the parser refuses it first; an app called directly does not)."""
     for name, value in scope["headers"]:
         if name == b"content-length":
             digits = value.strip(b" \t").lstrip(b"0") or b"0"
-            # (the parser refuses a length past 64 bits; 20 digits keep int() from reading a long one)
-            return int(digits) if len(digits) <= 20 and digits.isdigit() else None
+            if not digits.isdigit():  # (ASCII digits only, for bytes)
+                raise InvalidInput("Content-Length must be a decimal number of bytes")
+            # (20 digits keep int() from reading a long one: past them it is more than any limit)
+            return int(digits) if len(digits) <= 20 else 1 << 64
     return None

@@ -12,19 +12,16 @@ from __future__ import annotations
 
 from litestar.types import HTTPRequestEvent, Receive, ReceiveMessage, Scope
 
+from trustscore.api.body_allowance import declared_length
 from trustscore.errors import InvalidInput, PayloadTooLarge
 
 
 async def bounded_body(scope: Scope, receive: Receive, limit: int) -> bytes:
     """The whole body of the request ``scope``, at most ``limit`` bytes."""
     too_large = PayloadTooLarge(f"the request body is larger than this route accepts ({limit} bytes at most)")
-    for name, value in scope.get("headers", ()):
-        if name == b"content-length":
-            if not value.isdigit():
-                raise InvalidInput("Content-Length must be a decimal number of bytes")
-            # (past the limit's digits it is too large: int() refuses a string of over 4,300 digits)
-            if len(value) > len(str(limit)) or int(value) > limit:
-                raise too_large
+    declared = declared_length(scope)
+    if declared is not None and declared > limit:
+        raise too_large
     body = bytearray()
     while True:
         message = await receive()

@@ -33,8 +33,17 @@ class AgentDirectory:
         self._started = 0  # reads of the store started so far (numbered 1, 2, ...)
         self._finished = 0  # the number of the newest read whose cards are in the index
 
-    async def read(self) -> NameIndex:
-        """The index with every agent card the store had projected when this call was made.
+    async def warm(self, stop: asyncio.Event) -> None:
+        """A serving process's background read (api/app.py), at its start and every :data:`WARM_INTERVAL`:
+        the cards since the last read, given up between pages once ``stop`` is set (a first read of 10^6
+        cards would hold a shutdown for seconds), then the ids sorted (else the first leaderboard's work)."""
+        index = await self.read(stop)
+        if not stop.is_set():
+            index.ids()
+
+    async def read(self, stop: asyncio.Event | None = None) -> NameIndex:
+        """The index with every agent card the store had projected when this call was made (with
+        ``stop``, what was read when it was set: the next read goes on from there).
 
         Reads run one at a time; a caller that finds a read started after it asked already finished
         takes that read's index without a query of its own, so callers arriving together share about two
@@ -50,5 +59,7 @@ class AgentDirectory:
                 rows, last = await self.store.agent_names_since(self._index.next_index, PAGE)
                 for index, agent, name in rows:  # fed without an await: each card whole
                     self._index.add(index, agent, name)
+                if stop is not None and stop.is_set():
+                    return self._index  # not finished: a caller waiting meanwhile reads on
             self._finished = number
         return self._index

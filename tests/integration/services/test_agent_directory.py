@@ -228,3 +228,27 @@ async def test_a_caller_behind_a_failed_read_reads_again(pool: asyncpg.Pool) -> 
     results = await asyncio.gather(*behind, return_exceptions=True)
     assert isinstance(results[0], ConnectionError)
     assert not isinstance(results[1], BaseException) and late in results[1].agents, results
+
+
+async def test_the_warm_up_gives_up_between_pages_once_stopped(
+    pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A shutdown does not wait for a first read of every card (review): the read stops after the page
+    in hand, and the next read goes on from there."""
+    monkeypatch.setattr(agent_directory, "PAGE", 2)
+    store = Counted(pool)
+    directory = AgentDirectory(store)
+    ids = await _append(pool, [f"agent {i}" for i in range(5)])
+    stop = asyncio.Event()
+    stop.set()
+    await directory.warm(stop)
+    assert store.queries == 1 and len(directory._index.agents) == 2
+    index = await directory.read()  # (not stopped) every card, from where the warm-up stopped
+    assert set(ids) <= index.agents.keys() and store.queries == 1 + 2  # pages of 2 and 1
+
+
+async def test_the_warm_up_sorts_the_ids(pool: asyncpg.Pool) -> None:
+    directory = AgentDirectory(Counted(pool))
+    ids = await _append(pool, [f"agent {i}" for i in range(3)])
+    await directory.warm(asyncio.Event())
+    assert not directory._index._new and set(ids) <= set(directory._index._sorted)
