@@ -33,16 +33,16 @@ class KeyRateLimiter:
         self.clock = clock
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
 
-    def check(self, key_id: str, n: int = 1) -> None:
-        """Raise :class:`RateLimited` if ``key_id`` has not ``n`` tokens left; spend nothing."""
+    def check(self, key_id: str) -> None:
+        """Raise :class:`RateLimited` if ``key_id`` has not one token left; spend nothing."""
         if self.rate <= 0:
             return
         tokens, last = self._buckets.get(key_id, (float(self.burst), self.clock()))
         tokens = min(float(self.burst), tokens + (self.clock() - last) * self.rate)
-        if tokens < n:
+        if tokens < 1:
             raise RateLimited(
                 f"{self.what} {key_id} is over its rate limit ({self.rate:g}/s, burst {self.burst})",
-                retry_after=max(1, math.ceil((n - tokens) / self.rate)),
+                retry_after=max(1, math.ceil((1 - tokens) / self.rate)),
             )
 
     def spend(self, key_id: str, n: int = 1) -> None:
