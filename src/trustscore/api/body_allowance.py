@@ -1,4 +1,4 @@
-"""Request bodies charged to their client address by the byte, as they arrive (issue #10's write limits).
+"""Request bodies charged to their client address by the byte, as the app reads them (issue #10's write limits).
 
 The write limits count entries: a request costs its address one token per new entry, a refused one
 costs one. A body's size did not count, yet reading and parsing it is the costly part of a refused
@@ -25,7 +25,8 @@ from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Receive, ReceiveMessage, Scope, Send
 
 from trustscore.api.addresses import address_of
-from trustscore.errors import InvalidInput, RateLimited
+from trustscore.api.framing import declared_length
+from trustscore.errors import RateLimited
 from trustscore.services.ratelimit import KeyRateLimiter
 
 #: Bytes of request bodies an address may send per entry of its entries' allowance (rate and burst).
@@ -70,7 +71,7 @@ def charged_bodies(inner: ASGIApp, allowance: KeyRateLimiter) -> ASGIApp:
                     allowance.check(address_of(scope))  # an allowance spent reads none of it
                 elif declared:
                     allowance.take(address_of(scope), min(declared, allowance.burst))
-                first = False  # paid, or room for a chunk found (a refusal leaves it to be asked again)
+                first = False  # paid, or a token left for a chunk (a refusal leaves it to be asked again)
             if declared is not None:
                 return await receive()
             message = await receive()
@@ -95,18 +96,3 @@ def charged_bodies(inner: ASGIApp, allowance: KeyRateLimiter) -> ASGIApp:
         await inner(scope, charged, send)
 
     return handler
-
-
-def declared_length(scope: Scope) -> int | None:
-    """The body length ``scope`` declares (Content-Length, read as the HTTP parser reads it: blanks around
-    it and leading zeros allowed; one of more than 20 digits, which the parser refuses, as 2^64), None
-    when none: the body comes chunked. :class:`~trustscore.errors.InvalidInput` for one that is not a
-    number (the parser refuses it first; an app called directly does not)."""
-    for name, value in scope["headers"]:
-        if name == b"content-length":
-            digits = value.strip(b" \t").lstrip(b"0") or b"0"
-            if not digits.isdigit():  # (ASCII digits only, for bytes)
-                raise InvalidInput("Content-Length must be a decimal number of bytes")
-            # (20 digits keep int() from reading a long one: past them it is more than any limit)
-            return int(digits) if len(digits) <= 20 else 1 << 64
-    return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from litestar.types import HTTPRequestEvent, Receive, ReceiveMessage, Scope
 
-from trustscore.api.body_allowance import declared_length
+from trustscore.api.framing import declared_length
 from trustscore.errors import InvalidInput, PayloadTooLarge
 
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from trustscore.api.body_allowance import charged_bodies, declared_length
+from trustscore.api.body_allowance import charged_bodies
+from trustscore.api.framing import declared_length
 from trustscore.api.mount_bodies import bounded_body
 from trustscore.errors import InvalidInput, RateLimited
 from trustscore.services.ratelimit import KeyRateLimiter
