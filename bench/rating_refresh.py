@@ -20,16 +20,11 @@ rows: in the refresh's worker thread), ``_apply`` (putting them in place, on the
     PYTHONPATH=src python bench/rating_refresh.py [--agents 10000] [--items 100] [--future]
 """
 
-# ruff: noqa: E402 - numpy_cpu.configure must run before numpy is imported
 from __future__ import annotations
 
-import os
+from _numpy_first import NUMPY_CPU  # before numpy: as the trustscore command sets it
 
-from trustscore.cli import numpy_cpu
-
-# As the trustscore command does, before numpy is imported: numpy's AVX-512 sort off on AMD Zen 4.
-NUMPY_CPU = numpy_cpu.configure(os.environ)
-
+# isort: split
 import argparse
 import asyncio
 import datetime as dt

@@ -26,16 +26,11 @@ before/after ratio under the same load, and a check that both give the same rati
         [--refresh-models baseline-v0.3,trustscore-v2,trustscore-v3] [--against main]
 """
 
-# ruff: noqa: E402 - numpy_cpu.configure must run before numpy is imported
 from __future__ import annotations
 
-import os
+from _numpy_first import NUMPY_CPU  # before numpy: as the trustscore command sets it
 
-from trustscore.cli import numpy_cpu
-
-# As the trustscore command does, before numpy is imported: numpy's AVX-512 sort off on AMD Zen 4.
-NUMPY_CPU = numpy_cpu.configure(os.environ)
-
+# isort: split
 import argparse
 import atexit
 import dataclasses
