@@ -287,14 +287,15 @@ async def build_services(
     follow = Periodic("checkpoint follower", log_service.follow_checkpoints, s.integrate_interval)
     # A process serving HTTP fills its free proof cache with the newest full tiles at start, then tops it
     # up with tiles made full since (docs/tiles.md); a worker answers no proofs. It also reads every agent
-    # card into its directory at start, beside its first requests, not in the first page's or search's
-    # time (its time grows with the agents), then the cards since now and then.
+    # card into its directory at start and makes the search's name order, beside its first requests, not
+    # in the first page's or search's time (its time grows with the agents), then the cards since now and
+    # then.
     warm_ups: list[Periodic] = []
     if s.role != "worker":
         if s.tile_warm_interval > 0:
             warm_ups.append(Periodic("proof cache", log_service.tiles.warm, s.tile_warm_interval))
         warm_ups.append(
-            Periodic("agent directory", lambda: public.directory.warm(stop), agent_directory.WARM_INTERVAL)
+            Periodic("agent directory", lambda: public.search.warm(stop), agent_directory.WARM_INTERVAL)
         )
 
     async def snapshot(due: float) -> None:

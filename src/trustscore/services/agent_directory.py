@@ -33,13 +33,16 @@ class AgentDirectory:
         self._started = 0  # reads of the store started so far (numbered 1, 2, ...)
         self._finished = 0  # the number of the newest read whose cards are in the index
 
-    async def warm(self, stop: asyncio.Event) -> None:
-        """A serving process's background read (api/app.py), at its start and every :data:`WARM_INTERVAL`:
-        the cards since the last read, given up between pages once ``stop`` is set (a first read of 10^6
-        cards would hold a shutdown for seconds), then the ids sorted (else the first leaderboard's work)."""
+    async def warm(self, stop: asyncio.Event) -> NameIndex | None:
+        """A serving process's background read (through the agent search's warm-up, api/app.py), at its
+        start and every :data:`WARM_INTERVAL`: the cards since the last read, given up between pages once
+        ``stop`` is set (a first read of 10^6 cards would hold a shutdown for seconds), then the ids sorted
+        (else the first leaderboard's work). The index read, None if it was given up."""
         index = await self.read(stop)
-        if not stop.is_set():
-            index.ids()
+        if stop.is_set():
+            return None
+        index.ids()
+        return index
 
     async def read(self, stop: asyncio.Event | None = None) -> NameIndex:
         """The index with every agent card the store had projected when this call was made (with

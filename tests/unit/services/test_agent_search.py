@@ -32,6 +32,9 @@ class _Directory:
     async def read(self) -> NameIndex:
         return self.index
 
+    async def warm(self, stop: asyncio.Event) -> NameIndex | None:
+        return None if stop.is_set() else self.index
+
 
 def _search(directory: _Directory, reorder: int) -> AgentSearch:
     return AgentSearch(directory, reorder)  # type: ignore[arg-type]
@@ -107,3 +110,27 @@ async def test_a_making_that_fails_is_logged_and_not_tried_again_at_once(
     monkeypatch.setattr(NameOrder, "of", REAL_OF)
     await search.search("ledger", 3)
     assert directory.index.ordered
+
+
+async def test_the_warm_up_makes_the_order_a_search_would_make(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A serving process's background step makes the order where a search would start making it, so the
+    first search after a start waits for none; past a stop, or with too few agents changed, it makes none."""
+    directory = _Directory()
+    for n in range(3):
+        directory.index.add(n, _id(n), f"Broker {n}")
+    search = _search(directory, reorder=3)
+    await search.warm(asyncio.Event())
+    assert not directory.index.ordered  # 3 agents unordered: a search scans them (no making due)
+    directory.index.add(3, _id(3), "Broker 3")
+    stop = asyncio.Event()
+    stop.set()
+    await search.warm(stop)
+    assert not directory.index.ordered  # stopped: nothing made
+    await search.warm(asyncio.Event())
+    assert directory.index.ordered and directory.index.unordered == 0
+
+    def no_making(agents: Any) -> NameOrder:
+        raise AssertionError("a search made the order again")
+
+    monkeypatch.setattr(NameOrder, "of", no_making)
+    assert [f.name for f in await search.search("broker 3", 5)] == ["Broker 3"]
