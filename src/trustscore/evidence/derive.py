@@ -90,6 +90,8 @@ def derive(entry_index: int, statement: ParsedStatement, context: Context) -> li
         return _by_standing(p.marketplace, entry_index, [_event(entry_index, p, context)], context)
     if isinstance(p, WorkRecord):  # docs/evidence-ladder.md
         items = work.derive_work_record(entry_index, p, context.reporter_weight)
+        if p.attestation == "self":  # the agent's own word (or its interest's): never standing (standing-v2)
+            return _pooled(items, context)
         return _by_standing(p.reporter, entry_index, items, context)
     if isinstance(p, Reverification):
         return _standing(derive_reverification(entry_index, statement), context)
@@ -117,6 +119,12 @@ def _by_standing(
         for d in items:
             context.standing.vouch(d.agent, index)
         return _standing(items, context)
+    return _pooled(items, context)
+
+
+def _pooled(items: list[DerivedEvidence], context: Context) -> list[DerivedEvidence]:
+    """``items`` in their subjects' pools: scaled to the room left, dated no later than the newest standing
+    item, issuer :data:`POOL_ISSUER`, dropped when no room is left."""
     out = []
     for d in items:
         pooled = context.standing.pool(d.agent, d.dimension, d.source, d.extra_weight, d.at)

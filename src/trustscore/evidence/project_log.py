@@ -23,6 +23,7 @@ from trustscore.kinds import catalog
 from trustscore.kinds.admission import Registration, admit, registration_of
 from trustscore.kinds.approvals import MarketplaceApproval
 from trustscore.kinds.snapshots import RatingSnapshot
+from trustscore.ladder import work_evidence as work
 from trustscore.ladder.rows import LadderRow, ladder_rows
 from trustscore.ladder.rule import CURRENT_RULE
 from trustscore.ledger import audit, keys
@@ -66,6 +67,9 @@ class ProjectionState:
     registry: dict[str, Registration] = field(default_factory=dict)
     next_index: int = 0
     ladder_rule: str = CURRENT_RULE  # the rung rule new ladder rows are written under
+    # Agents with evidence replayed (feed_evidence) that standing-v1 derived and standing-v2 would not:
+    # their self-attested work records counted with the reporter's standing. How many items each.
+    standing_v1_claims: dict[str, int] = field(default_factory=dict)
 
     @property
     def log_key_id(self) -> str:
@@ -86,6 +90,8 @@ class ProjectionState:
 
     def feed_evidence(self, item: EvidenceItem) -> None:
         """Replay evidence derived before (in log order) into the standing policy's state."""
+        if item.source == work.SELF_REPORTED and item.issuer != POOL_ISSUER:  # (only standing-v1 made these)
+            self.standing_v1_claims[item.agent] = self.standing_v1_claims.get(item.agent, 0) + 1
         if item.issuer == POOL_ISSUER:
             self.standing.count_pooled(item.agent, item.dimension, item.source, item.extra_weight, item.at)
         else:

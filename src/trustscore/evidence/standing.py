@@ -1,4 +1,4 @@
-"""Reporter standing: what fresh keys can say about an agent, together (policy ``standing-v1``).
+"""Reporter standing: what fresh keys can say about an agent, together (policy ``standing-v2``).
 
 Applied when the log is derived into evidence, before any model scores, so every served model (and the
 offline ``trustscore score`` of an export) sees the same, already bounded evidence. docs/methodology.md,
@@ -14,8 +14,10 @@ offline ``trustscore score`` of an export) sees the same, already bounded eviden
   rule-based program that reads the public generators' templates; docs/methodology.md, "Known attacks").
 * Evidence from the server itself (graded exams, re-verification) and from reporters with standing is
   **standing evidence**. Everything else (settlements of reporters without standing, events of
-  marketplaces the operator has not approved) goes to one **pool** per subject and dimension, shared by
-  all such reporters together, with issuer :data:`POOL_ISSUER` (the reporter stays in the item's key).
+  marketplaces the operator has not approved, and every self-attested work record, whoever signed it:
+  an agent's own word about itself never has standing) goes to one **pool** per subject and dimension,
+  shared by all such reporters together, with issuer :data:`POOL_ISSUER` (the reporter stays in the
+  item's key).
 * The pool's items together weigh at most :data:`POOL_SHARE` of the standing evidence about the same
   subject in the same dimension (counted with the smallest source weight any published model gives,
   the pool's with the largest), both undecayed and decayed with the shortest published half-life to the
@@ -39,8 +41,11 @@ from trustscore.kinds.snapshots import RatingSnapshot
 from trustscore.ledger.statements import ParsedStatement, parse_time
 from trustscore.scoring.times import to_micros
 
-#: The policy's version, named in every rating response and evidence export.
-POLICY_VERSION = "standing-v1"
+#: The policy's version, named in every rating response and evidence export. standing-v2 (2026-12-07) is
+#: standing-v1 with self-attested work records always pooled: under v1 an agent with standing counted its
+#: own claims about itself in full, without bound. The two derive the same evidence from any log in which
+#: no self-attested record's reporter had standing (``ProjectionState.standing_v1_claims`` counts the others).
+POLICY_VERSION = "standing-v2"
 #: The pool's items weigh together at most this share of a dimension's standing evidence.
 POOL_SHARE = 0.04
 #: A reporter needs at least this rating (0..1000, adjusted, else total) ...
@@ -49,8 +54,9 @@ MIN_RATING = 500
 MIN_RATED_DAYS = 30
 #: Reporter standing follows the rating snapshots of this model.
 REPORTER_MODEL = "trustscore-v2"
-#: The issuer of every pooled item.
-POOL_ISSUER = "pool:" + POLICY_VERSION
+#: The issuer of every pooled item: the pool's name since standing-v1, kept by later versions (items
+#: already derived carry it, and a replay tells pooled items by it).
+POOL_ISSUER = "pool:standing-v1"
 #: The shortest per-item half-life of a published model (trustscore-v1/v2): the pool's decayed budget.
 HALF_LIFE_DAYS = 30.0
 #: Source weights counting standing evidence: the smallest any published model gives the source.

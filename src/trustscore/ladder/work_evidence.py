@@ -20,6 +20,9 @@ from trustscore.ladder.rule import SCORING_RULE, UNFLOWN, rung_of, weight
 from trustscore.ledger.statements import parse_time
 from trustscore.scoring.inputs import DerivedEvidence
 
+#: The source of a self-attested record's item (``real`` when confirmed): always pooled since standing-v2.
+SELF_REPORTED = "self-reported"
+
 
 def derive_work_record(
     index: int, w: WorkRecord, reporter_weight: Callable[[str, int], float]
@@ -36,7 +39,7 @@ def derive_work_record(
             index=index,
             agent=w.agent,
             dimension="delivery",
-            source="real" if w.attestation == "confirmed" else "self-reported",
+            source="real" if w.attestation == "confirmed" else SELF_REPORTED,
             at=parse_time(w.finished_at, what="finished_at"),
             value=1.0 if done else 0.5,
             result="success" if done else "partial",

@@ -202,9 +202,10 @@ async def entries_of(
     model's reliability reads them all (``[reliability] use_snapshots``, baseline-v0.3's consistency
     term), and there is one per snapshot period, so a bundle carrying them grows with the time the agent
     has been rated, not with its evidence. Under a model whose reliability does not (trustscore-v2, v3)
-    only what weighs a report is needed: where the agent reports itself (a self-attested work record) or
-    vouches for a reporter, its own trustscore-v2 snapshots that decide its standing are found by the
-    reporter loop below, as any reporter's are."""
+    only what weighs a report is needed: where the agent vouches for a reporter, its own trustscore-v2
+    snapshots that decide its standing are found by the reporter loop below, as any reporter's are (and
+    where it reports itself, a self-attested work record, though since standing-v2 that record is pooled
+    whatever its standing)."""
     if max_entries is not None:
         up_to = max_entries + 1
         own = await store.evidence_entry_count(agent, size, up_to)

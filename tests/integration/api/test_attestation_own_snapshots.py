@@ -101,9 +101,11 @@ async def test_a_model_that_reads_no_snapshots_attests_a_long_rated_agent(
 async def test_an_agent_reporting_itself_brings_its_own_snapshots_that_decide_its_standing(
     client: Client, settings: Settings, tmp_path: Path
 ) -> None:
-    """A self-attested work record counts in full only if its reporter, the agent, has standing, which its
-    own trustscore-v2 snapshots decide (evidence/standing.py): under every model they are in the bundle,
-    found as any reporter's are, and the rating differs without them (found by review)."""
+    """Under standing-v1 a self-attested work record counted in full if its reporter, the agent, had
+    standing, which its own trustscore-v2 snapshots decided, so the bundle had to carry them (found by
+    review). They are still found, as any reporter's are, and the bundle verifies under every model; since
+    standing-v2 the agent's word about itself is pooled whatever its standing, so they no longer move its
+    rating (tests/unit/evidence/test_self_attested_standing.py)."""
     public = public_of(client)
     service = logkey.load_or_create(settings.service_key_file)
     log_key = logkey.load_or_create(settings.log_key_file)
@@ -150,10 +152,10 @@ async def test_an_agent_reporting_itself_brings_its_own_snapshots_that_decide_it
         a = attestation.parse_attestation(bundle.attestation)
         assert set(own) <= set(a.evidence_entries)
         assert verify_cli(tmp_path, bundle, "--verifier-key", vkey) == (0, "")
-        if model in UNREAD:  # they weigh its reports: without them the rating is another
+        if model in UNREAD:  # its own records are pooled: the rating is the same without them
             weights = public.ratings.model(model)
             at = statements.parse_time(a.computed_at, what="computed_at")
             leaves = [(e.index, audit.parse_leaf(b64decode(e.leaf)).statement) for e in bundle.entries]
             full = attestation.recompute(leaves, agent.id, weights, at)
             without = attestation.recompute([e for e in leaves if e[0] not in own], agent.id, weights, at)
-            assert full.total == a.total and without.total != full.total
+            assert full.total == a.total and without.total == full.total

@@ -1,4 +1,4 @@
-"""The reporter-standing policy (standing-v1): who has standing, and how the no-standing pool is bounded."""
+"""The reporter-standing policy (standing-v2): who has standing, and how the no-standing pool is bounded."""
 
 from __future__ import annotations
 

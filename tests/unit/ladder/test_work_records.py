@@ -9,10 +9,12 @@ from trustscore.errors import InvalidInput, UnknownSigner
 from trustscore.evidence import Context, derive
 from trustscore.evidence.standing import Standing
 from trustscore.kinds.admission import Registration, admit
-from trustscore.kinds.work_records import Confirmation, Run, make_work_record
+from trustscore.kinds.work_records import Confirmation, Run, WorkRecord, make_work_record
+from trustscore.ladder import work_evidence
 from trustscore.ladder.rows import ladder_rows
 from trustscore.ladder.rule import CI_VERIFIED, RULE_0, RULE_1, SELF_ATTESTED_WEIGHT
 from trustscore.ledger import keys, statements
+from trustscore.scoring.inputs import DerivedEvidence
 
 CI = [Confirmation(kind="ci", ref="https://ci.example/run/7", status="success")]
 
@@ -89,9 +91,15 @@ def fixed(weight: float) -> Context:
     return Context(reporter_weight=lambda _r, _i: weight, standing=TrustAll())
 
 
+def weighed(index: int, stmt: statements.ParsedStatement) -> list[DerivedEvidence]:
+    """A self-attested record's items before the reporter-standing policy (which pools them all)."""
+    assert isinstance(stmt.predicate, WorkRecord)
+    return work_evidence.derive_work_record(index, stmt.predicate, lambda _r, _i: 1.0)
+
+
 def test_a_self_attested_rung_5_weighs_less_than_a_ci_key_attested_one() -> None:
     agent, ci = keys.SigningKey.generate(), keys.SigningKey.generate()
-    mine = derive(3, signed(work(agent, agent, confirmations=CI), agent), fixed(1.0))
+    mine = weighed(3, signed(work(agent, agent, confirmations=CI), agent))
     theirs = derive(4, signed(work(ci, agent, confirmations=CI), ci), fixed(0.5))
     assert [d.dimension for d in mine] == [d.dimension for d in theirs] == ["delivery"]
     assert mine[0].extra_weight == SELF_ATTESTED_WEIGHT  # rung 5 weighs 1.0 x 0.4
@@ -99,6 +107,14 @@ def test_a_self_attested_rung_5_weighs_less_than_a_ci_key_attested_one() -> None
     assert mine[0].extra_weight < theirs[0].extra_weight
     assert (mine[0].source, theirs[0].source) == ("self-reported", "real")
     assert mine[0].key == f"work:{agent.id}:T-1" and mine[0].issuer == agent.id
+
+
+def test_a_self_attested_record_never_has_standing() -> None:
+    """standing-v2: an agent's own word about itself goes to its pool even when its reporter has standing
+    (tests/unit/evidence/test_self_attested_standing.py has the attack this stops)."""
+    agent = keys.SigningKey.generate()
+    stmt = signed(work(agent, agent, confirmations=CI), agent)
+    assert weighed(0, stmt) and derive(0, stmt, fixed(1.0)) == []  # no standing evidence: no pool room
 
 
 def test_work_records_go_through_reporter_standing() -> None:
@@ -113,14 +129,14 @@ def test_work_records_go_through_reporter_standing() -> None:
 def test_an_unflown_record_has_a_row_but_no_evidence_and_rows_name_their_rule() -> None:
     agent = keys.SigningKey.generate()
     stmt = signed(work(agent, agent, runs=[Run(kind="test", command="cargo test")]), agent)
-    items = derive(0, stmt, fixed(1.0))
+    items = weighed(0, stmt)
     assert [round(d.extra_weight, 9) for d in items] == [round(0.2 * SELF_ATTESTED_WEIGHT, 9)]  # rung 1
     [row] = ladder_rows(0, stmt, items, RULE_1)
     assert (row.rung, row.summary, row.rule, row.seq) == (1, "result unknown", RULE_1, 0)
     [old] = ladder_rows(0, stmt, items, RULE_0)
     assert (old.rung, old.rule) == (3, RULE_0)
     # the scoring evidence is pinned to the scoring rule whatever rule the index is on
-    assert derive(0, stmt, fixed(1.0)) == items
+    assert weighed(0, stmt) == items
     nothing = signed(work(agent, agent, claimed_outcome="unknown"), agent)
-    assert derive(1, nothing, fixed(1.0)) == []
+    assert weighed(1, nothing) == []
     assert [(r.rung, r.seq) for r in ladder_rows(1, nothing, [])] == [(0, None)]

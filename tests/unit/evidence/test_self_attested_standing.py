@@ -1,0 +1,204 @@
+"""An agent's own word about itself never has standing (policy standing-v2).
+
+Under standing-v1 a self-attested work record went the way of its reporter, and the reporter of a
+self-attested record is the agent itself (or a key of its interest). An agent that had earned standing
+(rated >= 500 for 30 days and vouched by one report of a reporter with standing: an approved marketplace's
+`rejected` event was enough) then counted every "done" claim about itself at full weight, outside the
+pool and with no bound on their number: 1,000 records, each naming a new task and a CI confirmation it
+made up, lifted its trustscore-v2 total 650 -> 780 and its delivery 0 -> 87 (found by an adversarial
+review, 2026-12-07). Now a self-attested record always goes to the subject's pool, whoever signed it.
+
+The log is built signed and projected with ``verify=True`` (signatures and admission as the export and
+the server check them), then scored with the served models.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import msgspec
+import pytest
+
+from trustscore.cli.agent import card_envelope
+from trustscore.evidence.derive import evidence_batch
+from trustscore.evidence.project_log import ProjectionState, project
+from trustscore.evidence.standing import POOL_ISSUER
+from trustscore.kinds.approvals import make_approval
+from trustscore.kinds.events import make_event
+from trustscore.kinds.graded import GradedItem, make_graded_evidence
+from trustscore.kinds.parties import make_party_card
+from trustscore.kinds.service_card import make_service_card
+from trustscore.kinds.snapshots import SnapshotRow, make_rating_snapshot
+from trustscore.kinds.work_records import Confirmation, make_work_record
+from trustscore.ledger import dsse, keys, statements
+from trustscore.scoring import Rating, score_agents
+from trustscore.scoring.inputs import EvidenceItem
+from trustscore.services.ratings import load_models
+
+MODELS = load_models()
+START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+DIMENSIONS = ("capability", "reliability", "security", "negotiation", "integrity", "delivery")
+
+
+def _at(days: float) -> dt.datetime:
+    return START + dt.timedelta(days=days)
+
+
+class World:
+    """A log in which agent A sits well graded exams (delivery all failed) over 31 days, with daily
+    trustscore-v2 snapshots of its own rating, and an approved marketplace M."""
+
+    def __init__(self) -> None:
+        self.log_key = keys.SigningKey.generate()
+        self.service = keys.SigningKey.generate()
+        self.agent = keys.SigningKey.generate()
+        self.market = keys.SigningKey.generate()
+        self.envelopes: list[dsse.Envelope] = []
+        self._add(
+            make_service_card(self.service.public_key, "svc", ["grader", "snapshot"]),
+            self.service,
+            self.log_key,
+        )
+        self.envelopes.append(card_envelope(self.agent, "agent-a"))
+        self._add(make_party_card(self.market.public_key, "market", "marketplace"), self.market)
+        for day in (0, 15, 31):
+            self._graded(day)
+            self._snapshot(day)
+        self._add(
+            make_approval(operator=self.log_key.id, marketplace=self.market.id, action="approve"),
+            self.log_key,
+        )
+
+    def _add(self, payload: bytes, *signers: keys.SigningKey) -> None:
+        self.envelopes.append(dsse.sign(payload, list(signers)))
+
+    def _graded(self, day: int) -> None:
+        items = [
+            GradedItem(
+                item_id=f"d{day}-{dimension}-{i}",
+                dimension=dimension,
+                grader="exact@1",
+                value_millis=0 if dimension == "delivery" else 1000,
+                result="failure" if dimension == "delivery" else "success",
+            )
+            for dimension in DIMENSIONS
+            for i in range(6)
+        ]
+        self._add(
+            make_graded_evidence(
+                grader=self.service.id,
+                agent=self.agent.id,
+                report_index=0,
+                report_sha256="ab" * 32,
+                exam="x",
+                exam_version=1,
+                exam_digest="sha256:" + "cd" * 32,
+                tier="private",
+                graded_at=statements.format_time(_at(day)),
+                items=items,
+            ),
+            self.service,
+        )
+
+    def _snapshot(self, day: int) -> None:
+        rating = self.rate(_at(day))["trustscore-v2"]
+        self._add(
+            make_rating_snapshot(
+                signer=self.service.id,
+                model_version="trustscore-v2",
+                weights_digest="ab" * 32,
+                log_size=len(self.envelopes),
+                taken_at=statements.format_time(_at(day)),
+                ratings=[SnapshotRow(agent=self.agent.id, total=rating.total, adjusted=rating.adjusted)],
+            ),
+            self.service,
+        )
+
+    def vouch(self) -> None:
+        """One report about A by the approved marketplace (a negative one: it vouches all the same)."""
+        at = statements.format_time(_at(31))
+        self._add(
+            make_event(
+                marketplace=self.market.id,
+                agent=self.agent.id,
+                event="rejected",
+                ref="order-1",
+                occurred_at=at,
+            ),
+            self.market,
+        )
+
+    def claim(self, n: int) -> None:
+        """``n`` self-attested "done" records, each a new task with a CI confirmation of A's own making."""
+        for i in range(n):
+            self._add(
+                make_work_record(
+                    reporter=self.agent.id,
+                    agent=self.agent.id,
+                    attestation="self",
+                    task_ref=f"task-{i}",
+                    claimed_outcome="done",
+                    finished_at=statements.format_time(_at(31.04)),
+                    confirmations=[Confirmation(kind="ci", ref=f"ci-{i}", status="success")],
+                ),
+                self.agent,
+            )
+
+    def projected(self) -> None:
+        """The whole log projected again from its start (its evidence in :attr:`evidence`)."""
+        state = ProjectionState(self.log_key.public_key)
+        leaves = [(i, msgspec.json.encode(e)) for i, e in enumerate(self.envelopes)]
+        out = project(leaves, state, verify=True)
+        assert not out.rejected, out.rejected
+        self.evidence = out.evidence
+
+    def rate(self, at: dt.datetime) -> dict[str, Rating]:
+        self.projected()
+        batch = evidence_batch(self.evidence)
+        return {
+            model: next(r for r in score_agents(batch, None, weights, at) if r.agent == self.agent.id)
+            for model, weights in MODELS.items()
+        }
+
+
+@pytest.mark.parametrize("vouched", [False, True], ids=["no standing", "standing"])
+def test_an_agents_own_claims_stay_in_its_pool(vouched: bool) -> None:
+    world = World()
+    if vouched:
+        world.vouch()
+    at = _at(31.08)
+    before = world.rate(at)
+    world.claim(300)
+    after = world.rate(at)
+    claims = [d for d in world.evidence if d.key is not None and d.key.startswith("work:")]
+    assert len(claims) >= 1 and all(d.issuer == POOL_ISSUER for d in claims), {d.issuer for d in claims}
+    for model in MODELS:
+        old, new = before[model].total, after[model].total
+        assert old is not None and new is not None
+        moved = new - old
+        # The pool's bound on what reporters without standing move (23.1 points: docs/methodology.md);
+        # standing-v1 moved the total by 99 (v2) and 80 (baseline) with standing here.
+        assert moved <= 23, (model, old, new)
+
+
+def test_a_replay_counts_the_items_standing_v1_derived_otherwise() -> None:
+    """A database projected under standing-v1 may hold self-attested items counted with their reporter's
+    standing (evidence rows are append-only): the projector's replay counts them, per agent, to warn."""
+    world = World()
+    state = ProjectionState(world.log_key.public_key)
+    agent = world.agent.id
+    claim = EvidenceItem(
+        agent=agent,
+        dimension="delivery",
+        source="self-reported",
+        at=_at(31),
+        value=1.0,
+        result="success",
+        key=f"work:{agent}:task-1",
+        issuer=agent,
+        extra_weight=0.4,
+    )
+    state.feed_evidence(claim)  # as standing-v1 derived it for a reporter with standing
+    state.feed_evidence(msgspec.structs.replace(claim, key=f"work:{agent}:task-2", issuer=POOL_ISSUER))
+    state.feed_evidence(msgspec.structs.replace(claim, source="real", issuer=world.market.id))  # confirmed
+    assert state.standing_v1_claims == {agent: 1}
