@@ -386,11 +386,10 @@ def _relay(raw: bytes, req_w: int, res_r: int, out_fd: int, pidfd: int, deadline
     pending = memoryview(raw)
     os.set_blocking(req_w, False)
     sent = 0
+    readers = [res_r, pidfd]
     while time.monotonic() < deadline:
         writers = [req_w] if req_w >= 0 else []
-        ready_r, ready_w, _ = select.select(
-            [res_r, pidfd], writers, [], max(0.0, deadline - time.monotonic())
-        )
+        ready_r, ready_w, _ = select.select(readers, writers, [], max(0.0, deadline - time.monotonic()))
         if ready_w:
             try:
                 pending = pending[os.write(req_w, pending) :]
@@ -401,7 +400,9 @@ def _relay(raw: bytes, req_w: int, res_r: int, out_fd: int, pidfd: int, deadline
                 req_w = -1
         if res_r in ready_r:
             chunk = os.read(res_r, 65536)
-            if chunk and sent < MAX_OUTPUT:
+            if not chunk:  # every write end closed (the candidate may close its own early): wait for PID 1
+                readers = [pidfd]  # alone, or select would wake at once for ever, a core busy until the end
+            elif sent < MAX_OUTPUT:
                 os.write(out_fd, chunk)
                 sent += len(chunk)
         if pidfd in ready_r:

@@ -38,6 +38,7 @@ from trustscore.errors import SandboxUnavailable
 HARNESS = Path(__file__).with_name("_harness.py")
 NOBODY = 65534
 MAX_OUTPUT = 4 * 1024 * 1024  # bytes of candidate output the launcher relays back from one run
+MAX_ERROR = 300  # characters of an error kept from a run's report (the harness sends at most ~250)
 Status = Literal["ok", "load-error", "timeout", "cpu-limit", "killed", "crashed"]
 Mode = Literal["kernel", "weak", "refused"]
 KERNEL_MECHANISMS = (
@@ -375,13 +376,17 @@ def _run_weak(request: bytes, limits: Limits) -> SandboxRun:
 
 
 def _interpret(returncode: int, out: bytes, limits: Limits) -> SandboxRun:
+    """The run the candidate's process reported. Its result line is written by the harness in that
+    process, so the candidate can shape it (a value nested too deep to read back, or a line of its own on
+    the result pipe): whatever it holds this never raises, and a malformed line is a crash (a failure
+    grade), never an error that would leave the answer ungraded for the agent to replace."""
     lines = out.decode("utf-8", "replace").strip().splitlines()
     report: dict[str, Any] | None = None
     if returncode == 0 and lines:
         try:
             parsed = json.loads(lines[-1])
             report = parsed if isinstance(parsed, dict) else None
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # (JSONDecodeError is a ValueError)
             report = None
     if report is None or report.get("status") == "setup-error":
         if returncode == -signal.SIGXCPU:
@@ -389,11 +394,43 @@ def _interpret(returncode: int, out: bytes, limits: Limits) -> SandboxRun:
         if returncode == -signal.SIGKILL:
             return SandboxRun("killed", detail="killed (CPU or memory limit)")
         return SandboxRun("crashed", detail=f"sandbox exited with status {returncode} and no result")
-    results = [
-        CallResult(True, json.loads(r["json"]))
-        if r.get("ok")
-        else CallResult(False, error=str(r.get("error")))
-        for r in report.get("results", [])
-    ]
+    run = _reported(report)
+    return run if run is not None else SandboxRun("crashed", detail="the run's result line is malformed")
+
+
+def _reported(report: dict[str, Any]) -> SandboxRun | None:
+    """The run a result line describes, None if it is not in the harness's shape."""
+    results, isolation, error = (
+        report.get("results", []),
+        report.get("isolation", {}),
+        report.get("error", ""),
+    )
+    if not isinstance(results, list) or not isinstance(error, str) or not isinstance(isolation, dict):
+        return None
+    if not all(isinstance(v, bool) for v in isolation.values()):
+        return None
+    calls = []
+    for r in results:
+        if not isinstance(r, dict) or not isinstance(r.get("ok", False), bool):
+            return None
+        if r.get("ok"):
+            text = r.get("json")
+            if not isinstance(text, str):
+                return None
+            calls.append(_decoded(text))
+        else:
+            reason = r.get("error", "")
+            if not isinstance(reason, str):
+                return None
+            calls.append(CallResult(False, error=reason[:MAX_ERROR]))
     status: Status = "load-error" if report.get("status") == "load-error" else "ok"
-    return SandboxRun(status, results, str(report.get("error", "")), dict(report.get("isolation", {})))
+    return SandboxRun(status, calls, error[:MAX_ERROR], dict(isolation))
+
+
+def _decoded(text: str) -> CallResult:
+    """A call's JSON-encoded return value; one that cannot be read back (nested deeper than the parser
+    goes, or an integer of more digits than it converts) fails its test: it cannot equal an expected value."""
+    try:
+        return CallResult(True, json.loads(text))
+    except (ValueError, RecursionError):
+        return CallResult(False, error="the result cannot be read (nested too deeply, or not JSON)")
