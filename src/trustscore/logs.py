@@ -36,6 +36,30 @@ class TextFormatter(logging.Formatter):
         super().__init__("%(asctime)s %(levelname)-7s %(name)s: %(message)s", "%H:%M:%S")
 
 
+#: Loggers of the protocol SDKs mounted at /mcp and /a2a. They log a client's malformed request (at ERROR,
+#: with its traceback) with the request's content in the message: up to a whole body (1 MiB at /a2a,
+#: 4 MiB at /mcp) per request, twice. Their records are kept to one line of at most MAX_SDK_MESSAGE.
+SDK_LOGGERS = ("mcp", "a2a")
+MAX_SDK_MESSAGE = 1_000
+
+
+class SdkLines(logging.Filter):
+    """Each record of :data:`SDK_LOGGERS` made one bounded line: its message with the exception's type
+    and text in place of the traceback, cut to :data:`MAX_SDK_MESSAGE` characters."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.partition(".")[0] in SDK_LOGGERS:
+            message = record.getMessage()
+            if record.exc_info and record.exc_info[1] is not None:
+                error = record.exc_info[1]
+                message = f"{message} ({type(error).__name__}: {error})"
+            if len(message) > MAX_SDK_MESSAGE:
+                message = f"{message[:MAX_SDK_MESSAGE]}... ({len(message)} characters)"
+            record.msg, record.args = message, None
+            record.exc_info = record.exc_text = record.stack_info = None
+        return True
+
+
 FORMATS = ("auto", "json", "text")
 LEVELS = ("debug", "info", "warning", "error")
 
@@ -48,6 +72,7 @@ def configure(level: str = "info", fmt: str = "auto") -> None:
     text = fmt == "text" or (fmt == "auto" and sys.stderr.isatty())
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(TextFormatter() if text else JsonFormatter())
+    handler.addFilter(SdkLines())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
