@@ -40,7 +40,10 @@ class LogClient:
         if not server.startswith(("http://", "https://")):
             raise InvalidInput(f"server must be an http(s) URL, got {server!r}")
         self.server = server.rstrip("/")
-        self._http = httpx.Client(base_url=self.server, timeout=timeout, transport=transport)
+        try:
+            self._http = httpx.Client(base_url=self.server, timeout=timeout, transport=transport)
+        except httpx.InvalidURL as exc:
+            raise InvalidInput(f"server {server!r} is not a URL: {exc}") from None
 
     def close(self) -> None:
         self._http.close()
@@ -78,8 +81,8 @@ class LogClient:
         r = self._request(method, path, **kw)
         try:
             return r.json()
-        except ValueError as exc:
-            raise InvalidInput(f"{self.server}{path} did not return JSON") from exc
+        except (ValueError, RecursionError) as exc:  # (nested deeper than the parser goes)
+            raise InvalidInput(f"{self.server}{path} did not return JSON this client can read") from exc
 
     def submit(self, envelopes: Any) -> list[dict[str, Any]]:
         """POST one envelope (a dict/struct) or a list of them; returns the entries' index and leaf hash."""

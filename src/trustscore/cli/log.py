@@ -177,6 +177,8 @@ def _fsck_tiles(source: str, verifier: note.Verifier) -> audit.FsckReport:
 
 
 def run_mirror(args: argparse.Namespace) -> int:
+    if args.out.exists() and not args.out.is_dir():
+        raise InvalidInput(f"--out {args.out} is not a directory")
     verifier = common.verifier(args.verifier_key)
     with TileClient(args.tiles) as client:
         signed = client.checkpoint()

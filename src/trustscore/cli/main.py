@@ -126,6 +126,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_code(exc)
     except KeyboardInterrupt:
         return 130
+    # Last resorts, each one line (never a traceback): the commands read what servers answer and what
+    # files hold, and one of another shape than they read fails where it is first used.
+    except RecursionError:
+        print("trustscore: error: the input is nested too deeply to read", file=sys.stderr)
+        return EXIT_ERROR
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
+        reason = f"{type(exc).__name__}: {str(exc)[:200]}"
+        print(
+            f"trustscore: error: an answer or file is not in the shape expected ({reason})", file=sys.stderr
+        )
+        return EXIT_ERROR
+    except OSError as exc:  # a file or directory that could not be read or written
+        print(f"trustscore: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     return code
 
 

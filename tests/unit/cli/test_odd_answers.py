@@ -1,0 +1,123 @@
+"""A server answering JSON of another shape or depth than a command reads, a file nested too deeply, a
+URL the HTTP client cannot parse, an output directory that is a file: one line on stderr and a non-zero
+exit, never a traceback (found by an adversarial review, 2026-12-07: each of these printed one)."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.unit.cli.test_reading_mistakes import AGENT, key_file, one_line
+from trustscore.cli.main import EXIT_ERROR, main
+
+__all__ = ["key_file"]  # (a fixture used here)
+
+ANSWERS = {
+    "list": b"[1, 2, 3]",
+    "wrong fields": b'{"entries": "x", "agents": 5, "ratings": 7, "dimensions": 1, "items": null}',
+    "nested": b"[" * 200_000 + b"]" * 200_000,
+}
+
+
+def _serving(body: bytes) -> type[http.server.BaseHTTPRequestHandler]:
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            if length:
+                self.rfile.read(length)
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = _answer
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    return Answer
+
+
+@pytest.fixture(params=list(ANSWERS), ids=list(ANSWERS))
+def odd(request: pytest.FixtureRequest) -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _serving(ANSWERS[request.param]))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+COMMANDS = [
+    ["agent", "show", AGENT],
+    ["agent", "list"],
+    ["rating", "show", AGENT],
+    ["leaderboard"],
+    ["stats", "--group-by", "model"],
+    ["scope", "show", AGENT],
+]
+
+
+@pytest.mark.parametrize("argv", COMMANDS, ids=lambda a: " ".join(a[:2]))
+def test_an_answer_of_another_shape_is_one_line(
+    argv: list[str], odd: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*argv, "--server", odd]) != 0
+    one_line(capsys, "")
+
+
+def test_registering_against_an_odd_answer_is_one_line(
+    odd: str, key_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["agent", "register", "--key", str(key_file), "--name", "a", "--endpoint", "https://a.example/x"]
+    assert main([*argv, "--server", odd]) != 0
+    one_line(capsys, "")
+
+
+@pytest.fixture
+def deep(tmp_path: Path) -> Path:
+    path = tmp_path / "deep.json"
+    path.write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    return path
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["exam", "submit", "{}", "--server", "http://127.0.0.1:9"],
+        ["exam", "grade", "{}"],
+        ["rating", "verify-vc", "{}"],
+    ],
+    ids=["exam submit", "exam grade", "rating verify-vc"],
+)
+def test_a_file_nested_too_deeply_is_one_line(
+    argv: list[str], deep: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([a.replace("{}", str(deep)) for a in argv]) == EXIT_ERROR
+    one_line(capsys, "")
+
+
+def test_a_key_file_nested_too_deeply_is_one_line(deep: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["agent", "register", "--key", str(deep), "--name", "a", "--endpoint", "https://a.example/x"]
+    assert main([*argv, "--server", "http://127.0.0.1:9"]) != 0
+    one_line(capsys, "")
+
+
+def test_a_server_url_the_client_cannot_parse_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["agent", "show", AGENT, "--server", "http://[::1"]) != 0
+    one_line(capsys, "")
+
+
+def test_mirroring_into_a_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`log mirror --out` naming a file: refused before anything is read or written."""
+    out = tmp_path / "a-file"
+    out.write_text("x")
+    argv = ["log", "mirror", "--tiles", "http://127.0.0.1:9", "--verifier-key", "x", "--out", str(out)]
+    assert main(argv) != 0
+    one_line(capsys, "is not a directory")
+    assert out.read_text() == "x"
