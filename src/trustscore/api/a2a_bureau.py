@@ -25,6 +25,7 @@ from a2a.server.tasks import InMemoryTaskStore
 from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from litestar import Request, Response, get
+from litestar.enums import ScopeType
 from litestar.handlers import asgi
 from litestar.types import Guard, Receive, Scope, Send
 from mcp.server.mcpserver import MCPServer
@@ -32,7 +33,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from starlette.applications import Starlette
 
 from trustscore import __version__
-from trustscore.api.mount_bodies import bounded_body, replayed
+from trustscore.api.mount_bodies import answered, bounded_body, gate, replayed
 from trustscore.api.public_url import public_base
 from trustscore.errors import TOO_DEEP, InvalidInput
 
@@ -154,8 +155,13 @@ class A2ABureau:
 
         @asgi(A2A_PATH, is_mount=True, copy_scope=True, include_in_schema=False, guards=list(guards))
         async def a2a_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
-            if scope.get("method") == "POST":  # HTTP only: a WebSocket scope has no method
-                receive = await _checked_body(scope, receive, limit)
+            if scope["type"] == ScopeType.HTTP:
+                if await gate(scope, send, "the A2A endpoint takes JSON-RPC requests by POST"):
+                    return
+                checked = await answered(scope, send, lambda: _checked_body(scope, receive, limit))
+                if checked is None:
+                    return
+                receive = checked
             await self.app(scope, receive, send)  # type: ignore[arg-type]
 
         @get(AGENT_CARD_WELL_KNOWN_PATH, include_in_schema=False, sync_to_thread=False)

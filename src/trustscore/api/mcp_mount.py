@@ -17,13 +17,12 @@ import msgspec
 from litestar import Litestar
 from litestar.enums import ScopeType
 from litestar.handlers import asgi
-from litestar.types import Guard, HTTPResponseStartEvent, Receive, Scope, Send
+from litestar.types import Guard, Receive, Scope, Send
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 
-from trustscore.api.mount_bodies import bounded_body, replayed
-from trustscore.api.problems import MEDIA_TYPE, PROBLEM_TYPE_BASE
+from trustscore.api.mount_bodies import answered, bounded_body, gate, replayed
 from trustscore.api.public_routes import agent_out, encode_rating, leaderboard_out
 from trustscore.ladder.stats import MAX_GROUPS
 from trustscore.services.agent_search import AgentSearch
@@ -90,33 +89,6 @@ _NOT_POST = {
 }
 
 
-async def _only_post(method: str, path: str, send: Send) -> None:
-    """Answer a method other than POST: OPTIONS with 204, any other with 405 problem+json, both saying
-    ``Allow: POST``. The SDK's own answers named GET and DELETE as allowed, and its DELETE answer was
-    plain JSON."""
-    if method == "OPTIONS":
-        status, body, media = 204, b"", []
-    else:
-        detail = _NOT_POST.get(method, "the MCP endpoint takes requests by POST")
-        body = msgspec.json.encode(
-            {
-                "type": PROBLEM_TYPE_BASE + "method-not-allowed",
-                "title": "Method not allowed",
-                "status": 405,
-                "detail": detail,
-                "instance": path,
-            }
-        )
-        status, media = 405, [(b"content-type", MEDIA_TYPE.encode())]
-    start: HTTPResponseStartEvent = {
-        "type": "http.response.start",
-        "status": status,
-        "headers": [*media, (b"allow", b"POST"), (b"content-length", str(len(body)).encode())],
-    }
-    await send(start)
-    await send({"type": "http.response.body", "body": body, "more_body": False})
-
-
 def _builtins(value: Any) -> dict[str, Any]:
     out: dict[str, Any] = msgspec.to_builtins(value)
     return out
@@ -141,13 +113,16 @@ class McpMount:
 
         @asgi(MOUNT_PATH, is_mount=True, copy_scope=True, include_in_schema=False, guards=list(guards))
         async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
-            if scope["type"] == ScopeType.HTTP and scope["method"] != "POST":
+            if scope["type"] == ScopeType.HTTP:
                 # The SDK held a GET's event stream open for good, though a stateless server never
                 # sends a message of its own; the transport lets a server answer 405 instead.
-                await _only_post(scope["method"], scope["path"], send)
-                return
-            if scope["type"] == ScopeType.HTTP:
-                receive = replayed(await bounded_body(scope, receive, limit), receive)
+                not_post = _NOT_POST.get(scope["method"], "the MCP endpoint takes requests by POST")
+                if await gate(scope, send, not_post):
+                    return
+                body = await answered(scope, send, lambda: bounded_body(scope, receive, limit))
+                if body is None:
+                    return
+                receive = replayed(body, receive)
             await self.app(scope, receive, send)  # type: ignore[arg-type]
 
         self.handler = mcp_endpoint
