@@ -40,6 +40,7 @@ from trustscore.api.problems import MEDIA_TYPE
 from trustscore.kinds.graded import DIMENSIONS
 from trustscore.ledger.dsse import IN_TOTO_PAYLOAD_TYPE, MAX_SIGNATURES
 from trustscore.ledger.keys import ID_PATTERN
+from trustscore.ledger.merkle import MAX_INDEX as MAX_INDEX
 from trustscore.services.ratings import DEFAULT_MODEL, RELEASED_MODELS
 
 
@@ -57,7 +58,6 @@ class Problem(msgspec.Struct):
 
 
 KEY_ID_PATTERN = ID_PATTERN
-MAX_INDEX = 2**62  # far beyond any log; keeps index values inside PostgreSQL's bigint
 
 
 SIGNATURE = Schema(

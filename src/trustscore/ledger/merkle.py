@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from trustscore.errors import InconsistencyError, InvalidInput, ProofError
 
 HASH_SIZE = 32
+MAX_INDEX = 2**62  # far beyond any log; keeps log indexes and sizes inside PostgreSQL's bigint
 EMPTY_ROOT = hashlib.sha256(b"").digest()
 
 NodeId = tuple[int, int]

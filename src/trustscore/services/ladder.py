@@ -84,6 +84,15 @@ class LadderService:
         if not 1 <= limit <= MAX_GROUPS:
             raise InvalidInput(f"limit must be 1..{MAX_GROUPS}")
         tally = await self._current() if log_size is None else self._recent.get(log_size)
+        if tally is None and log_size is not None:
+            # A size the projected log never had is the caller's mistake; one it had, a tally no longer
+            # kept here (or kept by another API process: paging starts again).
+            projected = await self.projections.projected_size()
+            if log_size > projected:
+                raise InvalidInput(
+                    f"log_size {log_size} is past the projected log ({projected}): give the log_size of "
+                    "the first page's answer, or none"
+                )
         if tally is None:
             raise Conflict(
                 f"the outcome stats of log size {log_size} are no longer kept (the log moved on): "

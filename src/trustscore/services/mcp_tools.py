@@ -31,6 +31,7 @@ from trustscore.errors import Busy, TrustscoreError
 from trustscore.ladder.stats import MAX_GROUP_NAME
 from trustscore.ledger import note
 from trustscore.ledger.keys import ID_PATTERN
+from trustscore.ledger.merkle import MAX_INDEX
 from trustscore.scoring.weights import PUBLISHED_DIR, load_published
 from trustscore.services.budget import WorkBudget
 from trustscore.services.rating_explain import explain
@@ -272,7 +273,7 @@ def build_server(bureau: Bureau, verifications: Verifications | None = None) -> 
         ] = None,
         log_size: Annotated[
             int | None,
-            Field(default=None, ge=0, description="with after: the first answer's log_size"),
+            Field(default=None, ge=0, le=MAX_INDEX, description="with after: the first answer's log_size"),
         ] = None,
     ) -> dict[str, Any]:
         """The verified share of work records (rung >= 3) per model, adapter, exam or marketplace, with

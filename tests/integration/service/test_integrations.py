@@ -276,7 +276,9 @@ async def _exercise(client: Client, agent: str, name: str, bundle: dict[str, Any
     await error("search_agents", {"query": "a", "limit": 0}, "limit")
     await error("leaderboard", {"dimension": "charm"}, "dimension")
     await error("outcome_stats", {"group_by": "zodiac"}, "group_by")
-    await error("outcome_stats", {"group_by": "exam", "after": "a", "log_size": 10**12}, "first page again")
+    await error("outcome_stats", {"group_by": "exam", "after": "a", "log_size": 1}, "first page again")
+    await error("outcome_stats", {"group_by": "exam", "after": "a", "log_size": 10**12}, "past the projected")
+    await error("outcome_stats", {"group_by": "exam", "log_size": 10**400}, "log_size")  # the schema's bound
     await error("no_such_tool", {}, "no_such_tool")
 
     listed = {str(r.uri) for r in (await client.list_resources()).resources}

@@ -16,7 +16,7 @@ import logging
 import asyncpg
 import pytest
 
-from trustscore.errors import Conflict
+from trustscore.errors import Conflict, InvalidInput
 from trustscore.ladder.stats import GROUP_BY
 from trustscore.services import ladder as ladder_service
 from trustscore.services.ladder import LadderService
@@ -158,3 +158,16 @@ async def test_later_pages_come_from_the_first_pages_tally_while_it_is_kept(
         await service.outcomes("model", log_size=0)
     with pytest.raises(Conflict):
         await service.outcomes("model", log_size=4)  # never made
+
+
+async def test_a_log_size_past_the_projected_log_is_the_callers_mistake(pool: asyncpg.Pool) -> None:
+    """A review found `log_size` 100,000 of a 152-entry log answered 409 "no longer kept (the log moved
+    on)", which sends a client back to the first page for a size that never was: it is 400 now. A size the
+    log had stays 409 (another API process may have made that tally)."""
+    service, _, size = _service(pool)
+    size.size = 5
+    assert (await service.outcomes("model")).log_size == 5
+    with pytest.raises(InvalidInput, match="past the projected log"):
+        await service.outcomes("model", log_size=6)
+    with pytest.raises(Conflict):
+        await service.outcomes("model", log_size=3)
