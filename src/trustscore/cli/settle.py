@@ -15,6 +15,7 @@ from typing import Any
 
 from trustscore.cli import common
 from trustscore.client import LogClient
+from trustscore.errors import InvalidInput
 from trustscore.kinds.parties import now
 from trustscore.kinds.settlements import make_settlement
 from trustscore.ledger import dsse, keys
@@ -40,6 +41,10 @@ def run(args: argparse.Namespace) -> int:
     about = common.agent_id(args.agent)
     key = keys.read_key_file(args.key)
     seller, buyer = (about, key.id) if args.role == "buyer" else (key.id, about)
+    if args.deal_id is not None and not args.deal_id.strip():
+        raise InvalidInput(
+            "--deal-id is empty: give your reference of the deal, or leave it out for a fresh one"
+        )
     deal = args.deal_id or f"deal-{secrets.token_hex(8)}"
     statement = make_settlement(  # checked here with the server's rules: a mistake fails before sending
         deal_id=deal,

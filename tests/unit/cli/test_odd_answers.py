@@ -121,3 +121,24 @@ def test_mirroring_into_a_file_is_one_line(tmp_path: Path, capsys: pytest.Captur
     assert main(argv) != 0
     one_line(capsys, "is not a directory")
     assert out.read_text() == "x"
+
+
+def test_an_empty_deal_id_is_refused_before_anything_is_sent(
+    key_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`settle --deal-id ""` made up a random deal id and logged the settlement (review): the server
+    here is a closed port, so a refusal before sending is the only one-line answer naming --deal-id."""
+    argv = [
+        "settle",
+        AGENT,
+        "--key",
+        str(key_file),
+        "--role",
+        "buyer",
+        "--delivery",
+        "pass",
+        "--deal-id",
+        " ",
+    ]
+    assert main([*argv, "--server", "http://127.0.0.1:9"]) == EXIT_ERROR
+    one_line(capsys, "--deal-id is empty")
