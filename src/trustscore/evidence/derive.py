@@ -112,12 +112,12 @@ def _standing(items: list[DerivedEvidence], context: Context) -> list[DerivedEvi
 def _by_standing(
     reporter: str, index: int, items: list[DerivedEvidence], context: Context
 ) -> list[DerivedEvidence]:
-    """A reporter with standing counts as it is; one without goes to the subject's pool (docs/methodology.md,
-    "Reporter standing"): scaled to the room left, dated no later than the newest standing item, issuer
-    :data:`POOL_ISSUER`, dropped when no room is left."""
+    """A reporter with standing counts as it is (and, if it is an approved marketplace, vouches for the
+    subject); one without goes to the subject's pool (docs/methodology.md, "Reporter standing")."""
     if context.standing.has_standing(reporter, index):
-        for d in items:
-            context.standing.vouch(d.agent, index)
+        if context.standing.approved(reporter, index):  # only the operator's marketplaces vouch (v2)
+            for d in items:
+                context.standing.vouch(d.agent, index)
         return _standing(items, context)
     return _pooled(items, context)
 

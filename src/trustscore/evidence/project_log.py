@@ -67,9 +67,10 @@ class ProjectionState:
     registry: dict[str, Registration] = field(default_factory=dict)
     next_index: int = 0
     ladder_rule: str = CURRENT_RULE  # the rung rule new ladder rows are written under
-    # Agents with evidence replayed (feed_evidence) that standing-v1 derived and standing-v2 would not:
-    # their self-attested work records counted with the reporter's standing. How many items each.
-    standing_v1_claims: dict[str, int] = field(default_factory=dict)
+    # Agents with evidence replayed (feed_evidence) that standing-v1 derived and standing-v2 would not
+    # (a self-attested work record, or a rated reporter's report, counted as standing evidence where
+    # standing-v2 pools it), with how many such items each: the subjects whose ratings those move.
+    standing_v1_items: dict[str, int] = field(default_factory=dict)
 
     @property
     def log_key_id(self) -> str:
@@ -88,18 +89,21 @@ class ProjectionState:
     def feed_approval(self, index: int, approval: MarketplaceApproval) -> None:
         self.standing.add_approval(index, approval)
 
-    def feed_evidence(self, item: EvidenceItem) -> None:
-        """Replay evidence derived before (in log order) into the standing policy's state."""
-        if item.source == work.SELF_REPORTED and item.issuer != POOL_ISSUER:  # (only standing-v1 made these)
-            self.standing_v1_claims[item.agent] = self.standing_v1_claims.get(item.agent, 0) + 1
+    def feed_evidence(self, item: EvidenceItem, index: int) -> None:
+        """Replay evidence derived before, logged at ``index`` (in log order), into the standing
+        policy's state: an approved marketplace's report vouches, as derivation does. A report stored as
+        standing evidence that standing-v2 would have pooled (derived by standing-v1) is counted as it is
+        stored, and its subject in :attr:`standing_v1_items`."""
         if item.issuer == POOL_ISSUER:
             self.standing.count_pooled(item.agent, item.dimension, item.source, item.extra_weight, item.at)
-        else:
-            if item.issuer is not None and item.issuer != REVERIFY_ISSUER:  # a reporter with standing
-                self.standing.vouch(item.agent, -1)  # before every entry still to come
-            self.standing.observe(
-                item.agent, item.dimension, item.key, item.source, item.extra_weight, item.at
-            )
+            return
+        reporter = item.issuer
+        if reporter is not None and reporter != REVERIFY_ISSUER:  # a reporter held to have standing
+            if item.source != work.SELF_REPORTED and self.standing.approved(reporter, index):
+                self.standing.vouch(item.agent, index)
+            elif item.source == work.SELF_REPORTED or not self.standing.vouched_before(reporter, index):
+                self.standing_v1_items[item.agent] = self.standing_v1_items.get(item.agent, 0) + 1
+        self.standing.observe(item.agent, item.dimension, item.key, item.source, item.extra_weight, item.at)
 
 
 def project(

@@ -9,9 +9,11 @@ offline ``trustscore score`` of an export) sees the same, already bounded eviden
   the newest rating snapshot of :data:`REPORTER_MODEL` before ``i`` rates it at least
   :data:`MIN_RATING` and the first snapshot that rated it at least :data:`MIN_RATING` was taken at least
   :data:`MIN_RATED_DAYS` days before that one (a key rated low long ago and lifted on the day is a
-  sleeper, not a reporter with a track record), **and** a reporter with standing has reported about it
+  sleeper, not a reporter with a track record), **and** an approved marketplace has reported about it
   before ``i`` (it is *vouched*: exams alone cannot buy standing, because fresh sittings are passed by a
-  rule-based program that reads the public generators' templates; docs/methodology.md, "Known attacks").
+  rule-based program that reads the public generators' templates; docs/methodology.md, "Known attacks";
+  and since standing-v2 a rated reporter no longer vouches, so it cannot hand standing on to keys of
+  its own).
 * Evidence from the server itself (graded exams, re-verification) and from reporters with standing is
   **standing evidence**. Everything else (settlements of reporters without standing, events of
   marketplaces the operator has not approved, and every self-attested work record, whoever signed it:
@@ -42,9 +44,10 @@ from trustscore.ledger.statements import ParsedStatement, parse_time
 from trustscore.scoring.times import to_micros
 
 #: The policy's version, named in every rating response and evidence export. standing-v2 (2026-12-07) is
-#: standing-v1 with self-attested work records always pooled: under v1 an agent with standing counted its
-#: own claims about itself in full, without bound. The two derive the same evidence from any log in which
-#: no self-attested record's reporter had standing (``ProjectionState.standing_v1_claims`` counts the others).
+#: standing-v1 with self-attested work records always pooled (under v1 an agent with standing counted its
+#: own claims about itself in full, without bound) and vouches by approved marketplaces only (under v1 a
+#: reporter with standing vouched, so it could hand standing on to a key of its own). The two derive the
+#: same evidence from a log where neither happened (``ProjectionState.standing_v1_items`` counts the rest).
 POLICY_VERSION = "standing-v2"
 #: The pool's items weigh together at most this share of a dimension's standing evidence.
 POOL_SHARE = 0.04
@@ -176,18 +179,22 @@ class Standing:
         return position > 0 and history[position - 1][1]
 
     def vouch(self, agent: str, index: int) -> None:
-        """A reporter with standing reported about ``agent`` in the statement logged at ``index``."""
+        """An approved marketplace reported about ``agent`` in the statement logged at ``index``."""
         self._vouched.setdefault(agent, index)
 
     def vouched_at(self, agent: str) -> int | None:
-        """The index of the first report about ``agent`` by a reporter with standing, if any."""
+        """The index of the first report about ``agent`` by an approved marketplace, if any."""
         return self._vouched.get(agent)
+
+    def vouched_before(self, agent: str, before_index: int) -> bool:
+        """Whether an approved marketplace reported about ``agent`` before ``before_index``."""
+        return self._vouched.get(agent, before_index) < before_index
 
     def has_standing(self, reporter: str, before_index: int) -> bool:
         """An approved marketplace, or a vouched, well-rated reporter (see the module docstring)."""
         if self.approved(reporter, before_index):
             return True
-        if self._vouched.get(reporter, before_index) >= before_index:
+        if not self.vouched_before(reporter, before_index):
             return False
         rated = self._rated.get(reporter)
         if rated is None:

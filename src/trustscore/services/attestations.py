@@ -235,7 +235,9 @@ async def entries_of(
         found |= set(
             await store.approvals_of({r for _, r in pending}, MARKETPLACE_APPROVAL.predicate_type, size)
         )
-        vouches = await store.first_vouches_before(pending, (POOL_ISSUER, REVERIFY_ISSUER))
+        vouches = await store.first_vouches_before(
+            pending, (POOL_ISSUER, REVERIFY_ISSUER), MARKETPLACE_APPROVAL.predicate_type
+        )
         found = bounded(found | set(vouches))
         reports = [*reports, *await store.entry_signers(vouches)]
     ids = await store.signers(found) | {agent, signer} | {issuer for _, issuer in evidence if issuer}

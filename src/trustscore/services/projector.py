@@ -68,16 +68,17 @@ class Projector:
         approvals = await self.log_store.leaves_of_kind(MARKETPLACE_APPROVAL.predicate_type, size)
         evidence = await self.store.evidence_since(0, size)
         self.state = await asyncio.to_thread(self._rebuilt, size, snapshots, approvals, evidence)
-        claims = self.state.standing_v1_claims
-        if claims:  # (a log projected by a release before 2026-12-07; none of a fresh one)
+        older = self.state.standing_v1_items
+        if older:  # (a log projected by a release before 2026-12-07; none of a fresh one)
             log.warning(
-                "%d self-attested work-record items of %d agents (%s) were derived under standing-v1 "
-                "with their reporter's standing; standing-v2, which derives every new entry, pools them: "
-                "an offline recompute of those agents' ratings differs from what this server serves "
-                "(docs/methodology.md, 'Reporter standing')",
-                sum(claims.values()),
-                len(claims),
-                ", ".join(sorted(claims)[:5]) + (", ..." if len(claims) > 5 else ""),
+                "%d evidence items about %d agents (%s) were derived under standing-v1 as standing "
+                "evidence where standing-v2, which derives every new entry, pools them (self-attested "
+                "work records, reports of reporters no approved marketplace vouched for): an offline "
+                "recompute of those agents' ratings, and of what their pools take in, differs from what "
+                "this server serves (docs/methodology.md, 'Reporter standing')",
+                sum(older.values()),
+                len(older),
+                ", ".join(sorted(older)[:5]) + (", ..." if len(older) > 5 else ""),
             )
         await self.backfill_ladder()
         self._current = True
@@ -100,7 +101,7 @@ class Projector:
             assert isinstance(approval, MarketplaceApproval)
             state.feed_approval(index, approval)
         for row in evidence:
-            state.feed_evidence(row.item)
+            state.feed_evidence(row.item, row.index)
         return state
 
     async def backfill_ladder(self) -> None:

@@ -19,6 +19,8 @@ import datetime as dt
 import msgspec
 import pytest
 
+from tests.unit.evidence.signed import new_id
+from tests.unit.evidence.test_standing import approval
 from trustscore.cli.agent import card_envelope
 from trustscore.evidence.derive import evidence_batch
 from trustscore.evidence.project_log import ProjectionState, project
@@ -45,13 +47,14 @@ def _at(days: float) -> dt.datetime:
 
 
 class World:
-    """A log in which agent A sits well graded exams (delivery all failed) over 31 days, with daily
-    trustscore-v2 snapshots of its own rating, and an approved marketplace M."""
+    """A log in which agent A (and ``others`` agents beside it) sit well graded exams (delivery all
+    failed) over 31 days, with trustscore-v2 snapshots of their ratings, and an approved marketplace M."""
 
-    def __init__(self) -> None:
+    def __init__(self, others: int = 0) -> None:
         self.log_key = keys.SigningKey.generate()
         self.service = keys.SigningKey.generate()
         self.agent = keys.SigningKey.generate()
+        self.others = [keys.SigningKey.generate() for _ in range(others)]
         self.market = keys.SigningKey.generate()
         self.envelopes: list[dsse.Envelope] = []
         self._add(
@@ -60,6 +63,8 @@ class World:
             self.log_key,
         )
         self.envelopes.append(card_envelope(self.agent, "agent-a"))
+        for n, other in enumerate(self.others):  # (no controller: nothing ties them to A)
+            self.envelopes.append(card_envelope(other, f"agent-{n}"))
         self._add(make_party_card(self.market.public_key, "market", "marketplace"), self.market)
         for day in (0, 15, 31):
             self._graded(day)
@@ -73,6 +78,10 @@ class World:
         self.envelopes.append(dsse.sign(payload, list(signers)))
 
     def _graded(self, day: int) -> None:
+        for agent in (self.agent, *self.others):
+            self._graded_one(agent, day)
+
+    def _graded_one(self, agent: keys.SigningKey, day: int) -> None:
         items = [
             GradedItem(
                 item_id=f"d{day}-{dimension}-{i}",
@@ -87,7 +96,7 @@ class World:
         self._add(
             make_graded_evidence(
                 grader=self.service.id,
-                agent=self.agent.id,
+                agent=agent.id,
                 report_index=0,
                 report_sha256="ab" * 32,
                 exam="x",
@@ -101,7 +110,10 @@ class World:
         )
 
     def _snapshot(self, day: int) -> None:
-        rating = self.rate(_at(day))["trustscore-v2"]
+        rows = []
+        for agent in sorted((self.agent, *self.others), key=lambda k: k.id):
+            rating = self.rate(_at(day), agent.id)["trustscore-v2"]
+            rows.append(SnapshotRow(agent=agent.id, total=rating.total, adjusted=rating.adjusted))
         self._add(
             make_rating_snapshot(
                 signer=self.service.id,
@@ -109,7 +121,7 @@ class World:
                 weights_digest="ab" * 32,
                 log_size=len(self.envelopes),
                 taken_at=statements.format_time(_at(day)),
-                ratings=[SnapshotRow(agent=self.agent.id, total=rating.total, adjusted=rating.adjusted)],
+                ratings=rows,
             ),
             self.service,
         )
@@ -152,11 +164,13 @@ class World:
         assert not out.rejected, out.rejected
         self.evidence = out.evidence
 
-    def rate(self, at: dt.datetime) -> dict[str, Rating]:
+    def rate(self, at: dt.datetime, agent: str | None = None) -> dict[str, Rating]:
+        """A's (or ``agent``'s) rating under each served model at ``at``."""
         self.projected()
         batch = evidence_batch(self.evidence)
+        who = self.agent.id if agent is None else agent
         return {
-            model: next(r for r in score_agents(batch, None, weights, at) if r.agent == self.agent.id)
+            model: next(r for r in score_agents(batch, None, weights, at) if r.agent == who)
             for model, weights in MODELS.items()
         }
 
@@ -182,11 +196,13 @@ def test_an_agents_own_claims_stay_in_its_pool(vouched: bool) -> None:
 
 
 def test_a_replay_counts_the_items_standing_v1_derived_otherwise() -> None:
-    """A database projected under standing-v1 may hold self-attested items counted with their reporter's
-    standing (evidence rows are append-only): the projector's replay counts them, per agent, to warn."""
+    """A database projected under standing-v1 may hold standing evidence standing-v2 pools (evidence rows
+    are append-only): self-attested items, and reports of rated reporters no approved marketplace
+    vouched for. The projector's replay counts them per subject, to warn, and vouches as v2 derives."""
     world = World()
     state = ProjectionState(world.log_key.public_key)
-    agent = world.agent.id
+    state.feed_approval(1, approval(world.market.id, "approve"))
+    agent, other, rated = world.agent.id, new_id(), new_id()
     claim = EvidenceItem(
         agent=agent,
         dimension="delivery",
@@ -198,7 +214,13 @@ def test_a_replay_counts_the_items_standing_v1_derived_otherwise() -> None:
         issuer=agent,
         extra_weight=0.4,
     )
-    state.feed_evidence(claim)  # as standing-v1 derived it for a reporter with standing
-    state.feed_evidence(msgspec.structs.replace(claim, key=f"work:{agent}:task-2", issuer=POOL_ISSUER))
-    state.feed_evidence(msgspec.structs.replace(claim, source="real", issuer=world.market.id))  # confirmed
-    assert state.standing_v1_claims == {agent: 1}
+    state.feed_evidence(claim, 5)  # as standing-v1 derived it for a reporter with standing
+    state.feed_evidence(msgspec.structs.replace(claim, key=f"work:{agent}:task-2", issuer=POOL_ISSUER), 6)
+    by_market = msgspec.structs.replace(claim, source="real", key="event", issuer=world.market.id)
+    state.feed_evidence(by_market, 7)  # the approved marketplace: standing in both, and a vouch
+    about_other = msgspec.structs.replace(claim, agent=other, source="real", key="s1", issuer=rated)
+    state.feed_evidence(about_other, 8)  # a rated reporter no marketplace vouched for: v1 only
+    state.feed_evidence(msgspec.structs.replace(by_market, agent=rated), 9)  # now one has
+    state.feed_evidence(msgspec.structs.replace(about_other, key="s2"), 10)  # standing in both
+    assert state.standing_v1_items == {agent: 1, other: 1}
+    assert state.standing.vouched_at(agent) == 7 and state.standing.vouched_at(rated) == 9

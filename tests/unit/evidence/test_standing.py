@@ -114,8 +114,8 @@ def test_replaying_stored_evidence_rebuilds_the_same_state() -> None:
                 key=f"p{i}",
             )
         )
-    for item in stored:
-        replay.feed_evidence(item)
+    for index, item in enumerate(stored):
+        replay.feed_evidence(item, index)
     for _ in range(3):
         assert first.standing.pool(agent, "delivery", "real", 1.0, T) == replay.standing.pool(
             agent, "delivery", "real", 1.0, T
