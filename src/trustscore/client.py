@@ -66,10 +66,12 @@ class LogClient:
             detail = r.text.strip()[:500]
             if r.headers.get("content-type", "").startswith("application/problem+json"):
                 try:
-                    problem = r.json()
-                    detail = str(problem.get("detail") or problem.get("title") or detail)
-                except ValueError:
-                    pass
+                    parsed = r.json()
+                except (ValueError, RecursionError):
+                    parsed = None
+                if isinstance(parsed, dict):  # (a problem of another shape keeps the body's text)
+                    problem = parsed
+                    detail = str(problem.get("detail") or problem.get("title") or detail)[:500]
             if r.status_code == 404:
                 raise NotFound(f"{self.server}{path}: {detail}")
             raise RemoteError(

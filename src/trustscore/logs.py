@@ -45,7 +45,9 @@ MAX_SDK_MESSAGE = 1_000
 
 class SdkLines(logging.Filter):
     """Each record of :data:`SDK_LOGGERS` made one bounded line: its message with the exception's type
-    and text in place of the traceback, cut to :data:`MAX_SDK_MESSAGE` characters."""
+    and text in place of the traceback, line breaks escaped (a client's text could otherwise forge a
+    line of its own in the text format), cut to :data:`MAX_SDK_MESSAGE` characters; fields an SDK adds
+    (``extra=``, a URI a client sent, say) are dropped."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.name.partition(".")[0] in SDK_LOGGERS:
@@ -53,8 +55,11 @@ class SdkLines(logging.Filter):
             if record.exc_info and record.exc_info[1] is not None:
                 error = record.exc_info[1]
                 message = f"{message} ({type(error).__name__}: {error})"
+            message = message.replace("\r", "\\r").replace("\n", "\\n")
             if len(message) > MAX_SDK_MESSAGE:
                 message = f"{message[:MAX_SDK_MESSAGE]}... ({len(message)} characters)"
+            for key in [k for k in record.__dict__ if k not in _STANDARD]:
+                del record.__dict__[key]
             record.msg, record.args = message, None
             record.exc_info = record.exc_text = record.stack_info = None
         return True

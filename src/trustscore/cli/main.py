@@ -13,6 +13,7 @@ reached or is busy (retry later); 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -126,21 +127,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_code(exc)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader of our output went away (| head): nothing more to say
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return EXIT_ERROR
     # Last resorts, each one line (never a traceback): the commands read what servers answer and what
-    # files hold, and one of another shape than they read fails where it is first used.
-    except RecursionError:
-        print("trustscore: error: the input is nested too deeply to read", file=sys.stderr)
-        return EXIT_ERROR
-    except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
-        reason = f"{type(exc).__name__}: {str(exc)[:200]}"
-        print(
-            f"trustscore: error: an answer or file is not in the shape expected ({reason})", file=sys.stderr
-        )
-        return EXIT_ERROR
-    except OSError as exc:  # a file or directory that could not be read or written
-        print(f"trustscore: error: {exc}", file=sys.stderr)
+    # files hold, and one of another shape than they read fails where it is first used. With
+    # TRUSTSCORE_DEBUG set the traceback is printed instead (a bug looks the same from outside).
+    except (RecursionError, KeyError, TypeError, AttributeError, IndexError, ValueError, OSError) as exc:
+        if os.environ.get("TRUSTSCORE_DEBUG"):
+            raise
+        print(f"trustscore: error: {_last_resort(exc)}", file=sys.stderr)
         return EXIT_ERROR
     return code
+
+
+def _last_resort(exc: Exception) -> str:
+    """The one line for an error no command turned into a TrustscoreError."""
+    if isinstance(exc, RecursionError):
+        return "the input is nested too deeply to read"
+    if isinstance(exc, OSError):  # a file or directory that could not be read or written
+        return str(exc)
+    reason = f"{type(exc).__name__}: {str(exc)[:200]}"
+    return f"an answer or file is not in the shape expected ({reason}; TRUSTSCORE_DEBUG=1 shows where)"
 
 
 if __name__ == "__main__":

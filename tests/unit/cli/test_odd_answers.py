@@ -23,14 +23,16 @@ ANSWERS = {
 }
 
 
-def _serving(body: bytes) -> type[http.server.BaseHTTPRequestHandler]:
+def _serving(
+    body: bytes, status: int = 200, media: str = "application/json"
+) -> type[http.server.BaseHTTPRequestHandler]:
     class Answer(http.server.BaseHTTPRequestHandler):
         def _answer(self) -> None:
             length = int(self.headers.get("content-length") or 0)
             if length:
                 self.rfile.read(length)
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
+            self.send_response(status)
+            self.send_header("content-type", media)
             self.send_header("content-length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -142,3 +144,31 @@ def test_an_empty_deal_id_is_refused_before_anything_is_sent(
     ]
     assert main([*argv, "--server", "http://127.0.0.1:9"]) == EXIT_ERROR
     one_line(capsys, "--deal-id is empty")
+
+
+@pytest.mark.parametrize(
+    "body", [b"[1]", b"[" * 100_000, b'{"detail": "busy"}'], ids=["list", "deep", "dict"]
+)
+def test_a_503_of_any_problem_shape_is_exit_4(body: bytes, capsys: pytest.CaptureFixture[str]) -> None:
+    """A 503 whose problem body was a list (or nested too deeply) exited 1 with an AttributeError
+    (RecursionError) in place of 4, 'server refused (503)' (review)."""
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), _serving(body, 503, "application/problem+json")
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        assert main(["agent", "show", AGENT, "--server", f"http://127.0.0.1:{server.server_address[1]}"]) == 4
+    finally:
+        server.shutdown()
+        server.server_close()
+    one_line(capsys, "server refused (503)")
+
+
+def test_with_trustscore_debug_the_traceback_is_shown(
+    deep: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The last resorts hide where an error came from (a bug looks the same as an odd answer from
+    outside, review): TRUSTSCORE_DEBUG lets it through."""
+    monkeypatch.setenv("TRUSTSCORE_DEBUG", "1")
+    with pytest.raises(RecursionError):
+        main(["exam", "grade", str(deep)])
