@@ -362,14 +362,25 @@ def _run_weak(request: bytes, limits: Limits) -> SandboxRun:
             start_new_session=True,
             close_fds=True,
         )
+        timeout = SandboxRun("timeout", detail=f"wall-clock limit of {limits.wall_s:g} s exceeded")
         try:
-            out, _ = proc.communicate(request, timeout=limits.wall_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc.pid)
-            proc.communicate()
-            return SandboxRun("timeout", detail=f"wall-clock limit of {limits.wall_s:g} s exceeded")
+            # Read as the kernel sandbox's answer is read: at most 2 x MAX_OUTPUT kept, whatever the
+            # candidate writes (communicate() kept it all: 200 MiB written was 800 MiB of the server's).
+            assert proc.stdin is not None and proc.stdout is not None
+            req_w, resp_r = os.dup(proc.stdin.fileno()), os.dup(proc.stdout.fileno())
+            proc.stdin.close()
+            proc.stdout.close()
+            deadline = time.monotonic() + limits.wall_s
+            out, complete = _exchange(req_w, resp_r, request, deadline)
+            if not complete:
+                return timeout
+            try:
+                proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:  # it closed its output and went on
+                return timeout
         finally:
             _kill_group(proc.pid)
+            proc.wait()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return _interpret(proc.returncode, out, limits)

@@ -11,6 +11,7 @@ a run now ends in a grade: an unreadable result fails its test, a malformed line
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -154,3 +155,48 @@ def test_a_candidate_closing_its_result_pipe_does_not_keep_the_launcher_busy() -
         sampler.join()
     assert run.status == "crashed", run  # no result line: a failure
     assert sum(peak.values()) < 0.5, peak
+
+
+FLOODS_ITS_OUTPUT = """
+def f(x):
+    seen, todo, file_io = set(), [().__class__.__base__], None
+    while todo:
+        c = todo.pop()
+        if c in seen:
+            continue
+        seen.add(c)
+        if c.__name__ == "FileIO":
+            file_io = c
+            break
+        try:
+            todo.extend(c.__subclasses__())
+        except TypeError:
+            todo.extend(c.__subclasses__(c))
+    out = file_io(3, "w", closefd=False)
+    block = b"x" * (1 << 20)
+    for _ in range(24):
+        out.write(block)
+    return 1
+"""
+
+
+def test_the_weak_sandbox_keeps_a_bounded_part_of_what_the_candidate_writes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The weak sandbox (an operator's opt-in) read the candidate's output whole into the server's memory:
+    200 MiB written took the server to 819 MiB resident (review). It now keeps what the kernel sandbox's
+    answer keeps, at most twice MAX_OUTPUT, and the run ends in a grade."""
+    kept: list[int] = []
+    real = sandbox._interpret
+
+    def measured(returncode: int, out: bytes, limits: Limits) -> sandbox.SandboxRun:
+        kept.append(len(out))
+        return real(returncode, out, limits)
+
+    monkeypatch.setattr(sandbox, "_interpret", measured)
+    request = json.dumps(
+        {"code": FLOODS_ITS_OUTPUT, "function": "f", "calls": [[1]], "limits": FAST.for_child()}
+    ).encode()
+    run = sandbox._run_weak(request, FAST)
+    assert kept and kept[0] <= 2 * sandbox.MAX_OUTPUT + 65536, kept
+    assert run.status == "crashed", run  # its result line was past what is kept: no result, a failure
