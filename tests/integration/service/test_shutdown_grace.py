@@ -30,3 +30,15 @@ def test_sigterm_ends_the_process_within_the_grace_despite_a_trickling_body(tmp_
                 raise AssertionError("the server was still waiting for the trickling body") from None
         assert code == 0
         assert "timeout graceful shutdown exceeded" in server.output()
+
+
+def test_sigterm_on_the_embedded_database_logs_no_error(tmp_path: Path) -> None:
+    """The process stops its embedded PostgreSQL as it exits, and the library's own exit-time stop then
+    found no server and logged an ERROR ("Failed postgres command ... pg_ctl stop", "killing it instead")
+    at every normal shutdown (review)."""
+    with ServeProcess(tmp_path / "data", None) as server:
+        assert server.proc is not None
+        server.proc.send_signal(signal.SIGTERM)
+        assert server.proc.wait(timeout=60) == 0
+    errors = [line for line in server.output().splitlines() if '"level": "error"' in line]
+    assert not errors, errors
