@@ -366,7 +366,8 @@ def _run_weak(request: bytes, limits: Limits) -> SandboxRun:
         try:
             # Read as the kernel sandbox's answer is read: at most 2 x MAX_OUTPUT kept, whatever the
             # candidate writes (communicate() kept it all: 200 MiB written was 800 MiB of the server's).
-            assert proc.stdin is not None and proc.stdout is not None
+            assert proc.stdin is not None
+            assert proc.stdout is not None
             req_w, resp_r = os.dup(proc.stdin.fileno()), os.dup(proc.stdout.fileno())
             proc.stdin.close()
             proc.stdout.close()
