@@ -172,3 +172,41 @@ def test_with_trustscore_debug_the_traceback_is_shown(
     monkeypatch.setenv("TRUSTSCORE_DEBUG", "1")
     with pytest.raises(RecursionError):
         main(["exam", "grade", str(deep)])
+
+
+def _endless(chunk: bytes, chunks: int) -> type[http.server.BaseHTTPRequestHandler]:
+    class Endless(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(16 << 30))  # declares 16 GiB
+            self.end_headers()
+            try:
+                for _ in range(chunks):
+                    self.wfile.write(chunk)
+            except OSError:
+                pass  # the client stopped reading
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    return Endless
+
+
+def test_an_answer_without_end_is_read_within_a_bound(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A server answering without end took a command to 585 MB before the connection dropped (review):
+    the client reads at most MAX_ANSWER bytes of an answer (here lowered to 1 MiB; 8 MiB are sent)."""
+    from trustscore import client
+
+    monkeypatch.setattr(client, "MAX_ANSWER", 1 << 20)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _endless(b"[" + b" " * 65535, 128))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        code = main(["agent", "show", AGENT, "--server", f"http://127.0.0.1:{server.server_address[1]}"])
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert code == EXIT_ERROR
+    one_line(capsys, "answered more than 1048576 bytes")
