@@ -115,9 +115,10 @@ def _by_standing(
     """A reporter with standing counts as it is (and, if it is an approved marketplace, vouches for the
     subject); one without goes to the subject's pool (docs/methodology.md, "Reporter standing")."""
     if context.standing.has_standing(reporter, index):
-        if context.standing.approved(reporter, index):  # only the operator's marketplaces vouch (v2)
-            for d in items:
-                context.standing.vouch(d.agent, index)
+        if context.standing.approved(reporter, index):  # only the operator's marketplaces vouch (v2),
+            for d in items:  # with a success
+                if d.result == "success":
+                    context.standing.vouch(d.agent, index, reporter)
         return _standing(items, context)
     return _pooled(items, context)
 

@@ -100,7 +100,8 @@ class ProjectionState:
         reporter = item.issuer
         if reporter is not None and reporter != REVERIFY_ISSUER:  # a reporter held to have standing
             if item.source != work.SELF_REPORTED and self.standing.approved(reporter, index):
-                self.standing.vouch(item.agent, index)
+                if item.result == "success":
+                    self.standing.vouch(item.agent, index, reporter)
             elif item.source == work.SELF_REPORTED or not self.standing.vouched_before(reporter, index):
                 self.standing_v1_items[item.agent] = self.standing_v1_items.get(item.agent, 0) + 1
         self.standing.observe(item.agent, item.dimension, item.key, item.source, item.extra_weight, item.at)

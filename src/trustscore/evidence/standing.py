@@ -9,11 +9,12 @@ offline ``trustscore score`` of an export) sees the same, already bounded eviden
   the newest rating snapshot of :data:`REPORTER_MODEL` before ``i`` rates it at least
   :data:`MIN_RATING` and the first snapshot that rated it at least :data:`MIN_RATING` was taken at least
   :data:`MIN_RATED_DAYS` days before that one (a key rated low long ago and lifted on the day is a
-  sleeper, not a reporter with a track record), **and** an approved marketplace has reported about it
-  before ``i`` (it is *vouched*: exams alone cannot buy standing, because fresh sittings are passed by a
-  rule-based program that reads the public generators' templates; docs/methodology.md, "Known attacks";
-  and since standing-v2 a rated reporter no longer vouches, so it cannot hand standing on to keys of
-  its own).
+  sleeper, not a reporter with a track record), **and** a marketplace approved then reported a success
+  about it before ``i`` and is still approved at ``i`` (it is *vouched*: exams alone cannot buy
+  standing, because fresh sittings are passed by a rule-based program that reads the public generators'
+  templates; docs/methodology.md, "Known attacks"; since standing-v2 a rated reporter does not vouch,
+  so it cannot hand standing on to keys of its own, a failed order does not vouch, and retiring a
+  marketplace takes back the vouches it gave).
 * Evidence from the server itself (graded exams, re-verification) and from reporters with standing is
   **standing evidence**. Everything else (settlements of reporters without standing, events of
   marketplaces the operator has not approved, and every self-attested work record, whoever signed it:
@@ -142,7 +143,8 @@ class Standing:
         self._approved: dict[str, list[tuple[int, bool]]] = {}  # marketplace -> [(index, approved)]
         self._dims: dict[tuple[str, str], _Dimension] = {}
         self._key_dim: dict[tuple[str, str], str] = {}  # (agent, key) -> dimension holding it
-        self._vouched: dict[str, int] = {}  # agent -> index of the first report about it with standing
+        # agent -> {approved marketplace: index of its first success reported about the agent}
+        self._vouched: dict[str, dict[str, int]] = {}
 
     # --- what the log says about reporters ---------------------------------------------------------
 
@@ -178,17 +180,22 @@ class Standing:
         position = bisect.bisect_left(history, (before_index, False))
         return position > 0 and history[position - 1][1]
 
-    def vouch(self, agent: str, index: int) -> None:
-        """An approved marketplace reported about ``agent`` in the statement logged at ``index``."""
-        self._vouched.setdefault(agent, index)
+    def vouch(self, agent: str, index: int, marketplace: str) -> None:
+        """``marketplace``, approved, reported a success about ``agent`` in the statement logged at
+        ``index`` (its first is kept)."""
+        self._vouched.setdefault(agent, {}).setdefault(marketplace, index)
 
     def vouched_at(self, agent: str) -> int | None:
-        """The index of the first report about ``agent`` by an approved marketplace, if any."""
-        return self._vouched.get(agent)
+        """The index of the first success reported about ``agent`` by an approved marketplace, if any."""
+        return min(self._vouched.get(agent, {}).values(), default=None)
 
     def vouched_before(self, agent: str, before_index: int) -> bool:
-        """Whether an approved marketplace reported about ``agent`` before ``before_index``."""
-        return self._vouched.get(agent, before_index) < before_index
+        """Whether a marketplace approved before ``before_index`` (still) had reported a success about
+        ``agent`` before it: a vouch lapses while its marketplace is retired."""
+        return any(
+            at < before_index and self.approved(marketplace, before_index)
+            for marketplace, at in self._vouched.get(agent, {}).items()
+        )
 
     def has_standing(self, reporter: str, before_index: int) -> bool:
         """An approved marketplace, or a vouched, well-rated reporter (see the module docstring)."""

@@ -109,16 +109,17 @@ class AttestationStore:
     async def first_vouches_before(
         self, reports: Iterable[tuple[int, str]], unvouching: Iterable[str], approval_kind: str
     ) -> list[int]:
-        """For each (report index, reporter): the first entry logged before the report that gave the
-        reporter evidence with a real issuer the operator had approved as a marketplace before it (a
-        report by an approved marketplace: a vouch, standing-v2), skipping issuers in ``unvouching`` (the
-        pool, the re-verifier). An issuer retired by then is taken too (the approvals bundled say so);
-        a later vouch after such a one is not looked for."""
+        """For each (report index, reporter) and each issuer the operator had approved as a marketplace
+        before: the first entry logged before the report that gave the reporter a success from that
+        issuer (its vouch, standing-v2), skipping issuers in ``unvouching`` (the pool, the re-verifier).
+        A success from an issuer retired at the time is taken too (the approvals bundled say so); a later
+        one after it, from the same issuer, is not looked for."""
         return await self._per_report(
             reports,
-            "SELECT min(e.idx) AS idx FROM evidence e WHERE e.agent = t.reporter AND e.idx < t.before "
-            "AND e.issuer IS NOT NULL AND NOT (e.issuer = ANY($3::text[])) AND EXISTS (SELECT 1 FROM "
-            "entries a WHERE a.subject = e.issuer AND a.kind = $4 AND a.idx < e.idx)",
+            "SELECT DISTINCT ON (e.issuer) e.idx AS idx FROM evidence e WHERE e.agent = t.reporter "
+            "AND e.idx < t.before AND e.result = 'success' AND e.issuer IS NOT NULL "
+            "AND NOT (e.issuer = ANY($3::text[])) AND EXISTS (SELECT 1 FROM entries a "
+            "WHERE a.subject = e.issuer AND a.kind = $4 AND a.idx < e.idx) ORDER BY e.issuer, e.idx",
             sorted(set(unvouching)),
             approval_kind,
         )

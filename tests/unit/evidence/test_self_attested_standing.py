@@ -26,7 +26,7 @@ from trustscore.evidence.derive import evidence_batch
 from trustscore.evidence.project_log import ProjectionState, project
 from trustscore.evidence.standing import POOL_ISSUER
 from trustscore.kinds.approvals import make_approval
-from trustscore.kinds.events import make_event
+from trustscore.kinds.events import EventName, make_event
 from trustscore.kinds.graded import GradedItem, make_graded_evidence
 from trustscore.kinds.parties import make_party_card
 from trustscore.kinds.service_card import make_service_card
@@ -126,18 +126,25 @@ class World:
             self.service,
         )
 
-    def vouch(self) -> None:
-        """One report about A by the approved marketplace (a negative one: it vouches all the same)."""
+    def vouch(self, agent: keys.SigningKey | None = None, event: EventName = "delivered") -> None:
+        """One report about A (or ``agent``) by the approved marketplace: a vouch if it is a success."""
         at = statements.format_time(_at(31))
         self._add(
             make_event(
                 marketplace=self.market.id,
-                agent=self.agent.id,
-                event="rejected",
-                ref="order-1",
+                agent=(agent or self.agent).id,
+                event=event,
+                ref=f"order-{len(self.envelopes)}",
                 occurred_at=at,
             ),
             self.market,
+        )
+
+    def retire(self) -> None:
+        """The operator retires the marketplace."""
+        self._add(
+            make_approval(operator=self.log_key.id, marketplace=self.market.id, action="retire"),
+            self.log_key,
         )
 
     def claim(self, n: int) -> None:

@@ -39,11 +39,21 @@ def approval(market: str, action: str) -> MarketplaceApproval:
     return p.predicate
 
 
+MARKET = new_id()
+
+
+def vouched(s: Standing, agent: str, index: int) -> None:
+    """A success about ``agent`` logged at ``index`` by MARKET, approved from the log's start."""
+    if not s.approved(MARKET, index):
+        s.add_approval(-1, approval(MARKET, "approve"))
+    s.vouch(agent, index, MARKET)
+
+
 def test_standing_needs_a_good_rating_held_for_thirty_days() -> None:
     s = Standing()
     a, b, c = new_id(), new_id(), new_id()
     for reporter in (a, b, c):
-        s.vouch(reporter, 0)  # a reporter with standing has reported about each (see the vouch test)
+        vouched(s, reporter, 0)  # an approved marketplace reported a success about each (see the vouch test)
     s.add_snapshot(1, snapshot(a, 800, "2026-01-01T00:00:00Z"))
     s.add_snapshot(2, snapshot(b, MIN_RATING - 1, "2026-01-01T00:00:00Z"))
     s.add_snapshot(3, snapshot(c, None, "2026-01-01T00:00:00Z"))
@@ -129,8 +139,8 @@ def test_a_sleeper_key_rated_low_long_ago_has_no_standing() -> None:
     needs a rating >= 500 first reached at least 30 days before the current one (and >= 500 now)."""
     s = Standing()
     sleeper, honest = new_id(), new_id()
-    s.vouch(sleeper, 0)
-    s.vouch(honest, 0)
+    vouched(s, sleeper, 0)
+    vouched(s, honest, 0)
     s.add_snapshot(1, snapshot(sleeper, 12, "2026-01-01T00:00:00Z"))
     s.add_snapshot(2, snapshot(honest, 700, "2026-01-01T00:00:00Z"))
     s.add_snapshot(3, snapshot(sleeper, 12, "2026-02-01T00:00:00Z"))
@@ -152,7 +162,7 @@ def test_exams_alone_cannot_buy_standing() -> None:
     s.add_snapshot(1, snapshot(bot, 676, "2026-01-01T00:00:00Z"))
     s.add_snapshot(2, snapshot(bot, 676, "2026-03-01T00:00:00Z"))
     assert not s.has_standing(bot, 3)
-    s.vouch(bot, 5)  # e.g. an approved marketplace's event about it, logged at 5
+    vouched(s, bot, 5)  # an approved marketplace's event about it, logged at 5
     assert not s.has_standing(bot, 5) and s.has_standing(bot, 6)
 
 
