@@ -33,6 +33,13 @@ class RemoteError(TrustscoreError):
         self.problem = problem or {}
 
 
+def printable(text: str) -> str:
+    """``text`` with line breaks and other control characters escaped (``\\n``, ``\\x1b``): what a server
+    says is printed on the command's one error line, where a line break forged another line and an
+    escape sequence reached the terminal (review)."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 #: Bytes of one answer the client reads (a rating attestation's bundle, the largest, is at most 32 MiB).
 MAX_ANSWER = 64 << 20
 
@@ -76,6 +83,7 @@ class LogClient:
                 if isinstance(parsed, dict):  # (a problem of another shape keeps the body's text)
                     problem = parsed
                     detail = str(problem.get("detail") or problem.get("title") or detail)[:500]
+            detail = printable(detail)  # a server's words, printed on one line to a terminal
             if r.status_code == 404:
                 raise NotFound(f"{self.server}{path}: {detail}")
             raise RemoteError(

@@ -84,10 +84,15 @@ async def send_problem(
 
 async def gate(scope: Scope, send: Send, not_post: str) -> bool:
     """Answer here an HTTP request that is no JSON-RPC request for the mount's SDK, each problem+json
-    naming the path asked (True when answered): a method other than POST (OPTIONS 204, any other 405
-    with ``not_post``; both ``Allow: POST``), a path below the mount's own (404), a body not declared
-    ``application/json`` (415). The SDKs answered those in plain text or with no content type at all."""
+    naming the path asked (True when answered): a path below the mount's own (404, whatever the method),
+    a method other than POST (OPTIONS 204, any other 405 with ``not_post``; both ``Allow: POST``), a body
+    not declared ``application/json`` (415). The SDKs answered those in plain text or with no content
+    type at all. ``scope`` (the mount's own copy) is handed on with its Content-Type in lower case."""
     allow, method = {"Allow": "POST"}, str(scope.get("method", ""))
+    if scope["path"].strip("/"):
+        detail = "no such path: the endpoint takes JSON-RPC requests at its own path only"
+        await send_problem(send, problem_content(404, "not-found", "Not found", detail, asked(scope)))
+        return True
     if method == "OPTIONS":
         await send({"type": "http.response.start", "status": 204, "headers": [(b"allow", b"POST")]})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -99,18 +104,19 @@ async def gate(scope: Scope, send: Send, not_post: str) -> bool:
             allow,
         )
         return True
-    if scope["path"].strip("/"):
-        detail = "no such path: the endpoint takes JSON-RPC requests at its own path only"
-        await send_problem(send, problem_content(404, "not-found", "Not found", detail, asked(scope)))
-        return True
     declared = next((v for k, v in scope["headers"] if k == b"content-type"), b"")
-    if declared.partition(b";")[0].strip().lower() != b"application/json":
+    media, semicolon, parameters = declared.partition(b";")
+    if media.strip().lower() != b"application/json":
         detail = "the request body must be declared Content-Type: application/json (a JSON-RPC request)"
         await send_problem(
             send,
             problem_content(415, "unsupported-media-type", "Unsupported media type", detail, asked(scope)),
         )
         return True
+    # Media types are case-insensitive (RFC 9110); the MCP SDK compares the header as it came: given
+    # "Application/JSON" it answered a JSON-RPC 415 of its own. The SDK gets it in lower case.
+    normal = b"application/json" + semicolon + parameters
+    scope["headers"] = [(k, normal if k == b"content-type" else v) for k, v in scope["headers"]]
     return False
 
 

@@ -122,6 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         code: int = args.func(args)
+        sys.stdout.flush()  # here, where a reader that went away is caught, not at the exit's flush
     except TrustscoreError as exc:
         print(f"trustscore: error: {exc.message}", file=sys.stderr)
         return exit_code(exc)
@@ -135,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # files hold, and one of another shape than they read fails where it is first used. With
     # TRUSTSCORE_DEBUG set the traceback is printed instead (a bug looks the same from outside).
     except (RecursionError, KeyError, TypeError, AttributeError, IndexError, ValueError, OSError) as exc:
-        if os.environ.get("TRUSTSCORE_DEBUG"):
+        if os.environ.get("TRUSTSCORE_DEBUG", "").strip().lower() in ("1", "true", "yes"):
             raise
         print(f"trustscore: error: {_last_resort(exc)}", file=sys.stderr)
         return EXIT_ERROR

@@ -344,6 +344,11 @@ def _workdir() -> str:
     return path
 
 
+def _ended(pid: int) -> bool:
+    """Whether the child ``pid`` has ended, leaving it to be reaped."""
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
@@ -373,11 +378,14 @@ def _run_weak(request: bytes, limits: Limits) -> SandboxRun:
             proc.stdout.close()
             deadline = time.monotonic() + limits.wall_s
             out, complete = _exchange(req_w, resp_r, request, deadline)
+            # Its end awaited without reaping it: while the leader is unreaped its group id cannot be
+            # taken by another process, so the group killed below is its own (review).
+            while complete and not _ended(proc.pid):
+                if time.monotonic() >= deadline:  # it closed its output and went on
+                    complete = False
+                    break
+                time.sleep(0.005)
             if not complete:
-                return timeout
-            try:
-                proc.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:  # it closed its output and went on
                 return timeout
         finally:
             _kill_group(proc.pid)

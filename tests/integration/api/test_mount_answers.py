@@ -69,3 +69,24 @@ async def test_a_body_too_large_names_the_path_asked(client: Client, mount: str)
     big = b'{"jsonrpc":"2.0","id":1,"method":"x","params":{"x":"' + b"a" * (5 << 20) + b'"}}'
     r = await client.post(mount, content=big, headers={**ACCEPT, "content-type": "application/json"})
     assert problem(r, 413)["instance"] == mount
+
+
+@pytest.mark.parametrize("mount", ["/mcp/", "/a2a/"])
+@pytest.mark.parametrize("content_type", ["Application/JSON", "APPLICATION/JSON; Charset=UTF-8"])
+async def test_the_media_type_is_read_without_regard_to_case(
+    client: Client, mount: str, content_type: str
+) -> None:
+    """The gate read the type case-insensitively (RFC 9110) but handed the header on as it came, and the
+    MCP SDK compared it as it came: a JSON-RPC 415 of its own (review)."""
+    r = await client.post(
+        mount,
+        content=b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}',
+        headers={**ACCEPT, "content-type": content_type},
+    )
+    assert r.status_code == 200, r.text
+
+
+@pytest.mark.parametrize("method", ["OPTIONS", "GET", "POST"])
+async def test_a_path_under_a_mount_is_404_whatever_the_method(client: Client, method: str) -> None:
+    r = await client.request(method, "/mcp/x", headers={"content-type": "application/json"})
+    assert problem(r, 404)["instance"] == "/mcp/x"

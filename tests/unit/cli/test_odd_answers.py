@@ -210,3 +210,54 @@ def test_an_answer_without_end_is_read_within_a_bound(
         server.server_close()
     assert code == EXIT_ERROR
     one_line(capsys, "answered more than 1048576 bytes")
+
+
+def test_a_servers_words_are_printed_on_one_line_without_control_characters(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A problem's detail with a line break forged a second line ('FAKE: trustscore: ok'), and an escape
+    sequence reached the terminal (review): both come out escaped."""
+    body = b'{"detail": "line1\\nFAKE: trustscore: ok\\u001b[2J\\u001b[31mred"}'
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), _serving(body, 503, "application/problem+json")
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        assert main(["agent", "list", "--server", f"http://127.0.0.1:{server.server_address[1]}"]) == 4
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "\x1b" not in err and "\\nFAKE" in err, err
+
+
+def test_trustscore_debug_0_is_off(
+    deep: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TRUSTSCORE_DEBUG", "0")
+    assert main(["exam", "grade", str(deep)]) == EXIT_ERROR
+    one_line(capsys, "nested too deeply")
+
+
+def test_a_reader_gone_before_the_exit_flush_is_quiet(tmp_path: Path) -> None:
+    """Output block-buffered, the reader already gone: the flush at exit raised outside main and Python
+    printed 'Exception ignored ... BrokenPipeError' with exit 120 (review)."""
+    import os
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "trustscore.cli.main", "exam", "list"],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            env={k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"},
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write)
+    assert proc.returncode == EXIT_ERROR and b"Exception ignored" not in proc.stderr, proc.stderr[-500:]
+    assert b"Traceback" not in proc.stderr

@@ -38,22 +38,9 @@ def test_a_reporter_with_standing_cannot_hand_it_to_a_key_of_its_own() -> None:
     )
     at = _at(31.1)
     before = world.rate(at)
-    for i in range(100):  # B reports about A: each deal a new item
-        world._add(
-            make_settlement(
-                deal_id=f"d{i}",
-                seller=world.agent.id,
-                buyer=second.id,
-                reporter_role="buyer",
-                settled_at=statements.format_time(_at(31.05)),
-                delivery="pass",
-                confirmed=True,
-            ),
-            second,
-        )
+    issuers = _reports_about_a(world, second, 100)  # each deal a new item
     after = world.rate(at)
-    reports = [d for d in world.evidence if d.key is not None and d.key.startswith(f"settlement:{second.id}")]
-    assert reports and all(d.issuer == POOL_ISSUER for d in reports), {d.issuer for d in reports}
+    assert issuers and set(issuers) == {POOL_ISSUER}, set(issuers)
     for model in MODELS:
         old, new = before[model].total, after[model].total
         assert old is not None and new is not None
