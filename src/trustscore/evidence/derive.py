@@ -16,7 +16,7 @@ import msgspec
 
 from trustscore.errors import UnsupportedKind
 from trustscore.evidence.reporters import ReporterWeights, no_snapshots
-from trustscore.evidence.standing import POOL_ISSUER, Standing
+from trustscore.evidence.standing import POOL_ISSUER, Standing, vouches
 from trustscore.exams import sitting_evidence
 from trustscore.kinds.approvals import MARKETPLACE_APPROVAL
 from trustscore.kinds.cards import AGENT_CARD, AGENT_CARD_V2
@@ -116,8 +116,8 @@ def _by_standing(
     subject); one without goes to the subject's pool (docs/methodology.md, "Reporter standing")."""
     if context.standing.has_standing(reporter, index):
         if context.standing.approved(reporter, index):  # only the operator's marketplaces vouch (v2),
-            for d in items:  # with a success
-                if d.result == "success":
+            for d in items:  # with a delivery they report
+                if vouches(d):
                     context.standing.vouch(d.agent, index, reporter)
         return _standing(items, context)
     return _pooled(items, context)

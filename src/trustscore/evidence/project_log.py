@@ -18,7 +18,7 @@ from trustscore.errors import TrustscoreError
 from trustscore.evidence.derive import Context, derive, derive_snapshots
 from trustscore.evidence.reporters import REPORTER_MODEL as REPORTER_MODEL
 from trustscore.evidence.reporters import ReporterWeights
-from trustscore.evidence.standing import POOL_ISSUER, Standing
+from trustscore.evidence.standing import POOL_ISSUER, Standing, vouches
 from trustscore.kinds import catalog
 from trustscore.kinds.admission import Registration, admit, registration_of
 from trustscore.kinds.approvals import MarketplaceApproval
@@ -100,7 +100,7 @@ class ProjectionState:
         reporter = item.issuer
         if reporter is not None and reporter != REVERIFY_ISSUER:  # a reporter held to have standing
             if item.source != work.SELF_REPORTED and self.standing.approved(reporter, index):
-                if item.result == "success":
+                if vouches(item):
                     self.standing.vouch(item.agent, index, reporter)
             elif item.source == work.SELF_REPORTED or not self.standing.vouched_before(reporter, index):
                 self.standing_v1_items[item.agent] = self.standing_v1_items.get(item.agent, 0) + 1

@@ -42,6 +42,7 @@ import msgspec
 from trustscore.kinds.approvals import MarketplaceApproval
 from trustscore.kinds.snapshots import RatingSnapshot
 from trustscore.ledger.statements import ParsedStatement, parse_time
+from trustscore.scoring.inputs import EvidenceItem
 from trustscore.scoring.times import to_micros
 
 #: The policy's version, named in every rating response and evidence export. standing-v2 (2026-12-07) is
@@ -129,6 +130,18 @@ class _Dimension:
                 ref = sum(sorted(w * _decay(newest - at) for w, at in self.standing.values()))
                 self.cached = (raw, ref, newest)
         return self.cached
+
+
+#: The dimensions in which a success an approved marketplace reports vouches for its subject.
+VOUCHING = ("delivery", "reliability")
+
+
+def vouches(item: EvidenceItem) -> bool:
+    """Whether ``item``, reported by an approved marketplace, vouches for its subject: a delivery or a
+    payment made (an event ``delivered``, a settlement's delivery or payment ``pass``, a confirmed work
+    record ``done``). An economic ``confirmed`` alone does not (an integration may send it when an order
+    is placed, before anything is delivered or paid), nor any failure."""
+    return item.dimension in VOUCHING and item.result == "success"
 
 
 def _decay(age_us: int) -> float:

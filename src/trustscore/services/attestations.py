@@ -43,7 +43,7 @@ from trustscore.errors import (
     TrustscoreError,
 )
 from trustscore.evidence.reporters import REPORTER_MODEL
-from trustscore.evidence.standing import MIN_RATING, POOL_ISSUER
+from trustscore.evidence.standing import MIN_RATING, POOL_ISSUER, VOUCHING
 from trustscore.kinds.approvals import MARKETPLACE_APPROVAL
 from trustscore.ledger import dsse, merkle, note
 from trustscore.ledger.checkpoint import Checkpoint
@@ -236,7 +236,7 @@ async def entries_of(
             await store.approvals_of({r for _, r in pending}, MARKETPLACE_APPROVAL.predicate_type, size)
         )
         vouches = await store.first_vouches_before(
-            pending, (POOL_ISSUER, REVERIFY_ISSUER), MARKETPLACE_APPROVAL.predicate_type
+            pending, (POOL_ISSUER, REVERIFY_ISSUER), MARKETPLACE_APPROVAL.predicate_type, VOUCHING
         )
         found = bounded(found | set(vouches))
         reports = [*reports, *await store.entry_signers(vouches)]

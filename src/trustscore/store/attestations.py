@@ -107,21 +107,28 @@ class AttestationStore:
         )
 
     async def first_vouches_before(
-        self, reports: Iterable[tuple[int, str]], unvouching: Iterable[str], approval_kind: str
+        self,
+        reports: Iterable[tuple[int, str]],
+        unvouching: Iterable[str],
+        approval_kind: str,
+        vouching: Iterable[str],
     ) -> list[int]:
-        """For each (report index, reporter) and each issuer the operator had approved as a marketplace
-        before: the first entry logged before the report that gave the reporter a success from that
-        issuer (its vouch, standing-v2), skipping issuers in ``unvouching`` (the pool, the re-verifier).
-        A success from an issuer retired at the time is taken too (the approvals bundled say so); a later
-        one after it, from the same issuer, is not looked for."""
+        """For each (report index, reporter) and each of the operator's approval entries (``approval_kind``)
+        before the report: the first success in a ``vouching`` dimension about the reporter from that
+        marketplace after the
+        approval entry and before the report (its vouch, standing-v2: ``standing.vouches``), skipping
+        issuers in ``unvouching`` (the pool, the re-verifier). One per approval entry covers the first
+        success of every approved interval; one after a retirement is taken too (harmless: the approvals
+        bundled say it does not vouch)."""
         return await self._per_report(
             reports,
-            "SELECT DISTINCT ON (e.issuer) e.idx AS idx FROM evidence e WHERE e.agent = t.reporter "
-            "AND e.idx < t.before AND e.result = 'success' AND e.issuer IS NOT NULL "
-            "AND NOT (e.issuer = ANY($3::text[])) AND EXISTS (SELECT 1 FROM entries a "
-            "WHERE a.subject = e.issuer AND a.kind = $4 AND a.idx < e.idx) ORDER BY e.issuer, e.idx",
+            "SELECT f.idx AS idx FROM entries a CROSS JOIN LATERAL (SELECT e.idx FROM evidence e "
+            "WHERE e.agent = t.reporter AND e.issuer = a.subject AND e.idx > a.idx AND e.idx < t.before "
+            "AND e.dimension = ANY($5::text[]) AND e.result = 'success' ORDER BY e.idx LIMIT 1) f "
+            "WHERE a.kind = $4 AND a.idx < t.before AND NOT (a.subject = ANY($3::text[]))",
             sorted(set(unvouching)),
             approval_kind,
+            sorted(set(vouching)),
         )
 
     async def approvals_of(self, marketplaces: Iterable[str], kind: str, size: int) -> list[int]:

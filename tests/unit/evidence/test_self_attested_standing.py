@@ -126,7 +126,9 @@ class World:
             self.service,
         )
 
-    def vouch(self, agent: keys.SigningKey | None = None, event: EventName = "delivered") -> None:
+    def vouch(
+        self, agent: keys.SigningKey | None = None, event: EventName = "delivered", ref: str | None = None
+    ) -> None:
         """One report about A (or ``agent``) by the approved marketplace: a vouch if it is a success."""
         at = statements.format_time(_at(31))
         self._add(
@@ -134,7 +136,7 @@ class World:
                 marketplace=self.market.id,
                 agent=(agent or self.agent).id,
                 event=event,
-                ref=f"order-{len(self.envelopes)}",
+                ref=ref or f"order-{len(self.envelopes)}",
                 occurred_at=at,
             ),
             self.market,

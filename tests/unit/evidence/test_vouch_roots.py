@@ -92,3 +92,16 @@ def test_a_vouch_lapses_when_its_marketplace_is_retired() -> None:
     assert set(_reports_about_a(world, second, 3)) == {second.id}  # vouched: standing
     world.retire()
     assert set(_reports_about_a(world, second, 3, first=3)) == {POOL_ISSUER}  # retired: pooled
+
+
+def test_only_a_delivery_vouches() -> None:
+    """An economic `confirmed` (which an integration may send when an order is placed) vouched, alone or
+    beside a `rejected` of the same order (review: A 656 -> 839 both ways). A vouch is a delivery the
+    approved marketplace reports: `delivered`, a settlement's delivery `pass`, a confirmed `done`."""
+    for events in (["confirmed"], ["confirmed", "rejected"]):
+        world = World(others=1)
+        (second,) = world.others
+        for event in events:  # one order
+            world.vouch(second, event, ref="order-1")  # type: ignore[arg-type]
+        issuers = _reports_about_a(world, second, 5)
+        assert issuers and set(issuers) == {POOL_ISSUER}, (events, set(issuers))
