@@ -43,12 +43,11 @@ from trustscore.errors import (
     TrustscoreError,
 )
 from trustscore.evidence.reporters import REPORTER_MODEL
-from trustscore.evidence.standing import MIN_RATING, POOL_ISSUER, VOUCHING
+from trustscore.evidence.standing import MIN_RATING, VOUCHING
 from trustscore.kinds.approvals import MARKETPLACE_APPROVAL
 from trustscore.ledger import dsse, merkle, note
 from trustscore.ledger.checkpoint import Checkpoint
 from trustscore.ledger.keys import SigningKey
-from trustscore.reverify.evidence import ISSUER as REVERIFY_ISSUER
 from trustscore.services.budget import WorkBudget
 from trustscore.services.kept import Budgeted
 from trustscore.services.metrics import Metrics
@@ -235,9 +234,7 @@ async def entries_of(
         found |= set(
             await store.approvals_of({r for _, r in pending}, MARKETPLACE_APPROVAL.predicate_type, size)
         )
-        vouches = await store.first_vouches_before(
-            pending, (POOL_ISSUER, REVERIFY_ISSUER), MARKETPLACE_APPROVAL.predicate_type, VOUCHING
-        )
+        vouches = await store.first_vouches_before(pending, MARKETPLACE_APPROVAL.predicate_type, VOUCHING)
         found = bounded(found | set(vouches))
         reports = [*reports, *await store.entry_signers(vouches)]
     ids = await store.signers(found) | {agent, signer} | {issuer for _, issuer in evidence if issuer}

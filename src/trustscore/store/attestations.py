@@ -109,24 +109,21 @@ class AttestationStore:
     async def first_vouches_before(
         self,
         reports: Iterable[tuple[int, str]],
-        unvouching: Iterable[str],
         approval_kind: str,
         vouching: Iterable[str],
     ) -> list[int]:
         """For each (report index, reporter) and each of the operator's approval entries (``approval_kind``)
         before the report: the first success in a ``vouching`` dimension about the reporter from that
-        marketplace after the
-        approval entry and before the report (its vouch, standing-v2: ``standing.vouches``), skipping
-        issuers in ``unvouching`` (the pool, the re-verifier). One per approval entry covers the first
-        success of every approved interval; one after a retirement is taken too (harmless: the approvals
-        bundled say it does not vouch)."""
+        marketplace after the approval entry and before the report (its vouch, standing-v2:
+        ``standing.vouches``). One per approval entry covers the first success of every approved
+        interval; one after a retirement is taken too (harmless: the approvals bundled say it does not
+        vouch). Only a marketplace's own items are looked at, never the pool's or the re-verifier's."""
         return await self._per_report(
             reports,
             "SELECT f.idx AS idx FROM entries a CROSS JOIN LATERAL (SELECT e.idx FROM evidence e "
             "WHERE e.agent = t.reporter AND e.issuer = a.subject AND e.idx > a.idx AND e.idx < t.before "
-            "AND e.dimension = ANY($5::text[]) AND e.result = 'success' ORDER BY e.idx LIMIT 1) f "
-            "WHERE a.kind = $4 AND a.idx < t.before AND NOT (a.subject = ANY($3::text[]))",
-            sorted(set(unvouching)),
+            "AND e.dimension = ANY($4::text[]) AND e.result = 'success' ORDER BY e.idx LIMIT 1) f "
+            "WHERE a.kind = $3 AND a.idx < t.before",
             approval_kind,
             sorted(set(vouching)),
         )
