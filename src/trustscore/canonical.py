@@ -111,8 +111,19 @@ def b64encode(data: bytes) -> str:
 
 
 def b64decode(text: str, *, what: str = "value") -> bytes:
-    """Strict standard base64 (with padding); raises :class:`InvalidInput` naming ``what``."""
+    """Strict, canonical standard base64 (with padding, pad bits zero: the one encoding of its bytes);
+    raises :class:`InvalidInput` naming ``what``.
+
+    Python's decoder ignores the unused low bits of the last character, so "AB==" and "AA==" both decode
+    to one zero byte; a log that kept such text would hold leaves a strict decoder (RFC 4648 §3.5 lets one
+    refuse them; Rust's ``base64`` does by default) cannot read, and one signature under several encodings.
+    """
     try:
-        return base64.b64decode(text.encode("ascii"), validate=True)
+        data = base64.b64decode(text.encode("ascii"), validate=True)
     except (binascii.Error, UnicodeEncodeError, ValueError) as exc:
         raise InvalidInput(f"{what} is not valid base64") from exc
+    if base64.b64encode(data) != text.encode("ascii"):
+        raise InvalidInput(
+            f"{what} is not canonical base64 (the unused bits of its last character must be 0)"
+        )
+    return data

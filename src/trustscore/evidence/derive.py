@@ -27,6 +27,7 @@ from trustscore.kinds.reverification import Reverification
 from trustscore.kinds.scope_run import SCOPE_RUN
 from trustscore.kinds.service_card import SERVICE_CARD
 from trustscore.kinds.settlements import Settlement
+from trustscore.kinds.sittings import SittingClose
 from trustscore.kinds.snapshots import RATING_SNAPSHOT, RatingSnapshot
 from trustscore.kinds.work_records import WorkRecord
 from trustscore.ladder import work_evidence as work
@@ -96,7 +97,7 @@ def derive(entry_index: int, statement: ParsedStatement, context: Context) -> li
     if isinstance(p, Reverification):
         return _standing(derive_reverification(entry_index, statement), context)
     if statement.kind.name in sitting_evidence.SITTING_KINDS:  # the server's own grades of a sitting
-        return _standing(sitting_evidence.derive_sitting(entry_index, statement), context)
+        return _standing(_spaced(entry_index, statement, context), context)
     if statement.kind.predicate_type in NO_EVIDENCE:
         return []
     raise UnsupportedKind(f"no evidence mapping for {statement.kind.predicate_type}")
@@ -107,6 +108,25 @@ def _standing(items: list[DerivedEvidence], context: Context) -> list[DerivedEvi
     for d in items:
         context.standing.observe(d.agent, d.dimension, d.key, d.source, d.extra_weight, d.at)
     return items
+
+
+def _spaced(index: int, statement: ParsedStatement, context: Context) -> list[DerivedEvidence]:
+    """A sitting close's items weighted by how long after the agent's sittings in each dimension that had
+    closed before it opened it closed (standing-v3, :meth:`Standing.sitting_weight`); those weighing 0
+    are dropped."""
+    items = sitting_evidence.derive_sitting(index, statement)
+    if not items:
+        return items
+    assert isinstance(statement.predicate, SittingClose)
+    opened = statement.predicate.sitting
+    out = []
+    for d in items:
+        weight = context.standing.sitting_weight(d.agent, d.dimension, index, opened, d.at)
+        if weight > 0.0:
+            out.append(
+                d if weight == 1.0 else msgspec.structs.replace(d, extra_weight=d.extra_weight * weight)
+            )
+    return out
 
 
 def _by_standing(

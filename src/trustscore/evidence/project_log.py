@@ -19,6 +19,7 @@ from trustscore.evidence.derive import Context, derive, derive_snapshots
 from trustscore.evidence.reporters import REPORTER_MODEL as REPORTER_MODEL
 from trustscore.evidence.reporters import ReporterWeights
 from trustscore.evidence.standing import POOL_ISSUER, Standing, vouches
+from trustscore.exams.sitting_evidence import KEY_PREFIX as SITTING_KEY
 from trustscore.kinds import catalog
 from trustscore.kinds.admission import Registration, admit, registration_of
 from trustscore.kinds.approvals import MarketplaceApproval
@@ -71,6 +72,9 @@ class ProjectionState:
     # (a self-attested work record, or a rated reporter's report, counted as standing evidence where
     # standing-v2 pools it), with how many such items each: the subjects whose ratings those move.
     standing_v1_items: dict[str, int] = field(default_factory=dict)
+    # Agents with sitting evidence replayed that standing-v2 derived at another weight than standing-v3
+    # would (a sitting after an earlier one in the same dimension, counted in full), with how many each.
+    standing_v2_items: dict[str, int] = field(default_factory=dict)
 
     @property
     def log_key_id(self) -> str:
@@ -93,8 +97,15 @@ class ProjectionState:
         """Replay evidence derived before, logged at ``index`` (in log order), into the standing
         policy's state: an approved marketplace's report vouches, as derivation does. A report stored as
         standing evidence that standing-v2 would have pooled (derived by standing-v1) is counted as it is
-        stored, and its subject in :attr:`standing_v1_items`."""
-        if item.issuer == POOL_ISSUER:
+        stored, and its subject in :attr:`standing_v1_items`; a sitting's item spaces the agent's later
+        sittings as derivation does, and one stored at another weight (derived by standing-v2) puts its
+        subject in :attr:`standing_v2_items`."""
+        if item.issuer is None and item.key is not None and item.key.startswith(SITTING_KEY):
+            opened = int(item.key[len(SITTING_KEY) :].split(":", 1)[0])  # sitting:<open index>:<item>
+            weight = self.standing.sitting_weight(item.agent, item.dimension, index, opened, item.at)
+            if item.extra_weight != weight:  # (a sitting's extra weight is its spacing alone)
+                self.standing_v2_items[item.agent] = self.standing_v2_items.get(item.agent, 0) + 1
+        elif item.issuer == POOL_ISSUER:
             self.standing.count_pooled(item.agent, item.dimension, item.source, item.extra_weight, item.at)
             return
         reporter = item.issuer

@@ -1,4 +1,4 @@
-"""Reporter standing: what fresh keys can say about an agent, together (policy ``standing-v2``).
+"""Reporter standing: what fresh keys can say about an agent, together (policy ``standing-v3``).
 
 Applied when the log is derived into evidence, before any model scores, so every served model (and the
 offline ``trustscore score`` of an export) sees the same, already bounded evidence. docs/methodology.md,
@@ -27,6 +27,12 @@ offline ``trustscore score`` of an export) sees the same, already bounded eviden
   newest standing item. A pool item is dated no later than that newest standing item (it can neither
   refresh freshness nor escape decay), is scaled down to the room left, and is dropped when none is
   left — so with no standing evidence in a dimension, the pool adds nothing there at all.
+* An agent's **sittings** (the server's grades of the exams it chose to sit, as often as it likes) are
+  standing evidence, **spaced** per dimension since standing-v3 (:meth:`Standing.sitting_weight`):
+  together, decayed with :data:`HALF_LIFE_DAYS`, they weigh at most as many fresh sittings as the agent
+  may hold open at once, so a burst of sittings cannot drown what counterparties reported (under
+  standing-v2 each sitting added a whole sitting's weight: a rule-based program's 5 sittings took a
+  delivery that approved marketplaces had reported failed 20 times from 0 to 84).
 
 Pure and deterministic: the result depends only on the statements fed, in log order.
 """
@@ -38,10 +44,12 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 import msgspec
+import numpy as np
 
 from trustscore.kinds.approvals import MarketplaceApproval
 from trustscore.kinds.snapshots import RatingSnapshot
 from trustscore.ledger.statements import ParsedStatement, parse_time
+from trustscore.scoring.anchored import exp2
 from trustscore.scoring.inputs import EvidenceItem
 from trustscore.scoring.times import to_micros
 
@@ -50,7 +58,12 @@ from trustscore.scoring.times import to_micros
 #: own claims about itself in full, without bound) and vouches by approved marketplaces only (under v1 a
 #: reporter with standing vouched, so it could hand standing on to a key of its own). The two derive the
 #: same evidence from a log where neither happened (``ProjectionState.standing_v1_items`` counts the rest).
-POLICY_VERSION = "standing-v2"
+#: standing-v3 (2026-12-07) is standing-v2 with an agent's sittings in one dimension spaced
+#: (:meth:`Standing.sitting_weight`: under v2 every sitting added a full sitting's weight, so a program
+#: sitting an exam again and again drowned the failures approved marketplaces had reported). The two
+#: derive the same evidence from a log where no agent sat twice in a dimension
+#: (``ProjectionState.standing_v2_items`` counts the rest).
+POLICY_VERSION = "standing-v3"
 #: The pool's items weigh together at most this share of a dimension's standing evidence.
 POOL_SHARE = 0.04
 #: A reporter needs at least this rating (0..1000, adjusted, else total) ...
@@ -73,6 +86,8 @@ POOL_OTHER = 1.0
 
 _DAY_US = 86_400_000_000
 _EPS = 1e-12
+#: Beyond this many half-lives 2^-x is below float64's last bit of 1: a sitting weighs 1.
+_SPACING_CAP = 64.0
 
 
 class PolicyDescription(msgspec.Struct, frozen=True, kw_only=True):
@@ -132,6 +147,15 @@ class _Dimension:
         return self.cached
 
 
+@dataclass
+class _Sittings:
+    """One agent's sitting closes with items in one dimension, in log order (standing-v3)."""
+
+    indexes: list[int] = field(default_factory=list)  # close indexes, ascending
+    newest: list[int] = field(default_factory=list)  # the newest closed_at (µs) up to each close
+    last_weight: float = 0.0  # the weight of the last close
+
+
 #: The dimensions in which a success an approved marketplace reports vouches for its subject.
 VOUCHING = ("delivery", "reliability")
 
@@ -158,6 +182,7 @@ class Standing:
         self._key_dim: dict[tuple[str, str], str] = {}  # (agent, key) -> dimension holding it
         # agent -> {approved marketplace: index of its first success reported about the agent}
         self._vouched: dict[str, dict[str, int]] = {}
+        self._sat: dict[tuple[str, str], _Sittings] = {}  # (agent, dimension) -> its sitting closes
 
     # --- what the log says about reporters ---------------------------------------------------------
 
@@ -228,6 +253,34 @@ class Standing:
         return rated.times[position - 1] - first >= MIN_RATED_DAYS * _DAY_US
 
     # --- evidence ------------------------------------------------------------------------------------
+
+    def sitting_weight(self, agent: str, dimension: str, index: int, opened: int, at: dt.datetime) -> float:
+        """The extra weight of the items in ``dimension`` of ``agent``'s sitting opened at log index
+        ``opened`` and closed at ``at`` (the close logged at ``index``), fed in log order; the same for
+        every item of one close.
+
+        ``1 − 2^(−Δ/h)``, h :data:`HALF_LIFE_DAYS`, Δ the time from the newest ``closed_at`` of the
+        agent's sittings with items in the dimension that had *closed before this one was opened* (their
+        close index below ``opened``) to ``at``; 1 when there is none, 0 (its items are dropped) when Δ is
+        not positive. Each sitting takes the room the earlier ones' decay left, so sitting again at once
+        adds next to nothing; and sittings open at the same time all see the same earlier closes, so the
+        order the agent closes them in (having read every one's prompts) does not choose which counts.
+        Pure IEEE arithmetic and :func:`~trustscore.scoring.anchored.exp2`: the same bits on every machine.
+        """
+        sat = self._sat.setdefault((agent, dimension), _Sittings())
+        if sat.indexes and sat.indexes[-1] == index:
+            return sat.last_weight
+        at_us = to_micros(at)
+        position = bisect.bisect_left(sat.indexes, opened)
+        if position == 0:
+            weight = 1.0
+        else:
+            x = min(_SPACING_CAP, (max(0, at_us - sat.newest[position - 1]) / _DAY_US) / HALF_LIFE_DAYS)
+            weight = float(1.0 - exp2(np.array([-x]))[0])
+        sat.indexes.append(index)
+        sat.newest.append(max(at_us, sat.newest[-1]) if sat.newest else at_us)
+        sat.last_weight = weight
+        return weight
 
     def observe(
         self, agent: str, dimension: str, key: str | None, source: str, weight: float, at: dt.datetime

@@ -14,6 +14,7 @@ from trustscore.ledger.statements import ParsedStatement, parse_time
 from trustscore.scoring.inputs import DerivedEvidence
 
 SOURCE = "verified"
+KEY_PREFIX = "sitting:"  # every key of a sitting's item, and no other item's
 __all__ = ["SITTING_KINDS", "derive_sitting"]
 
 
@@ -33,7 +34,7 @@ def derive_sitting(index: int, stmt: ParsedStatement) -> list[DerivedEvidence]:
             at=at,
             value=item.value_millis / 1000,
             result=item.result,
-            key=f"sitting:{c.sitting}:{item.item_id}",
+            key=f"{KEY_PREFIX}{c.sitting}:{item.item_id}",
             issuer=None,
         )
         for item in c.items

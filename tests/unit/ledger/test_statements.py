@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import stat
@@ -106,6 +107,24 @@ def test_signatures_must_all_verify_and_come_from_the_right_key() -> None:
     only_other = dsse.sign(payload, [other])
     with pytest.raises(SignatureError, match="must be signed by"):
         check(prepare(msgspec.to_builtins(only_other)), {other.id: other.public_key}.get)
+
+
+def test_an_envelope_in_non_canonical_base64_is_refused() -> None:
+    """Nonzero pad bits decode to the same bytes in Python; such a leaf is unreadable to a strict decoder
+    (found by a conformance review: an envelope whose signature ended in such a character was logged)."""
+    assert canonical.b64decode("AA==") == b"\x00"
+    with pytest.raises(InvalidInput, match="not canonical base64"):
+        canonical.b64decode("AB==")
+    _key, env = new_card("me")
+    sig = env.signatures[0].sig
+    assert sig.endswith("==")  # 64 bytes: the last character before the padding carries 4 unused bits
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    loose = sig[:-3] + alphabet[alphabet.index(sig[-3]) ^ 1] + "=="
+    assert base64.b64decode(loose) == base64.b64decode(sig)
+    bad = msgspec.structs.replace(env, signatures=[dsse.Signature(env.signatures[0].keyid, loose)])
+    with pytest.raises(InvalidInput, match="not canonical base64"):
+        check(prepare(msgspec.to_builtins(bad)), lambda _k: None)
+    check(prepare(msgspec.to_builtins(env)), lambda _k: None)
 
 
 def test_regression_verifier_key_with_plus_in_base64_parses() -> None:
