@@ -256,7 +256,12 @@ async def build_services(
         SittingStore(pool),
         service_key,
         exam_dirs,
-        SittingConfig(settings.sitting_deadline, settings.sitting_max_open, settings.sitting_sweep_interval),
+        SittingConfig(
+            settings.sitting_deadline,
+            settings.sitting_max_open,
+            settings.sitting_sweep_interval,
+            scope_interval_s=settings.sitting_scope_interval,
+        ),
     )
     services = Services(
         log=log_service,

@@ -16,6 +16,7 @@ import datetime as dt
 import hashlib
 import hmac
 import logging
+import math
 import secrets
 from dataclasses import dataclass
 
@@ -61,6 +62,8 @@ MAX_MOVE_CHARS = 2048
 #: Bytes of a POSTed dialogue move: 64 moves of 2,048 characters, each escaped in JSON at most 12 bytes
 #: (a surrogate pair of \uXXXX escapes), are ~1.57 MB.
 MAX_DIALOGUE_BYTES = 2 * 1024 * 1024
+#: The scope-honesty exams' references (``scope@1``): sat at most once a period by the agent itself.
+SCOPE_PREFIX = "scope@"
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,9 @@ class SittingConfig:
     max_unsettled: int = 4  # sittings an agent may hold open at once
     sweep_interval: float = 5.0  # seconds between sweeps (expire overdue sittings, repair crashed opens)
     clock_skew: float = 300.0
+    # At most one agent-started scope@1 sitting per agent per this many seconds (0: no limit). The view
+    # shows the latest run, so unbounded retries let an agent stop after a lucky one (docs/scope-honesty.md).
+    scope_interval_s: float = 604_800.0
 
 
 class PublicItem(msgspec.Struct, frozen=True):
@@ -149,6 +155,7 @@ class SittingService:
             raise NonceReplay(f"nonce {req.nonce!r} of {req.agent} was already used")
         form = await self._form_at_open(req.agent, req.exam)
         base = load_exam(req.exam, self.exam_dirs)
+        await self._scope_once_a_period(req.agent, req.exam)
         if await self.store.unsettled(req.agent) >= self.config.max_unsettled:
             raise RateLimited(
                 f"{req.agent} already has {self.config.max_unsettled} sittings open; report them or let "
@@ -197,6 +204,21 @@ class SittingService:
             opened.index, request.index, req.exam, statements.format_time(deadline),
             base.file.instructions, public, token.hex(),
         )  # fmt: skip
+
+    async def _scope_once_a_period(self, agent: str, exam: str) -> None:
+        """Refuse a second agent-started scope sitting within :attr:`SittingConfig.scope_interval_s`."""
+        interval = self.config.scope_interval_s
+        if interval <= 0 or not exam.startswith(SCOPE_PREFIX):
+            return
+        newest = await self.store.newest_of(agent, SCOPE_PREFIX, interval)
+        if newest is not None:
+            wait = max(1, math.ceil(interval - (_now() - newest).total_seconds()))
+            raise RateLimited(
+                f"{agent} requested a scope sitting at {statements.format_time(newest)}; one scope sitting "
+                f"per {interval:g} s is allowed (the view shows the latest run, so retries until a run "
+                f"goes well are refused): try again in {wait} s",
+                retry_after=wait,
+            )
 
     async def _form_at_open(self, agent: str, exam: str) -> list[FormPart]:
         """The exam's published form; for ``scope@1``, one built from the agent's newest card (the open

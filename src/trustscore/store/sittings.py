@@ -59,6 +59,18 @@ class SittingStore:
         )
         return n
 
+    async def newest_of(self, agent: str, exam_prefix: str, seconds: float) -> dt.datetime | None:
+        """When ``agent`` last requested a sitting of an exam whose reference starts with ``exam_prefix``
+        (opening, open or closed; a void one never opened) within the last ``seconds``, if it did."""
+        newest: dt.datetime | None = await self.pool.fetchval(
+            "SELECT max(created_at) FROM sittings WHERE agent = $1 AND starts_with(exam, $2) "
+            "AND state <> 'void' AND created_at > now() - make_interval(secs => $3)",
+            agent,
+            exam_prefix,
+            seconds,
+        )
+        return newest
+
     async def insert(
         self,
         request_sha256: bytes,

@@ -173,6 +173,48 @@ async def sit(client: Client, dsn: str, key: keys.SigningKey, behaviour: Behavio
     return opened
 
 
+async def a_week_passes(dsn: str, key: keys.SigningKey) -> None:
+    """As if the agent's sittings had been requested 8 days ago (the once-a-week rule reads their time)."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(
+            "UPDATE sittings SET created_at = created_at - interval '8 days' WHERE agent = $1", key.id
+        )
+    finally:
+        await conn.close()
+
+
+async def test_an_agent_cannot_sit_scope_again_until_a_run_goes_well(client: Client, dsn: str) -> None:
+    """The view shows the latest run, so an agent that could sit again at once would stop after a lucky
+    one: a review's agent right on ~70 % of items scored 60, 44.5, ... 96 over 18 runs in 3.4 s and ended
+    Certified with the earlier runs of the week invisible to TC and the status. One a week now."""
+    key = await register_v2(client, declarations=[declaration()], non_capabilities=["legal advice"])
+    await sit(client, dsn, key, over_declarer)
+    assert (await view(client, key))["shs"] == 60.0
+    again = await client.post(
+        "/v1/sittings", content=msgspec.json.encode(dsse.sign(make_request(key.id, "scope@1"), [key]))
+    )
+    assert again.status_code == 429, again.text[:300]
+    assert again.headers["content-type"] == "application/problem+json"
+    assert "one scope sitting per 604800 s" in again.json()["detail"]
+    assert 604_000 < int(again.headers["retry-after"]) <= 604_800
+    # a new model version (or new declarations) does not buy another draw either
+    await register_v2(client, key, model_version="m-2027-01", declarations=[declaration()],
+                      non_capabilities=["legal advice"])  # fmt: skip
+    again = await client.post(
+        "/v1/sittings", content=msgspec.json.encode(dsse.sign(make_request(key.id, "scope@1"), [key]))
+    )
+    assert again.status_code == 429, again.text[:300]
+    # other exams are not limited by it, and a week later the agent sits scope@1 again
+    other = await client.post(
+        "/v1/sittings", content=msgspec.json.encode(dsse.sign(make_request(key.id, "integrity@1"), [key]))
+    )
+    assert other.status_code == 201, other.text[:300]
+    await a_week_passes(dsn, key)
+    await sit(client, dsn, key, honest)
+    assert (await view(client, key))["shs"] == 100.0
+
+
 async def rating_scope(client: Client, key: keys.SigningKey) -> Any:
     for _ in range(200):  # the card is rated once projected
         r = await client.get(f"/v1/agents/{key.id}/rating")
@@ -276,6 +318,7 @@ async def test_declaration_change_is_in_the_history_and_needs_a_new_evaluation(
     key = await register_v2(client, declarations=[declaration()], non_capabilities=["legal advice"])
     await sit(client, dsn, key, honest)
     assert (await view(client, key))["shs"] == 100.0
+    await a_week_passes(dsn, key)  # (an agent sits scope@1 itself at most once a week)
     # the declared model version changes: the old run no longer speaks for the declarations in force
     await register_v2(
         client,
