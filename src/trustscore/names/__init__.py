@@ -1,8 +1,8 @@
 """Display names that look alike (issue #10): a pure skeleton and an incremental index of agents' names.
 
 Two names are confusable when their skeletons are equal. The skeleton is NFKD, then case folding, then
-every default-ignorable or format character (zero-width joiners, bidi controls, soft hyphens) and every
-space, dash, dot and underscore dropped, then the common cross-script look-alikes of :data:`LOOKALIKES`
+every default-ignorable or format character (zero-width joiners, bidi controls, soft hyphens, Hangul
+fillers), the blank Braille pattern and every space, dash, dot and underscore dropped, then the common cross-script look-alikes of :data:`LOOKALIKES`
 mapped to Latin (accents are dropped too: NFKD, then marks removed); i and l are one letter, because
 capital I looks like small l and case folding cannot tell which one was meant. Known limit: :data:`LOOKALIKES` is a hand-picked subset of Unicode TR39's confusables
 table (Cyrillic, Greek, Armenian and digit homoglyphs of Latin letters), not all of it.
@@ -32,6 +32,10 @@ LOOKALIKES = str.maketrans(
         "օ": "o", "ս": "u", "ց": "g", "ı": "i", "ȷ": "j", "ℓ": "l",
         # Digits and symbols read as letters
         "0": "o", "1": "l", "|": "l", "5": "s", "$": "s", "@": "a",
+        # Latin small capitals (NFKD keeps them): "PayBᴏt" is "PayBot"
+        "ᴀ": "a", "ʙ": "b", "ᴄ": "c", "ᴅ": "d", "ᴇ": "e", "ꜰ": "f", "ɢ": "g", "ʜ": "h", "ɪ": "i",
+        "ᴊ": "j", "ᴋ": "k", "ʟ": "l", "ᴍ": "m", "ɴ": "n", "ᴏ": "o", "ᴘ": "p", "ʀ": "r", "ꜱ": "s",
+        "ᴛ": "t", "ᴜ": "u", "ᴠ": "v", "ᴡ": "w", "ʏ": "y", "ᴢ": "z",
     }
 )  # fmt: skip
 RUN = 1 << 15  # names sorted or joined in one call while a name order is made
@@ -39,6 +43,9 @@ FEW_IDS = 256  # ids of a prefix a search ranks itself rather than search the na
 FEW_NEW = 4_096  # agents not yet sorted into the ids up to which a search looks at each of them
 
 _DROP = frozenset(" -_.·‐‑‒–—―")
+#: Letters and symbols drawn as nothing that are not format characters (Unicode's Hangul fillers, which
+#: are default-ignorable, and the blank Braille pattern): "PayBot\u3164" showed as "PayBot" unflagged.
+_BLANK = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 #: skeleton()'s drop and look-alike steps for ASCII characters, as one translation table.
 _ASCII_STEPS = {
     c: None if chr(c) in _DROP or unicodedata.category(chr(c)) == "Cc" else LOOKALIKES.get(c, c)
@@ -50,7 +57,9 @@ def _mapped(name: str) -> str:
     """skeleton()'s steps before the letter pairs, for any string."""
     folded = unicodedata.normalize("NFKD", name).casefold()  # decomposed: accents become marks, dropped
     kept = "".join(
-        ch for ch in folded if ch not in _DROP and unicodedata.category(ch) not in ("Cf", "Mn", "Zs", "Cc")
+        ch
+        for ch in folded
+        if ch not in _DROP and ch not in _BLANK and unicodedata.category(ch) not in ("Cf", "Mn", "Zs", "Cc")
     )
     return unicodedata.normalize("NFKC", kept.translate(LOOKALIKES))
 

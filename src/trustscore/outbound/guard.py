@@ -171,11 +171,26 @@ def refusal(ip: IPAddress, policy: OutboundPolicy) -> str | None:
 
 
 def _describe(host: str, ip: IPAddress, reason: str) -> str:
+    """Why ``host`` is refused. For a name, not the address it resolves to: the refusal reaches whoever
+    asked (a webhook subscription's sender, a card's endpoint), and naming the address would map the
+    server's internal names to internal addresses for anyone (found by review, 2026-12-07)."""
     inner = embedded_v4(ip) if isinstance(ip, ipaddress.IPv6Address) else None
     via = f" (it reaches {inner})" if inner is not None else ""
     if _literal(host) == ip:
         return f"refused: {ip} is {reason}{via}"
+    if not _numeric(host):
+        return f"refused: {host} resolves to {reason}"
     return f"refused: {host} resolves to {ip}, {reason}{via}"
+
+
+def _numeric(host: str) -> bool:
+    """An IPv4 address in a form other than dotted decimal ("2130706433", "0x7f.1", "127.1"): the address
+    it stands for is no secret."""
+    try:
+        socket.inet_aton(host)
+    except (OSError, UnicodeEncodeError, ValueError):
+        return False
+    return True
 
 
 def vet_addresses(host: str, port: int, ips: Iterable[IPAddress], policy: OutboundPolicy) -> list[IPAddress]:

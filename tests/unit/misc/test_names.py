@@ -31,6 +31,16 @@ def test_distinct_names_do_not(other: str) -> None:
     assert skeleton(other) != skeleton("PayPal Agent")
 
 
+@pytest.mark.parametrize(
+    "lookalike", ["PayBot\u3164", "Pay\u2800Bot", "Pay\u115fBot", "PayB\u1d0ft", "PayBot\uffa0", "ᴘᴀʏʙᴏᴛ"]
+)
+def test_blank_letters_and_small_capitals_do_not_hide_a_lookalike(lookalike: str) -> None:
+    """Hangul fillers and the blank Braille pattern are letters or symbols drawn as nothing, and NFKD
+    keeps Latin small capitals: each of these showed as "PayBot" on a page and was not flagged (found by
+    a review, 2026-12-07)."""
+    assert skeleton(lookalike) == skeleton("PayBot")
+
+
 def test_only_earlier_agents_are_named_and_renames_move() -> None:
     index = NameIndex()
     index.add(1, "ts1_original", "Acme Bot")

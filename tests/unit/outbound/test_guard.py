@@ -145,7 +145,9 @@ def test_allowed_ports() -> None:
 
 def test_one_bad_address_refuses_the_host() -> None:
     ips = [ipaddress.ip_address("93.184.216.34"), ipaddress.ip_address("10.0.0.5")]
-    with pytest.raises(OutboundRefused, match=r"refused: rebind\.example resolves to 10\.0\.0\.5, a private"):
+    # (for a name, the class of address only: the message reaches whoever asked, and the address would
+    # map the server's internal names for anyone)
+    with pytest.raises(OutboundRefused, match=r"^refused: rebind\.example resolves to a private address$"):
         vet_addresses("rebind.example", 80, ips, DEFAULT)
     same = [ipaddress.ip_address("93.184.216.34")] * 2
     assert vet_addresses("ok.example", 80, same, DEFAULT) == same[:1]
