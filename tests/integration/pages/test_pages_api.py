@@ -172,6 +172,25 @@ async def test_pages_escape_what_an_agent_writes_in_its_card(client: Client, wor
     assert "<script>alert" not in entry
 
 
+async def test_error_pages_carry_every_pages_security_headers(client: Client) -> None:
+    """An exception handler's response does not get the controller's headers: the 400 and 404 pages had
+    no Content-Security-Policy and no nosniff (found by review, 2026-12-07)."""
+    unknown = f"/agents/{keys.SigningKey.generate().id}"
+    for path, status in (
+        ("/agents/ts1_00", 400),
+        (unknown, 404),
+        ("/log/entries/999999999", 404),
+        ("/?q=%09", 400),
+    ):
+        r = await client.get(path)
+        assert r.status_code == status and r.headers["content-type"].startswith("text/html"), (
+            path,
+            r.status_code,
+        )
+        assert "frame-ancestors 'none'" in r.headers["content-security-policy"], path
+        assert r.headers["x-content-type-options"] == "nosniff", path
+
+
 async def test_search_finds_by_name_and_goes_straight_to_an_exact_id(
     client: Client, world: dict[str, Any]
 ) -> None:
