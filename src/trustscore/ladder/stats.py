@@ -1,8 +1,11 @@
 """Outcome rates with their sample size, from ladder rows. Pure: the API and an offline export agree.
 
 * **Strongest kept.** Rows of one agent, dimension and ``cover`` cover the same thing. A reporter's later
-  row replaces its own earlier one (a correction); between reporters the stronger row is kept (higher
-  rung, then a confirmed or server row over a self-attested one, then the later), never merely the newer.
+  row replaces its own earlier one (a correction); between reporters the stronger row is kept (a confirmed
+  or server row over a self-attested one, then the higher rung, then the later), never merely the newer.
+  A self-attested row's rung is the agent's own account (a "CI confirmation" it lists is its word), so it
+  never stands over what another reporter said of the same work (until 2026-12-07 rung came first: an
+  agent's record naming a made-up CI success, rung 5, replaced a CI's confirmed failure, rung 0).
 * **Verified** = rung ≥ 3. A group's ``rate`` is verified / n over its rows, with ``n`` beside it.
 * A group with fewer than ``floor`` rows is **suppressed** (``rate`` null, reason ``below_floor``); a group
   whose rows carry nothing that could detect an outcome has ``rate`` null with ``no_outcome_detection``
@@ -56,7 +59,7 @@ def strongest(rows: Iterable[LadderRow]) -> list[LadderRow]:
 
 
 def _strength(r: LadderRow) -> tuple[int, int, int, int]:
-    return (r.rung, _STRENGTH[r.attested], r.index, r.seq if r.seq is not None else -1)
+    return (_STRENGTH[r.attested], r.rung, r.index, r.seq if r.seq is not None else -1)
 
 
 class Distribution(msgspec.Struct, frozen=True, kw_only=True):

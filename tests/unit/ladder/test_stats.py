@@ -81,6 +81,18 @@ def test_the_stronger_row_is_kept_not_the_newer() -> None:
     assert strongest([corrected, same]) == [corrected]
 
 
+def test_an_agents_own_higher_rung_never_replaces_another_reporters_row() -> None:
+    """A CI party confirmed task T failed (rung 0); the agent then posted a self-attested record of T
+    naming a CI "confirmation" of its own making (rung 5). Ordered by rung first, the agent's row stood:
+    the outcome stats went from confirmed 1, verified 0 to confirmed 0, verified 1 (found by review)."""
+    failed = row(1, 0, attested="confirmed", issuer="ci-key", agent="a", cover="work:T", detected=True)
+    claimed = row(2, 5, agent="a", cover="work:T", issuer="a")
+    assert strongest([failed, claimed]) == [failed]
+    assert strongest([claimed, failed]) == [failed]
+    stats = outcome_stats([failed, claimed], "model", 1, log_size=3).groups[0].stats
+    assert (stats.verified, stats.confirmed, stats.rate) == (0, 1, 0.0)
+
+
 def test_rows_without_the_grouping_field_are_in_no_group() -> None:
     rows = [row(i, 3, exam="capability") for i in range(3)] + [row(9, 3, exam=None)]
     stats = outcome_stats(rows, "exam", 1, 0)
