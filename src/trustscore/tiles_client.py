@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import msgspec
 
+from trustscore.client import LogClient
 from trustscore.errors import InvalidInput, NotFound, ProofError, StorageError
 from trustscore.ledger import audit, merkle, tiles
 from trustscore.ledger.checkpoint import Checkpoint, parse_checkpoint
@@ -24,6 +26,14 @@ from trustscore.ledger.tiles import Tile
 MAX_CHECKPOINT = 64 * 1024
 MAX_BUNDLE = tiles.WIDTH * (2 + tiles.MAX_ENTRY)
 CACHE_TILES = 4096  # hash tiles kept (at most 32 MiB): a tile of a given width never changes
+#: The problem a trustscore server answers for an entry bundle holding an entry over 65,535 bytes.
+TOO_LARGE = "/entry-too-large-for-tiles"
+#: Bytes of a 404 answer read to tell that problem from a plain "not found".
+MAX_PROBLEM = 64 * 1024
+
+
+class BundleTooLarge(NotFound):
+    """The server cannot put an entry of this bundle in a tlog-tiles bundle (uint16 lengths)."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +43,7 @@ class TreeReport:
     size: int
     tiles: int
     entries: int
+    from_api: tuple[int, ...] = ()  # bundles read from the server's entries API (an entry too large)
 
 
 class TileClient:
@@ -88,6 +99,8 @@ class TileClient:
             try:
                 with self._http.stream("GET", path) as r:
                     if r.status_code == 404:
+                        if _too_large(r):
+                            raise BundleTooLarge(f"{self.source}/{path}: holds an entry too large for tiles")
                         raise NotFound(f"{self.source}/{path}: not found")
                     if r.status_code != 200:
                         raise StorageError(f"{self.source}/{path}: HTTP {r.status_code}")
@@ -124,8 +137,8 @@ class TileClient:
         limit = MAX_BUNDLE if tile.is_entries else tile.width * merkle.HASH_SIZE
         try:
             data = self._get(tile.path(), limit)
-        except NotFound:
-            if tile.full:
+        except NotFound as exc:
+            if tile.full or isinstance(exc, BundleTooLarge):  # (a wider bundle holds the same entry)
                 raise
             return self._cut(tile)
         if not tile.is_entries and len(self._cache) < self.cache_tiles:  # any width: immutable
@@ -157,7 +170,25 @@ class TileClient:
         return tiles.decode_hashes(tile, self.tile(tile))
 
     def bundle(self, tile: Tile) -> list[bytes]:
-        return tiles.decode_bundle(tile, self.tile(tile))
+        """The entries of bundle ``tile``. One a trustscore server cannot serve as a bundle (an entry over
+        65,535 bytes, which the spec's uint16 lengths cannot carry) is read from the same server's
+        entries API, and its leaves are checked against their level-0 tile before they are returned: a
+        tiles-only source cannot serve them at all (docs/tiles.md, "Limits")."""
+        try:
+            return tiles.decode_bundle(tile, self.tile(tile))
+        except BundleTooLarge:
+            return self._from_api(tile)
+
+    def _from_api(self, tile: Tile) -> list[bytes]:
+        first = tiles.WIDTH * tile.index
+        with LogClient(self.source) as api:
+            pairs = api.entries(first, first + tile.width)
+        leaves = [leaf for _, leaf in pairs]
+        if len(leaves) != tile.width:
+            raise ProofError(f"{self.source}: entries {first}..{first + tile.width - 1} incomplete")
+        check_bundle(tile, leaves, self.hashes(Tile(0, tile.index, tile.width)))
+        self.fetched += 1
+        return leaves
 
     # --- LogClient's reads, from tiles ---------------------------------------------------------------
 
@@ -212,6 +243,7 @@ class TileClient:
 
         check = tiles.TreeCheck(cp.size, upper)
         checked = 0
+        from_api: list[int] = []
         for tile in tiles.tiles_for_size(cp.size, 0):
             hashes = self.hashes(tile)
             check.feed(hashes)
@@ -219,15 +251,23 @@ class TileClient:
                 written.append((tile, self.tile(tile)))
             if entries:
                 bundle = Tile(None, tile.index, tile.width)
-                check_bundle(bundle, self.bundle(bundle), hashes)
+                data: bytes | None = None
+                try:
+                    data = self.tile(bundle)
+                except BundleTooLarge:
+                    leaves = self._from_api(bundle)
+                    from_api.append(bundle.index)
+                else:
+                    leaves = tiles.decode_bundle(bundle, data)
+                check_bundle(bundle, leaves, hashes)
                 checked += tile.width
-                if save is not None:
-                    written.append((bundle, self.tile(bundle)))
+                if save is not None and data is not None:  # (a bundle tiles cannot carry is not mirrored)
+                    written.append((bundle, data))
         check.finish(cp.root)
         if save is not None:
             for tile, data in written:
                 _write(save / tile.path(), data)
-        return TreeReport(cp.size, self.fetched - before, checked)
+        return TreeReport(cp.size, self.fetched - before, checked, tuple(from_api))
 
 
 def check_bundle(bundle: Tile, leaves: list[bytes], leaf_hashes: list[bytes]) -> None:
@@ -244,3 +284,19 @@ def _write(path: Path, data: bytes) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_bytes(data)
     tmp.replace(path)
+
+
+def _too_large(response: httpx.Response) -> bool:
+    """Whether a 404 is the problem a trustscore server answers for a bundle it cannot encode."""
+    if response.headers.get("content-type", "").split(";")[0].strip().lower() != "application/problem+json":
+        return False
+    body = b""
+    for chunk in response.iter_bytes():
+        body += chunk
+        if len(body) > MAX_PROBLEM:
+            return False
+    try:
+        problem = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return False
+    return isinstance(problem, dict) and str(problem.get("type", "")).endswith(TOO_LARGE)

@@ -84,11 +84,12 @@ def run_verify(args: argparse.Namespace) -> int:
         lines.append(f"checkpoint: size {cp.size}, signature by {verifier.name} verified")
         if isinstance(client, TileClient):
             tree = client.verify(cp)
-            data["tiles"] = {"fetched": tree.tiles, "entries": tree.entries}
+            data["tiles"] = {"fetched": tree.tiles, "entries": tree.entries, "from_api": list(tree.from_api)}
             lines.append(
                 f"tiles: the tree of size {cp.size} rebuilt from {tree.tiles} tiles and bundles has the "
                 f"checkpoint's root; {tree.entries} entries hash to their level-0 tiles"
             )
+            lines += [_from_api(n) for n in tree.from_api]
         if args.previous_checkpoint:
             old = log.open(_read(args.previous_checkpoint, "checkpoint"))
             log.consistent(old, cp)
@@ -187,7 +188,18 @@ def run_mirror(args: argparse.Namespace) -> int:
     common.write_bytes(args.out / "checkpoint", signed.encode(), "checkpoint")
     common.emit(
         args,
-        {"size": cp.size, "root": b64encode(cp.root), "resources": tree.tiles + 1, "out": str(args.out)},
-        [f"mirrored the tree of size {cp.size} ({tree.tiles} tiles and bundles, all verified) to {args.out}"],
-    )
+        {"size": cp.size, "root": b64encode(cp.root), "resources": tree.tiles + 1, "out": str(args.out),
+         "bundles_not_mirrored": list(tree.from_api)},
+        [f"mirrored the tree of size {cp.size} ({tree.tiles} tiles and bundles, all verified) to {args.out}",
+         *(_from_api(n) + ": not mirrored" for n in tree.from_api)],
+    )  # fmt: skip
     return 0
+
+
+def _from_api(bundle: int) -> str:
+    first = tiles.WIDTH * bundle
+    return (
+        f"warning: bundle {bundle} (entries {first}..) holds an entry over 65,535 bytes, which tlog-tiles "
+        "cannot carry: its entries were read from the server's entries API and checked against their "
+        "level-0 tile"
+    )

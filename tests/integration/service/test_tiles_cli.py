@@ -3,6 +3,7 @@ tlog-tiles, over HTTP and from a static directory mirror, and refusing a tampere
 
 from __future__ import annotations
 
+import datetime as dt
 import http.client
 import os
 import shutil
@@ -17,7 +18,8 @@ from tests.helpers import new_card
 from tests.integration.service.conftest import ServerProcess
 from tests.integration.service.test_cli import assert_one_line_error, cli
 from trustscore.client import LogClient
-from trustscore.ledger import checkpoint, note
+from trustscore.kinds.work_records import Artifact, make_work_record
+from trustscore.ledger import checkpoint, dsse, note, statements
 
 
 def fill(server: ServerProcess, n: int) -> tuple[str, int]:
@@ -118,3 +120,42 @@ def test_cli_reads_the_log_from_tiles(server: ServerProcess, tmp_path: Path) -> 
         assert "tile" in r.stderr or "root" in r.stderr, r.stderr
         r = cli("log", "fsck", "--tiles", bad, "--verifier-key", vkey)
         assert r.returncode != 0 and "problem" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def test_a_bundle_holding_an_entry_too_large_for_tiles_is_read_from_the_api(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    """tlog-tiles bundles carry uint16 lengths, and any registered agent can log a larger entry (a
+    self-attested work record of ~100 KB): its bundle is a 404, and `log verify --tiles` and `log mirror`
+    stopped there with exit 1 (found by a conformance review). Our tools read such a bundle from the same
+    server's entries API and check every leaf against its level-0 tile; a mirror cannot hold it."""
+    key, card = new_card("big")
+    with LogClient(server.url) as client:
+        client.submit([card])
+        record = make_work_record(
+            reporter=key.id, agent=key.id, attestation="self", task_ref="task-1", claimed_outcome="done",
+            finished_at=statements.format_time(dt.datetime.now(dt.UTC)),
+            artifacts=[Artifact(path=f"src/{i:04d}/" + "a" * 700, sha256_after="00" * 32) for i in range(100)],
+        )  # fmt: skip
+        index = client.submit_work_record(dsse.sign(record, [key]))["index"]
+    vkey, size = fill(server, 1)
+    assert size > index
+    with httpx.Client(base_url=server.url) as web:
+        bundle = web.get(f"/tile/entries/{index // 256:03d}.p/{size - 256 * (index // 256)}")
+        assert bundle.status_code == 404 and bundle.json()["type"].endswith("/entry-too-large-for-tiles")
+
+    r = cli("log", "verify", "--tiles", server.url, "--verifier-key", vkey, "--index", str(index))
+    assert r.returncode == 0, r.stderr
+    assert (
+        f"warning: bundle {index // 256} (entries {256 * (index // 256)}..) holds an entry over" in r.stdout
+    )
+    assert f"entry {index}: work-record by" in r.stdout
+    r = cli("log", "fsck", "--tiles", server.url, "--verifier-key", vkey)
+    assert r.returncode == 0 and "clean" in r.stdout, r.stdout + r.stderr
+    mirror = tmp_path / "mirror"
+    r = cli("log", "mirror", "--tiles", server.url, "--verifier-key", vkey, "--out", mirror)
+    assert r.returncode == 0, r.stderr
+    assert "not mirrored" in r.stdout and not (mirror / "tile" / "entries").exists()
+    assert (mirror / "tile/0").is_dir()  # the hash tiles are mirrored: proofs work from the mirror
+    # the mirror alone cannot give that bundle's entries (the limit stated in docs/tiles.md)
+    assert_one_line_error(cli("log", "verify", "--tiles", mirror, "--verifier-key", vkey), "tile/entries/")
