@@ -123,6 +123,10 @@ class Settings:
     webhook_rate: Rate = 10.0  # TRUSTSCORE_WEBHOOK_RATE: deliveries per second per subscription (0: no limit)
     webhook_burst: Positive = 50  # TRUSTSCORE_WEBHOOK_BURST: deliveries a subscription may get at once
     webhook_timeout: Interval = 10.0  # TRUSTSCORE_WEBHOOK_TIMEOUT: seconds one delivery may take in all
+    # TRUSTSCORE_WEBHOOK_HOST_CONCURRENCY: deliveries in flight at once to one URL host (of 16 in all)
+    webhook_host_concurrency: Annotated[int, msgspec.Meta(ge=1, le=16)] = 4
+    # TRUSTSCORE_WEBHOOK_MAX_SUBSCRIPTIONS: subscriptions not revoked that one subscriber may hold
+    webhook_max_subscriptions: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 100
     feed_length: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 100  # TRUSTSCORE_FEED_LENGTH: Atom entries
     stats_floor: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 20  # TRUSTSCORE_STATS_FLOOR: min group n
     # TRUSTSCORE_SHUTDOWN_GRACE: seconds the requests in flight at a SIGTERM may take before they are

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass
 
 import asyncpg
@@ -38,6 +38,7 @@ from trustscore.store import scope as scope_store
 from trustscore.store.log import newest_of_kinds
 from trustscore.webhooks import events as ev
 from trustscore.webhooks.events import GradeOf, WebhookEvent
+from trustscore.webhooks.matching import Active, ActiveSubscriptions
 
 Conn = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
 CAUSE_KINDS = (
@@ -90,16 +91,43 @@ class StoredEvent:
     payload: bytes
 
 
-async def _active(conn: Conn) -> dict[int, Subscription]:
+async def _active(conn: Conn) -> ActiveSubscriptions:
+    """The active subscriptions from the table's columns (no statement is parsed)."""
     rows = await conn.fetch(
-        "SELECT s.id, e.leaf FROM webhook_subscriptions s JOIN entries e ON e.idx = s.id WHERE s.revoked_at IS NULL"
+        "SELECT id, subscriber, events, agents, threshold FROM webhook_subscriptions WHERE revoked_at IS NULL"
     )
-    out = {}
-    for r in rows:
-        p = audit.parse_leaf(bytes(r["leaf"])).statement.predicate
-        assert isinstance(p, Subscription)
-        out[r["id"]] = p
-    return out
+    return ActiveSubscriptions(
+        Active.row(r["id"], r["subscriber"], r["events"], r["agents"], r["threshold"]) for r in rows
+    )
+
+
+class KeptSubscriptions:
+    """The active subscriptions as of a projected log position, kept by one projector between its steps
+    (audit HIGH 1: reading and parsing every active subscription at each step cost O(their bytes)).
+
+    They are a function of the log up to that position, so they are used again only by the step that
+    starts there; a step that starts elsewhere (another process projected meanwhile) reads them from the
+    table. A step takes them and gives them back only when it is done: one that fails, or whose
+    transaction rolls back after it (its next step starts where it started), leaves none behind."""
+
+    def __init__(self) -> None:
+        self._at: int | None = None
+        self._subs: ActiveSubscriptions | None = None
+
+    async def take(self, conn: Conn, start: int) -> ActiveSubscriptions:
+        subs, at = self._subs, self._at
+        self._subs = self._at = None
+        if subs is None or at != start:
+            subs = await _active(conn)
+        return subs
+
+    def give(self, subs: ActiveSubscriptions, end: int) -> None:
+        self._subs, self._at = subs, end
+
+    def skip(self, start: int, end: int) -> None:
+        """A step over ``[start, end)`` with no entry that changes subscriptions or causes events."""
+        if self._at == start:
+            self._at = end
 
 
 def _card_of(leaf: bytes | None) -> AgentCard | None:
@@ -189,9 +217,13 @@ async def _scope_status_changed(conn: Conn, index: int, agent: str) -> list[Webh
     return ev.scope_status_changed(index, agent, runs[-1].at, before, after, reasons, scores)
 
 
-async def derive(conn: Conn, start: int, end: int, grade_of: GradeOf) -> int:
+async def derive(
+    conn: Conn, start: int, end: int, grade_of: GradeOf, kept: KeptSubscriptions | None = None
+) -> int:
     """Record the events caused by log entries [start, end) and fan each out to the subscriptions active
-    at its index, in ``conn``'s transaction; return how many events were new."""
+    at its index, in ``conn``'s transaction; return how many events were new. ``kept``: the projector's
+    subscriptions between steps (none: read from the table)."""
+    kept = KeptSubscriptions() if kept is None else kept
     rows = await conn.fetch(  # a card's leaf only where it is compared (below)
         "SELECT idx, kind, subject, CASE WHEN kind = ANY($4::text[]) THEN NULL ELSE leaf END AS leaf "
         "FROM entries WHERE idx >= $1 AND idx < $2 AND kind = ANY($3::text[]) ORDER BY idx",
@@ -201,8 +233,9 @@ async def derive(conn: Conn, start: int, end: int, grade_of: GradeOf) -> int:
         list(CARD_PREDICATE_TYPES),
     )
     if not rows:
+        kept.skip(start, end)
         return 0
-    subs = await _active(conn)
+    subs = await kept.take(conn, start)
     # The card before each new card: looked up at once for the range, then kept up to date in order. A
     # card is read only if a card comes before it (the agent had one, or has two in the range): an
     # agent's first card causes no event, and most new cards are first cards.
@@ -227,7 +260,7 @@ async def derive(conn: Conn, start: int, end: int, grade_of: GradeOf) -> int:
                 "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
                 index, p.subscriber, p.url, list(p.events), list(p.agents), p.threshold,
             )  # fmt: skip
-            subs[index] = p
+            subs.add(Active.of(index, p))
         elif isinstance(p, SubscriptionRevocation):
             owner = subs.get(p.subscription)
             if owner is not None and owner.subscriber == p.subscriber:  # only its subscriber may end it
@@ -236,7 +269,7 @@ async def derive(conn: Conn, start: int, end: int, grade_of: GradeOf) -> int:
                     p.subscription,
                     index,
                 )
-                del subs[p.subscription]
+                subs.remove(p.subscription)
         elif isinstance(p, AgentCard):
             subject = stmt.facts.subject
             previous = cards[subject] if subject in cards else await _previous_card(conn, subject, index)
@@ -254,10 +287,11 @@ async def derive(conn: Conn, start: int, end: int, grade_of: GradeOf) -> int:
             found = ev.rating_changes(index, p, await _previous_totals(conn, p, index), grade_of)
         for e in found:
             new += await _record(conn, e, subs)
+    kept.give(subs, end)
     return new
 
 
-async def _record(conn: Conn, e: WebhookEvent, subs: dict[int, Subscription]) -> int:
+async def _record(conn: Conn, e: WebhookEvent, subs: ActiveSubscriptions) -> int:
     seq = await conn.fetchval(
         "INSERT INTO webhook_events (id, idx, type, agent, at, payload) VALUES ($1, $2, $3, $4, $5, $6) "
         "ON CONFLICT (id) DO NOTHING RETURNING seq",
@@ -265,7 +299,7 @@ async def _record(conn: Conn, e: WebhookEvent, subs: dict[int, Subscription]) ->
     )  # fmt: skip
     if seq is None:
         return 0
-    targets = [(sid, seq, e.agent) for sid, sub in sorted(subs.items()) if sid < e.index and ev.wants(sub, e)]
+    targets = [(sid, seq, e.agent) for sid in subs.matching(e)]
     if targets:
         await conn.executemany(
             "INSERT INTO webhook_deliveries (subscription, event_seq, agent) VALUES ($1, $2, $3)", targets
@@ -277,22 +311,47 @@ class WebhookStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
 
-    async def due(self, limit: int) -> list[Due]:
+    async def due(
+        self, limit: int, per_host: int = 2**31 - 1, busy: Collection[tuple[int, int]] = ()
+    ) -> list[Due]:
         """The head of each (subscription, agent) queue whose next attempt is due: deliveries of one agent
-        go out one at a time and in order, a retrying head holding back those behind it."""
+        go out one at a time and in order, a retrying head holding back those behind it. Heads ``busy``
+        (subscription, event_seq: in flight) are left out, and at most ``per_host`` are given for one URL
+        host (webhooks/matching.py ``host_key``), so that the heads of many subscriptions to one slow host do not fill
+        the ``limit`` and hold back everyone else's."""
         rows = await self.pool.fetch(
-            "SELECT d.subscription, d.event_seq, d.attempts, s.url, e.id, e.payload FROM ("
-            " SELECT DISTINCT ON (subscription, agent) subscription, event_seq, attempts, next_at"
-            " FROM webhook_deliveries WHERE state = 'pending' ORDER BY subscription, agent, event_seq) d"
-            " JOIN webhook_subscriptions s ON s.id = d.subscription AND s.revoked_at IS NULL"
-            " JOIN webhook_events e ON e.seq = d.event_seq"
-            " WHERE d.next_at <= now() ORDER BY d.next_at, d.event_seq LIMIT $1",
+            "SELECT d.subscription, d.event_seq, d.attempts, d.url, e.id, e.payload FROM ("
+            " SELECT h.subscription, h.event_seq, h.attempts, h.next_at, s.url, row_number() OVER ("
+            # the URL's host as matching.host_key gives it: lower case, without port or trailing dot
+            "  PARTITION BY rtrim(regexp_replace(lower(substring(s.url from '^[A-Za-z][A-Za-z0-9+.-]*://"
+            "([^/?#]*)')), ':[0-9]*$', ''), '.') ORDER BY h.next_at, h.event_seq) AS nth FROM ("
+            "  SELECT DISTINCT ON (subscription, agent) subscription, event_seq, attempts, next_at"
+            "  FROM webhook_deliveries WHERE state = 'pending' ORDER BY subscription, agent, event_seq) h"
+            " JOIN webhook_subscriptions s ON s.id = h.subscription AND s.revoked_at IS NULL"
+            " WHERE h.next_at <= now() AND NOT EXISTS (SELECT 1 FROM unnest($3::bigint[], $4::bigint[]) AS"
+            "  b(subscription, event_seq) WHERE b.subscription = h.subscription AND b.event_seq = h.event_seq)"
+            ") d JOIN webhook_events e ON e.seq = d.event_seq"
+            " WHERE d.nth <= $2 ORDER BY d.next_at, d.event_seq LIMIT $1",
             limit,
+            per_host,
+            [b[0] for b in busy],
+            [b[1] for b in busy],
         )
         return [
             Due(r["subscription"], r["event_seq"], r["attempts"], r["url"], r["id"], bytes(r["payload"]))
             for r in rows
         ]
+
+    async def open_subscriptions(self, subscriber: str) -> int:
+        """How many subscriptions ``subscriber`` has logged that no projected revocation ended: those
+        logged but not projected yet count, and so do those whose revocation is not projected yet."""
+        n: int = await self.pool.fetchval(
+            "SELECT count(*) FROM entries e WHERE e.subject = $1 AND e.kind = $2 AND NOT EXISTS ("
+            " SELECT 1 FROM webhook_subscriptions s WHERE s.id = e.idx AND s.revoked_at IS NOT NULL)",
+            subscriber,
+            SUBSCRIPTION.predicate_type,
+        )
+        return n
 
     async def record(
         self, d: Due, status: int | None, error: str | None, millis: int, state: str, retry_in: float

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -212,9 +212,16 @@ def scope_status_changed(
 
 def wants(sub: Subscription, event: WebhookEvent) -> bool:
     """Whether ``sub`` asked for ``event``: its type, its agent (or every agent), its threshold."""
-    if event.type not in sub.events or (sub.agents and event.agent not in sub.agents):
+    if sub.agents and event.agent not in sub.agents:
         return False
-    if event.type == "rating.changed" and sub.threshold > 0:
+    return wants_change(sub.events, sub.threshold, event)
+
+
+def wants_change(types: Collection[str], threshold: int, event: WebhookEvent) -> bool:
+    """Whether a subscription to ``types`` with ``threshold`` wants ``event`` (its agent aside)."""
+    if event.type not in types:
+        return False
+    if event.type == "rating.changed" and threshold > 0:
         delta = event.delta
-        return delta is None or abs(delta) >= sub.threshold
+        return delta is None or abs(delta) >= threshold
     return True

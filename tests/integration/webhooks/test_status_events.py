@@ -5,7 +5,7 @@ Every delivery verifies with the published key, and the event ids are those the 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import msgspec
@@ -28,13 +28,6 @@ from trustscore.settings import Settings
 from trustscore.webhooks.events import event_id
 
 AGENTS = DEFAULT_PUBLIC_DIR.parent / "examples" / "agents"
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    r = Receiver().start()
-    yield r
-    r.stop()
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -38,13 +38,6 @@ FAST: dict[str, Any] = {
     "webhook_backoff_cap": 0.4,
     "webhook_rate": 0.0,
 }
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    r = Receiver().start()
-    yield r
-    r.stop()
 
 
 @pytest.fixture
