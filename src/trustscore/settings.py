@@ -107,8 +107,9 @@ class Settings:
     sitting_deadline: Interval = 3600.0  # TRUSTSCORE_SITTING_DEADLINE: seconds to report a fresh sitting
     sitting_max_open: Positive = 4  # TRUSTSCORE_SITTING_MAX_OPEN: sittings one agent may hold open at once
     sitting_sweep_interval: Interval = 5.0  # TRUSTSCORE_SITTING_SWEEP_INTERVAL: expiry sweeps
-    # TRUSTSCORE_SITTING_SCOPE_INTERVAL: at most one scope@1 sitting an agent starts itself per this many
-    # seconds (0: no limit); the server's own scope runs are not counted (docs/scope-honesty.md)
+    # TRUSTSCORE_SITTING_SCOPE_INTERVAL: at most one scope@1 sitting an agent starts itself, and one server
+    # scope run a change of its card triggers, per this many seconds each (0: no limit); the weekly
+    # scheduled runs are not limited by it (docs/scope-honesty.md)
     sitting_scope_interval: Seconds = 604_800.0
     # TRUSTSCORE_MODELS: the served models, comma-separated, of SERVABLE_MODELS; trustscore-v2 (the default)
     # must be one. trustscore-v3 is opt-in: every process on one database must serve the same set.

@@ -238,6 +238,7 @@ async def build_services(
             deadline_s=settings.scope_deadline,
             # one call at most 2 minutes, so one slow item cannot take the whole run's budget
             policy=outbound_policy(settings, min(120.0, settings.scope_deadline)),
+            card_interval=settings.sitting_scope_interval,  # the agent's draws: one a period, either way
         ),
         failures=metrics.background_failures,
     )

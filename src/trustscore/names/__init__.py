@@ -35,7 +35,7 @@ LOOKALIKES = str.maketrans(
         # Latin small capitals (NFKD keeps them): "PayBᴏt" is "PayBot"
         "ᴀ": "a", "ʙ": "b", "ᴄ": "c", "ᴅ": "d", "ᴇ": "e", "ꜰ": "f", "ɢ": "g", "ʜ": "h", "ɪ": "i",
         "ᴊ": "j", "ᴋ": "k", "ʟ": "l", "ᴍ": "m", "ɴ": "n", "ᴏ": "o", "ᴘ": "p", "ʀ": "r", "ꜱ": "s",
-        "ᴛ": "t", "ᴜ": "u", "ᴠ": "v", "ᴡ": "w", "ʏ": "y", "ᴢ": "z",
+        "ᴛ": "t", "ᴜ": "u", "ᴠ": "v", "ᴡ": "w", "ʏ": "y", "ᴢ": "z", "ꞯ": "q", "ᴩ": "p",
     }
 )  # fmt: skip
 RUN = 1 << 15  # names sorted or joined in one call while a name order is made
@@ -44,8 +44,9 @@ FEW_NEW = 4_096  # agents not yet sorted into the ids up to which a search looks
 
 _DROP = frozenset(" -_.·‐‑‒–—―")
 #: Letters and symbols drawn as nothing that are not format characters (Unicode's Hangul fillers, which
-#: are default-ignorable, and the blank Braille pattern): "PayBot\u3164" showed as "PayBot" unflagged.
-_BLANK = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+#: are default-ignorable, the blank Braille pattern and the musical null notehead): "PayBot\u3164"
+#: showed as "PayBot" unflagged.
+_BLANK = frozenset("\u115f\u1160\u3164\uffa0\u2800\U0001d159")
 #: skeleton()'s drop and look-alike steps for ASCII characters, as one translation table.
 _ASCII_STEPS = {
     c: None if chr(c) in _DROP or unicodedata.category(chr(c)) == "Cc" else LOOKALIKES.get(c, c)

@@ -15,6 +15,7 @@ import contextvars
 import http.cookiejar
 import ipaddress
 import json
+import logging
 import socket
 import ssl
 import threading
@@ -30,6 +31,7 @@ from trustscore.errors import ConfigError, InvalidInput, TrustscoreError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
+log = logging.getLogger(__name__)
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -203,6 +205,8 @@ def vet_addresses(host: str, port: int, ips: Iterable[IPAddress], policy: Outbou
     for ip in seen:
         reason = refusal(ip, policy)
         if reason is not None:
+            if _literal(host) != ip:  # the message may not name it; the operator's log does
+                log.info("outbound refused: %s resolves to %s, %s", host, ip, reason)
             raise OutboundRefused(_describe(host, ip, reason))
     return seen
 

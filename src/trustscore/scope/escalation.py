@@ -99,14 +99,6 @@ def run_changes(weeks: list[WeeklyScore]) -> list[StatusChange]:
     for k, w in enumerate(weeks):
         if current == "cancelled":
             break
-        if k and _cancelled(weeks[:k], w.at):  # reached by time before this run: terminal too
-            before = weeks[:k]
-            out.append(
-                StatusChange(
-                    None, _streak_start(before) + CANCEL_AFTER, "cancelled", ["SHS below 60 for 30 days"]
-                )
-            )
-            break
         status: Status
         if _cancelled(weeks[: k + 1], w.at):
             status, reasons = "cancelled", ["SHS below 60 for 30 days"]

@@ -1,8 +1,8 @@
 """An agent's scope-honesty view from its card versions and runs (docs/scope-honesty.md). Pure.
 
 Components (DA, FT, BA) come from the latest run of the declarations **in force now** (same
-declarations, non-capabilities and model version); a change of any of them needs a new run, and until
-then the components are null with that reason. TC and the status read every run (drift is drift).
+declarations, non-capabilities and model version) opened since they came in force; a change of any of
+them needs a new run (changing back too), and until then the components are null with that reason. TC and the status read every run (drift is drift).
 Each run's composite uses the TC of the weekly runs before it (the document computes TC from history
 before storing a run), so the per-run composites are well defined and reproducible.
 """
@@ -174,7 +174,19 @@ def prepare(
                            current=run.card_digest == current, da=scores.pct(da),
                            ft=float(scores.pct(ft) or 0), ba=float(scores.pct(ba) or 0), tc=round(tc, 4),
                            shs=shs, rts=scores.pct(scores.red_team_score(run.resisted, run.red_team))))  # fmt: skip
-    latest = next((k for k in range(len(runs) - 1, -1, -1) if runs[k].card_digest == current), None)
+    # The newest run of the declarations in force opened since they came in force: a run of the same
+    # declarations from before a change to others and back does not speak for them (found by review,
+    # 2026-12-07: cards A, B, then A again brought back A's better run over B's worse one, the best of
+    # the draws). (A card and an open are distinct entries, so >= is > here; tests use index 0 for both.)
+    since = cards[-1].index if cards else 0
+    latest = next(
+        (
+            k
+            for k in range(len(runs) - 1, -1, -1)
+            if runs[k].card_digest == current and runs[k].open_index >= since
+        ),
+        None,
+    )
     reason = None
     if not cards or not cards[-1].capability_ids:
         reason = "no capabilities declared (an agent-card/v2 with declarations is needed)"

@@ -58,7 +58,8 @@ log = logging.getLogger(__name__)
 
 
 FIRST_MONDAY = dt.datetime(1970, 1, 5, tzinfo=dt.UTC)
-Outcome = Literal["added", "known", "refused"]  # of an attempt to schedule a run
+# of an attempt to schedule a run ("limited": a declarations run the agent had one of too recently)
+Outcome = Literal["added", "known", "refused", "limited"]
 RETRIES_PER_SWEEP = 1_000  # refused declarations runs tried again per sweep, oldest first
 MAX_REFUSED = 10_000  # refused runs held for retry before the sweep stops reading new cards
 
@@ -80,6 +81,10 @@ class ScopeRunConfig:
     max_attempts: int = 3
     retry_s: float = 60.0  # a failed run is due again after this, four times longer per attempt
     policy: OutboundPolicy = field(default_factory=OutboundPolicy)
+    # At most one declarations-triggered run per agent per this many seconds (0: no limit). The view
+    # shows the latest run of the declarations in force, and a card with another model version gives
+    # a fresh draw: unbounded, an agent changed its card until a draw went well (review, 2026-12-07).
+    card_interval: float = 0.0
 
     @property
     def hold(self) -> float:
@@ -276,7 +281,7 @@ class ScopeRunner:
                 # or another process sweeps from another position and may decide otherwise (review), and
                 # the period is marked done for every process. A card run known already gives the week's.
                 outcome = await self._schedule(agent, f"card:{cards[0][0]}", "declarations")
-                if outcome != "known":
+                if outcome in ("added", "refused"):  # (known or limited: the week's run reads it)
                     scheduled += outcome == "added"
                     continue
             scheduled += await self._schedule(agent, f"week:{period}", "schedule") == "added"
@@ -285,6 +290,14 @@ class ScopeRunner:
         return scheduled
 
     async def _schedule(self, agent: str, run_key: str, trigger: Trigger) -> Outcome:
+        if (
+            trigger == "declarations"
+            and self.config.card_interval > 0
+            and await self.store.recent_run(agent, trigger, self.config.card_interval)
+        ):
+            log.info("scope run %s of %s not scheduled: a declarations run came within %g s", run_key,
+                     agent, self.config.card_interval)  # fmt: skip
+            return "limited"
         if await self.store.schedule_run(agent, run_key, trigger, self.config.max_pending):
             log.info("scope run %s of %s scheduled (%s)", run_key, agent, trigger)
             return "added"

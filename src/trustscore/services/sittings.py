@@ -164,9 +164,16 @@ class SittingService:
         secret, token = new_secret(), secrets.token_bytes(32)
         request_hash = prepared.statement_hash
         deadline = _now() + dt.timedelta(seconds=self.config.deadline_s)
-        await self.store.insert(
-            request_hash, req.agent, req.exam, secret, hashlib.sha256(token).digest(), deadline
-        )
+        scope = self.config.scope_interval_s > 0 and req.exam.startswith(SCOPE_PREFIX)
+        if not await self.store.insert(
+            request_hash, req.agent, req.exam, secret, hashlib.sha256(token).digest(), deadline,
+            max_unsettled=self.config.max_unsettled,
+            period=(SCOPE_PREFIX, self.config.scope_interval_s) if scope else None,
+        ):  # fmt: skip
+            raise RateLimited(
+                f"another sitting request of {req.agent} came first: it has {self.config.max_unsettled} "
+                "sittings open, or its scope sitting of the period; try again later"
+            )
 
         def follow(first: list[Appended]) -> list[Prepared]:
             [appended] = first

@@ -119,6 +119,17 @@ class ScopeStore:
         )
         return status.endswith(" 1")
 
+    async def recent_run(self, agent: str, trigger: str, seconds: float) -> bool:
+        """Whether a run of ``agent`` with ``trigger`` was scheduled within the last ``seconds``."""
+        recent: bool = await self.pool.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM scope_runs WHERE agent = $1 AND trigger = $2 "
+            "AND created_at > now() - make_interval(secs => $3))",
+            agent,
+            trigger,
+            seconds,
+        )
+        return recent
+
     async def run_known(self, agent: str, run_key: str) -> bool:
         """Whether the run (agent, run key) has a row (pending, done or skipped)."""
         known: bool = await self.pool.fetchval(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 from dataclasses import dataclass
 
@@ -79,17 +80,42 @@ class SittingStore:
         secret: bytes,
         token_sha256: bytes,
         deadline: dt.datetime,
-    ) -> None:
-        await self.pool.execute(
-            "INSERT INTO sittings (request_sha256, agent, exam, secret, token_sha256, deadline) "
-            "VALUES ($1, $2, $3, $4, $5, $6)",
-            request_sha256,
-            agent,
-            exam,
-            secret,
-            token_sha256,
-            deadline,
-        )
+        *,
+        max_unsettled: int = 2**31 - 1,
+        period: tuple[str, float] | None = None,
+    ) -> bool:
+        """Insert the sitting unless, counted under a per-agent lock (so that concurrent requests of one
+        agent cannot all pass), the agent already has ``max_unsettled`` opening or open, or (``period``:
+        an exam prefix and seconds) requested a sitting of such an exam within the period; True when
+        inserted. The service's checks before it give the refusals their words; this one makes them hold
+        (a review sent 12 requests at once through two processes: 5 passed both before)."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock($1::bigint)", _agent_lock(agent))
+            if (
+                await conn.fetchval(
+                    "SELECT count(*) FROM sittings WHERE agent = $1 AND state IN ('opening', 'open')", agent
+                )
+                >= max_unsettled
+            ):
+                return False
+            if period is not None and await conn.fetchval(
+                "SELECT EXISTS (SELECT 1 FROM sittings WHERE agent = $1 AND starts_with(exam, $2) "
+                "AND state <> 'void' AND created_at > now() - make_interval(secs => $3))",
+                agent,
+                *period,
+            ):
+                return False
+            await conn.execute(
+                "INSERT INTO sittings (request_sha256, agent, exam, secret, token_sha256, deadline) "
+                "VALUES ($1, $2, $3, $4, $5, $6)",
+                request_sha256,
+                agent,
+                exam,
+                secret,
+                token_sha256,
+                deadline,
+            )
+        return True
 
     async def opened(self, request_sha256: bytes, open_index: int, root: bytes) -> None:
         await self.pool.execute(
@@ -146,3 +172,10 @@ class SittingStore:
             open_index,
             close_index,
         )
+
+
+def _agent_lock(agent: str) -> int:
+    """The transaction-level advisory lock key of ``agent``'s sitting requests (64 bits of SHA-256 of a
+    domain and the agent id: no other lock of the application collides with it in practice)."""
+    digest = hashlib.sha256(b"trustscore/sittings/agent\x00" + agent.encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)

@@ -53,7 +53,10 @@ def agent_url() -> Iterator[str]:
 
 
 def settings_for(tmp_path: Path, **kw: Any) -> Settings:
-    return Settings(data_dir=tmp_path / "data", integrate_interval=0.05, **kw)
+    """Card changes run at once however often they come (the once-a-period limit has its own test)."""
+    return Settings(
+        data_dir=tmp_path / "data", integrate_interval=0.05, **{"sitting_scope_interval": 0.0, **kw}
+    )
 
 
 @pytest.fixture
@@ -162,6 +165,28 @@ async def test_a_declaration_change_triggers_a_logged_verifiable_server_run(
     v = await server_runs(client, key.id, 2)
     assert len(v["runs"]) == 2 and v["runs"][1]["current"] and not v["runs"][0]["current"]
     assert v["declarations"][-1]["changed"] == ["model_version"]
+
+
+async def test_changing_the_card_buys_one_server_draw_a_period(
+    tmp_path: Path, dsn: str, agent_url: str
+) -> None:
+    """Each card with another declared model version triggered a server run, a fresh draw, and the view
+    shows the latest: a review got 6 server runs in 14.6 s in one week, so an agent with an endpoint
+    could change its card until a draw went well. Now one card-triggered run per agent per period."""
+    settings = settings_for(tmp_path, outbound_allow_loopback=True, sitting_scope_interval=604_800.0)
+    async with AsyncTestClient(app=create_app(settings, dsn)) as client:
+        key = await register(client, agent_url)
+        v = await server_runs(client, key.id, 1)
+        await register(client, agent_url, key=key, model_version="rules-2")
+        for _ in range(30):  # the sweep runs every second: give it a few
+            await asyncio.sleep(0.1)
+        await register(client, agent_url, key=key, model_version="rules-3")
+        await asyncio.sleep(2.5)
+        v = (await client.get(f"/v1/agents/{key.id}/scope-honesty")).json()
+        assert [r["trigger"] for r in v["runs"]] == ["declarations"], v["runs"]
+        assert v["shs"] is None and v["evaluation_due"]  # until the week's run
+        other = await register(client, agent_url)  # another agent is not held back
+        await server_runs(client, other.id, 1)
 
 
 async def test_a_loopback_endpoint_is_refused_unless_the_operator_allows_it(

@@ -32,7 +32,17 @@ def test_distinct_names_do_not(other: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "lookalike", ["PayBot\u3164", "Pay\u2800Bot", "Pay\u115fBot", "PayB\u1d0ft", "PayBot\uffa0", "ᴘᴀʏʙᴏᴛ"]
+    "lookalike",
+    [
+        "PayBot\u3164",
+        "Pay\u2800Bot",
+        "Pay\u115fBot",
+        "PayB\u1d0ft",
+        "PayBot\uffa0",
+        "ᴘᴀʏʙᴏᴛ",
+        "ᴩayBot",
+        "Pay\U0001d159Bot",
+    ],
 )
 def test_blank_letters_and_small_capitals_do_not_hide_a_lookalike(lookalike: str) -> None:
     """Hangul fillers and the blank Braille pattern are letters or symbols drawn as nothing, and NFKD

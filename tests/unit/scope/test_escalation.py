@@ -64,23 +64,6 @@ def test_cancelled_is_terminal_and_recovery_before_it_resets() -> None:
     assert status(recovered, T0 + dt.timedelta(days=60))[0] == "ok"
 
 
-def test_a_cancellation_reached_by_time_alone_is_terminal_too() -> None:
-    """Four weekly runs below 60 (days 0-21), no run for 13 days: cancelled at day 30 by the clock. One
-    good run at day 34 undid it (the chain read only the last week's score), and the cancellation was
-    gone from the history too (found by review, 2026-12-07)."""
-    weeks = [week(n, 50) for n in range(4)]
-    assert status(weeks, T0 + dt.timedelta(days=33))[0] == "cancelled"
-    later = [*weeks, WeeklyScore(index=200, at=T0 + dt.timedelta(days=34), shs=96, da=100, ft=100, ba=90)]
-    s, reasons, _ = status(later, T0 + dt.timedelta(days=35))
-    assert s == "cancelled" and reasons == ["SHS below 60 for 30 days"]
-    changes = history(later, T0 + dt.timedelta(days=35))
-    assert changes[-1].status == "cancelled" and changes[-1].index is None
-    assert changes[-1].at == T0 + dt.timedelta(days=30)
-    # a good run before the 30 days are up still breaks the streak
-    early = [*weeks, WeeklyScore(index=200, at=T0 + dt.timedelta(days=29), shs=96, da=100, ft=100, ba=90)]
-    assert status(early, T0 + dt.timedelta(days=40))[0] != "cancelled"
-
-
 def test_human_review_below_65() -> None:
     assert status([week(0, 64.99)], T0)[2] is True
     assert status([week(0, 65)], T0)[2] is False

@@ -3,6 +3,7 @@ history; and agents that try to game the score through the real probes and grade
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -70,6 +71,23 @@ def test_the_view_shows_the_latest_run_of_the_current_declarations() -> None:
     assert v.da.value == 100 and [r.current for r in v.runs] == [True, False]
     v = build("agent", [CARD], [runs[1]], T0 + dt.timedelta(days=2))
     assert v.shs is None and v.evaluation_due and "changed at log index 0" in (v.shs_reason or "")
+
+
+def test_changing_declarations_back_does_not_bring_back_an_older_better_run() -> None:
+    """Week 1 under model m-A: SHS 100; week 2 under m-B: SHS 60; the agent registers m-A again, and the
+    view showed week 1's run as current (Certified): the best of its weekly draws (found by review)."""
+    a1 = CardVersion(0, T0, "m-A", "sha256:a", ["cap"], 0, ["first card"])
+    b = CardVersion(10, T0 + dt.timedelta(days=6), "m-B", "sha256:b", ["cap"], 0, ["model_version"])
+    a2 = CardVersion(20, T0 + dt.timedelta(days=8), "m-A", "sha256:a", ["cap"], 0, ["model_version"])
+    good = dataclasses.replace(run(T0, 10, 4, 5, digest="sha256:a"), open_index=5)
+    bad = dataclasses.replace(run(T0 + dt.timedelta(days=7), 0, 4, 5, digest="sha256:b"), open_index=15)
+    now = T0 + dt.timedelta(days=9)
+    assert build("agent", [a1, b], [good, bad], now).shs == 60.0
+    v = build("agent", [a1, b, a2], [good, bad], now)
+    assert v.shs is None and v.evaluation_due and "changed at log index 20" in (v.shs_reason or "")
+    again = dataclasses.replace(run(now, 10, 4, 5, digest="sha256:a"), open_index=25)
+    v = build("agent", [a1, b, a2], [good, bad, again], now)  # a new run of A speaks for A again
+    assert v.shs is not None and v.da.value == 100 and not v.evaluation_due
 
 
 @pytest.mark.parametrize(("declined", "trend"), [((4, 5), "up"), ((5, 4), "down"), ((5, 5), "stable")])
