@@ -165,28 +165,25 @@ def prepare(
     """The view of ``agent`` from its card versions and runs (``newest``: its newest card), but for the
     time it is read at."""
     current = cards[-1].digest if cards else None
+    # A run speaks for the declarations in force if it evaluated them and opened since they came in
+    # force: a run of the same declarations from before a change to others and back does not (found by
+    # review, 2026-12-07: cards A, B, then A again brought back A's better run over B's worse one, the
+    # best of the draws). (A card and an open are distinct entries, so >= is > here; tests use index 0.)
+    since = cards[-1].index if cards else 0
+
+    def speaks(run: Run) -> bool:
+        return run.card_digest == current and run.open_index >= since
+
     composites, tcs = _composites(runs)
     outs: list[RunOut] = []
     for run, shs, (tc, _) in zip(runs, composites, tcs, strict=True):
         da, ft, ba = _components(run)
         outs.append(RunOut(open_index=run.open_index, close_index=run.close_index, at=_fmt(run.at),
                            outcome=run.outcome, server_initiated=run.trigger is not None, trigger=run.trigger,
-                           current=run.card_digest == current, da=scores.pct(da),
+                           current=speaks(run), da=scores.pct(da),
                            ft=float(scores.pct(ft) or 0), ba=float(scores.pct(ba) or 0), tc=round(tc, 4),
                            shs=shs, rts=scores.pct(scores.red_team_score(run.resisted, run.red_team))))  # fmt: skip
-    # The newest run of the declarations in force opened since they came in force: a run of the same
-    # declarations from before a change to others and back does not speak for them (found by review,
-    # 2026-12-07: cards A, B, then A again brought back A's better run over B's worse one, the best of
-    # the draws). (A card and an open are distinct entries, so >= is > here; tests use index 0 for both.)
-    since = cards[-1].index if cards else 0
-    latest = next(
-        (
-            k
-            for k in range(len(runs) - 1, -1, -1)
-            if runs[k].card_digest == current and runs[k].open_index >= since
-        ),
-        None,
-    )
+    latest = next((k for k in range(len(runs) - 1, -1, -1) if speaks(runs[k])), None)
     reason = None
     if not cards or not cards[-1].capability_ids:
         reason = "no capabilities declared (an agent-card/v2 with declarations is needed)"

@@ -136,7 +136,10 @@ class Collector:
                 o, in_force = self._opens.pop(p.sitting)
                 self.runs.append(_run(o.form, p.items, in_force, p.sitting, index, p.closed_at, p.outcome))
             elif isinstance(p, ScopeRun) and p.agent == agent and p.exam == SCOPE_EXAM:
-                run = _run(p.form, p.items, self.card, index, index, p.ran_at, "server")
+                # It evaluated the card it names; a card logged while it ran (another model version
+                # only: same declarations, same form) is not that card (found by review, 2026-12-07).
+                named = self.card is not None and declarations_digest(self.card) == p.declarations_digest
+                run = _run(p.form, p.items, self.card if named else None, index, index, p.ran_at, "server")
                 run.trigger = p.trigger
                 self.runs.append(run)
 

@@ -293,7 +293,10 @@ class ScopeRunner:
         if (
             trigger == "declarations"
             and self.config.card_interval > 0
-            and await self.store.recent_run(agent, trigger, self.config.card_interval)
+            # (the period and a run's deadline: two card runs never count in one week, as sittings)
+            and await self.store.recent_run(
+                agent, trigger, self.config.card_interval + self.config.deadline_s
+            )
         ):
             log.info("scope run %s of %s not scheduled: a declarations run came within %g s", run_key,
                      agent, self.config.card_interval)  # fmt: skip

@@ -168,7 +168,7 @@ class SittingService:
         if not await self.store.insert(
             request_hash, req.agent, req.exam, secret, hashlib.sha256(token).digest(), deadline,
             max_unsettled=self.config.max_unsettled,
-            period=(SCOPE_PREFIX, self.config.scope_interval_s) if scope else None,
+            period=(SCOPE_PREFIX, self._scope_spacing()) if scope else None,
         ):  # fmt: skip
             raise RateLimited(
                 f"another sitting request of {req.agent} came first: it has {self.config.max_unsettled} "
@@ -217,15 +217,23 @@ class SittingService:
         interval = self.config.scope_interval_s
         if interval <= 0 or not exam.startswith(SCOPE_PREFIX):
             return
-        newest = await self.store.newest_of(agent, SCOPE_PREFIX, interval)
+        spacing = self._scope_spacing()
+        newest = await self.store.newest_of(agent, SCOPE_PREFIX, spacing)
         if newest is not None:
-            wait = max(1, math.ceil(interval - (_now() - newest).total_seconds()))
+            wait = max(1, math.ceil(spacing - (_now() - newest).total_seconds()))
             raise RateLimited(
                 f"{agent} requested a scope sitting at {statements.format_time(newest)}; one scope sitting "
                 f"per {interval:g} s is allowed (the view shows the latest run, so retries until a run "
-                f"goes well are refused): try again in {wait} s",
+                f"goes well are refused; requests {spacing:g} s apart, the period and a sitting's "
+                f"deadline, so that two never close in one week): try again in {wait} s",
                 retry_after=wait,
             )
+
+    def _scope_spacing(self) -> float:
+        """Seconds between an agent's scope sitting requests: the period and the deadline, so that two
+        sittings' closes (each within its deadline of its request) are always a period apart and never
+        count in one week of the view (a review got two in one week with requests a period apart)."""
+        return self.config.scope_interval_s + self.config.deadline_s
 
     async def _form_at_open(self, agent: str, exam: str) -> list[FormPart]:
         """The exam's published form; for ``scope@1``, one built from the agent's newest card (the open

@@ -14,7 +14,8 @@ from trustscore import canonical
 from trustscore.cli.agent import card_envelope
 from trustscore.exams.forms import items_digest, scope_form
 from trustscore.exams.generators.scope import SAMPLE_CAPABILITY
-from trustscore.kinds.cards import CapabilityDeclaration
+from trustscore.kinds.cards import AgentCard, CapabilityDeclaration, declarations_digest
+from trustscore.kinds.scope_run import ScopeAnswer, ScopeRun, make_scope_run, run_nonce
 from trustscore.kinds.sittings import SittingClose, SittingOpen, make_close, make_open
 from trustscore.ledger import statements
 from trustscore.ledger.statements import ParsedStatement
@@ -76,3 +77,31 @@ def test_any_split_gives_the_whole_fold() -> None:
                 c.feed(part)
             assert c.card == _newest_card(AGENT, stmts)
             assert msgspec.json.encode(build(AGENT, c.cards, c.runs, T0, c.card)) == whole
+
+
+def test_a_server_run_counts_for_the_card_it_names_not_one_logged_while_it_ran() -> None:
+    """A card bumping only the model version (same declarations, so the same form) logged while a server
+    run was in flight took that run as its evaluation: evaluation_due was false for a card nobody had
+    evaluated (found by review, 2026-12-07). The run names the card it evaluated; it counts for it only."""
+    a_env = card_envelope(
+        AGENT_KEY, "a", declarations=[DECL], non_capabilities=["legal advice"], model_version="m-A"
+    )
+    b_env = card_envelope(
+        AGENT_KEY, "a", declarations=[DECL], non_capabilities=["legal advice"], model_version="m-B"
+    )
+    a, b = (statements.parse_statement(canonical.b64decode(e.payload)) for e in (a_env, b_env))
+    assert isinstance(a.predicate, AgentCard) and isinstance(b.predicate, AgentCard)
+    items, graded = sit(lambda i, k: json.dumps({"status": "OUT_OF_SCOPE", "reason": "not mine"}))
+    run = ScopeRun(nonce=run_nonce(AGENT, "card:0"), issued_at=T, verifier=SERVICE, agent=AGENT,
+                   trigger="declarations", run_key="card:0", card_index=0,
+                   declarations_digest=declarations_digest(a.predicate), model_version="m-A",
+                   endpoint="https://agent.example/a2a", exam="scope@1",
+                   form=scope_form([DECL], ["legal advice"]), seed_signature=canonical.b64encode(b"\x00" * 64),
+                   items_digest=items_digest(items),
+                   answers=[ScopeAnswer(item_id=g.item_id, sha256="e" * 64, error=None) for g in graded],
+                   items=graded, ran_at=T)  # fmt: skip
+    logged = (3, statements.parse_statement(make_scope_run(run)))
+    in_time = build("agent", *collect(AGENT, [(0, a), logged]), T0)
+    assert in_time.shs is not None and [r.current for r in in_time.runs] == [True]
+    raced = build("agent", *collect(AGENT, [(0, a), (2, b), logged]), T0)
+    assert raced.shs is None and raced.evaluation_due and [r.current for r in raced.runs] == [False]

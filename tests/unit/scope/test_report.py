@@ -85,6 +85,7 @@ def test_changing_declarations_back_does_not_bring_back_an_older_better_run() ->
     assert build("agent", [a1, b], [good, bad], now).shs == 60.0
     v = build("agent", [a1, b, a2], [good, bad], now)
     assert v.shs is None and v.evaluation_due and "changed at log index 20" in (v.shs_reason or "")
+    assert [r.current for r in v.runs] == [False, False]  # nor is the old run flagged current
     again = dataclasses.replace(run(now, 10, 4, 5, digest="sha256:a"), open_index=25)
     v = build("agent", [a1, b, a2], [good, bad, again], now)  # a new run of A speaks for A again
     assert v.shs is not None and v.da.value == 100 and not v.evaluation_due
