@@ -63,13 +63,7 @@ class SittingStore:
     async def newest_of(self, agent: str, exam_prefix: str, seconds: float) -> dt.datetime | None:
         """When ``agent`` last requested a sitting of an exam whose reference starts with ``exam_prefix``
         (opening, open or closed; a void one never opened) within the last ``seconds``, if it did."""
-        newest: dt.datetime | None = await self.pool.fetchval(
-            "SELECT max(created_at) FROM sittings WHERE agent = $1 AND starts_with(exam, $2) "
-            "AND state <> 'void' AND created_at > now() - make_interval(secs => $3)",
-            agent,
-            exam_prefix,
-            seconds,
-        )
+        newest: dt.datetime | None = await self.pool.fetchval(_NEWEST_IN_PERIOD, agent, exam_prefix, seconds)
         return newest
 
     async def insert(
@@ -98,12 +92,7 @@ class SittingStore:
                 >= max_unsettled
             ):
                 return False
-            if period is not None and await conn.fetchval(
-                "SELECT EXISTS (SELECT 1 FROM sittings WHERE agent = $1 AND starts_with(exam, $2) "
-                "AND state <> 'void' AND created_at > now() - make_interval(secs => $3))",
-                agent,
-                *period,
-            ):
+            if period is not None and await conn.fetchval(_NEWEST_IN_PERIOD, agent, *period) is not None:
                 return False
             await conn.execute(
                 "INSERT INTO sittings (request_sha256, agent, exam, secret, token_sha256, deadline) "
@@ -172,6 +161,14 @@ class SittingStore:
             open_index,
             close_index,
         )
+
+
+#: When an agent last requested a sitting of an exam under a prefix within a period (seconds), if it did:
+#: the once-a-period bound of scope sittings (a void sitting never opened, so it does not count).
+_NEWEST_IN_PERIOD = (
+    "SELECT max(created_at) FROM sittings WHERE agent = $1 AND starts_with(exam, $2) "
+    "AND state <> 'void' AND created_at > now() - make_interval(secs => $3)"
+)
 
 
 def _agent_lock(agent: str) -> int:
