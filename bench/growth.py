@@ -57,6 +57,7 @@ from trustscore.services.webhooks import after_step
 from trustscore.settings import Settings
 from trustscore.store import db
 from trustscore.store.log import LogStore, hash_tile_problems
+from trustscore.store.projection_tables import name_derivation
 
 Conn = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
 Node = tuple[int, int, bytes]  # (level, index, hash) of a complete aligned subtree, as in tree_nodes
@@ -156,6 +157,8 @@ async def copy_synthetic(conn: Conn, rows: Rows, more_nodes: list[Node]) -> None
     if await conn.fetchval("SELECT to_regclass('hash_tiles') IS NOT NULL"):
         # The full hash tiles these nodes complete, pre-folded from tree_nodes as the integrator does.
         await LogStore.write_full_tiles(conn, rows.start, rows.end)
+    if await conn.fetchval("SELECT to_regclass('projection_versions') IS NOT NULL"):
+        await name_derivation(conn)  # (migration 0029: the projection moves on under named versions)
     projected = await conn.execute(
         "UPDATE projection_state SET next_index = $2 WHERE name = 'log' AND next_index = $1",
         rows.start,

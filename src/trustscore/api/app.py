@@ -53,7 +53,7 @@ from trustscore.services.log import LogService
 from trustscore.services.metrics import Metrics
 from trustscore.services.pages import PageService
 from trustscore.services.periodic import Periodic
-from trustscore.services.projector import Projector
+from trustscore.services.projector import Projector, rederive
 from trustscore.services.public import PublicService
 from trustscore.services.ratelimit import KeyRateLimiter
 from trustscore.services.rating_mirror import RatingMirror
@@ -404,6 +404,8 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
     @contextlib.asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         await db.migrate(dsn)  # on the primary only: a replica replays the primary's schema
+        if settings.role != "api":  # evidence an earlier release derived is derived again before a load
+            await rederive(dsn, logkey.load_or_create(settings.log_key_file).public_key, settings.ladder_rule)
         pool = await db.create_pool(dsn, min_size=settings.pool_min, max_size=settings.pool_max)
         read_pool = None
         stop = asyncio.Event()

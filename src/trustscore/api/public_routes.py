@@ -22,6 +22,7 @@ from trustscore.evidence.standing import PolicyDescription
 from trustscore.grading import sandbox
 from trustscore.ladder.rows import LadderRow
 from trustscore.ladder.stats import Distribution
+from trustscore.ladder.work_evidence import VERSION as WORK_EVIDENCE
 from trustscore.ledger import statements
 from trustscore.reverify.status import VerificationStatus
 from trustscore.scope.report import ScopeSummary
@@ -89,6 +90,7 @@ class RatingOut(msgspec.Struct):
     null_reasons: dict[str, str]
     verification: VerificationStatus
     standing_policy: str = STANDING_POLICY  # the reporter-standing policy the evidence was derived with
+    work_evidence: str = WORK_EVIDENCE  # the derivation of work records' evidence (docs/evidence-ladder.md)
     # SHS, tier, status and RTS (docs/scope-honesty.md): its own score beside the dimensions, not in them
     scope_honesty: ScopeSummary | None = None
     # Per dimension the medal or why none (docs/methodology.md, "Medals"); null for a model without medals
@@ -163,6 +165,7 @@ class MethodologyOut(msgspec.Struct):
     document: str
     sandbox: SandboxOut
     standing_policy: PolicyDescription = PolicyDescription()
+    work_evidence: str = WORK_EVIDENCE
 
 
 class ExamOut(msgspec.Struct):

@@ -20,6 +20,7 @@ from trustscore.evidence.project_log import ProjectionState, project
 from trustscore.evidence.standing import POLICY_VERSION as STANDING_POLICY
 from trustscore.ladder.rows_jsonl import ladder_jsonl
 from trustscore.ladder.rule import CURRENT_RULE, check_rule
+from trustscore.ladder.work_evidence import VERSION as WORK_EVIDENCE
 from trustscore.ledger import checkpoint, merkle
 from trustscore.tiles_client import TileClient
 
@@ -98,6 +99,7 @@ def run_export(args: argparse.Namespace) -> int:
             "checkpoint_size": cp_size,
             "exported": [0, size],
             "standing_policy": STANDING_POLICY,
+            "work_evidence": WORK_EVIDENCE,
             "evidence_items": len(out.evidence),
             "snapshots": len(snaps),
             "ladder_rows": len(out.ladder),
@@ -106,7 +108,8 @@ def run_export(args: argparse.Namespace) -> int:
         },
         [
             f"verified {cp_size} entries against checkpoint {cp_size}; exported [0, {size})",
-            f"derived with reporter-standing policy {STANDING_POLICY} (docs/methodology.md)",
+            f"derived with reporter-standing policy {STANDING_POLICY} (docs/methodology.md) and work-record "
+            f"derivation {WORK_EVIDENCE} (docs/evidence-ladder.md)",
             f"evidence items: {len(out.evidence)}, snapshots: {len(snaps)}, "
             f"entries not counted: {len(out.rejected)}",
             *(f"  entry {index} does not count: {reason}" for index, reason in out.rejected),

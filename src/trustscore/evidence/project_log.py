@@ -11,14 +11,15 @@ Reporter weights follow the rating snapshots of one model only
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Final
 
 from trustscore.errors import TrustscoreError
 from trustscore.evidence.derive import Context, derive, derive_snapshots
 from trustscore.evidence.reporters import REPORTER_MODEL as REPORTER_MODEL
 from trustscore.evidence.reporters import ReporterWeights
-from trustscore.evidence.standing import POOL_ISSUER, Standing, vouches
+from trustscore.evidence.standing import POLICY_VERSION, POOL_ISSUER, Standing, vouches
 from trustscore.exams.sitting_evidence import KEY_PREFIX as SITTING_KEY
 from trustscore.kinds import catalog
 from trustscore.kinds.admission import Registration, admit, registration_of
@@ -33,6 +34,12 @@ from trustscore.reverify.evidence import ISSUER as REVERIFY_ISSUER
 from trustscore.scoring.inputs import DerivedEvidence, EvidenceItem, Snapshot
 
 assert catalog.ALL_KINDS  # every kind registered before any entry is parsed
+
+#: The versions of what derivation does (part -> version), named in rating responses and exports. A server
+#: records them with the evidence it stores and, started on evidence derived under others, derives it all
+#: again from the log (``store.projection_tables.rederive``), so that what it serves is what anyone
+#: derives offline.
+DERIVATION: Final = {"standing": POLICY_VERSION, "work_evidence": work.VERSION}
 
 
 @dataclass(frozen=True)
@@ -117,14 +124,40 @@ class ProjectionState:
                 self.standing_v1_items[item.agent] = self.standing_v1_items.get(item.agent, 0) + 1
         self.standing.observe(item.agent, item.dimension, item.key, item.source, item.extra_weight, item.at)
 
+    def replay(
+        self,
+        snapshots: Iterable[tuple[int, bytes]],
+        approvals: Iterable[tuple[int, bytes]],
+        evidence: Iterable[tuple[int, EvidenceItem]],
+    ) -> None:
+        """Rebuild the state from what a projection stored (the server's projector after a restart): the
+        leaves of every rating snapshot and approval, then the evidence items with their log indexes, in
+        log order."""
+        for index, leaf in snapshots:
+            snapshot = audit.parse_leaf(leaf).statement.predicate
+            assert isinstance(snapshot, RatingSnapshot)
+            self.feed_snapshot(index, snapshot)
+        for index, leaf in approvals:
+            approval = audit.parse_leaf(leaf).statement.predicate
+            assert isinstance(approval, MarketplaceApproval)
+            self.feed_approval(index, approval)
+        for index, item in evidence:
+            self.feed_evidence(item, index)
+
 
 def project(
-    entries: Iterable[tuple[int, bytes | None]], state: ProjectionState, *, verify: bool
+    entries: Iterable[tuple[int, bytes | None]],
+    state: ProjectionState,
+    *,
+    verify: bool,
+    ladder_rules: Mapping[int, str] | None = None,
 ) -> Projected:
     """Project ``entries`` (index, leaf bytes), which must continue ``state`` in index order.
 
     A leaf may be None where the caller knows the entry is a card (the server, which admitted it): cards
-    yield no evidence, and only an offline replay (``verify``) needs their keys.
+    yield no evidence, and only an offline replay (``verify``) needs their keys. ``ladder_rules``: the rung
+    rule of each entry whose ladder rows were written under another rule than ``state``'s (a
+    re-derivation keeps each row's rule).
     """
     out = Projected()
     context = Context(reporter_weight=state.reporters.weight, standing=state.standing)
@@ -153,7 +186,8 @@ def project(
             continue
         items = derive(index, stmt, context)
         out.evidence.extend(items)
-        out.ladder.extend(ladder_rows(index, stmt, items, state.ladder_rule))
+        rule = state.ladder_rule if ladder_rules is None else ladder_rules.get(index, state.ladder_rule)
+        out.ladder.extend(ladder_rows(index, stmt, items, rule))
         if isinstance(stmt.predicate, RatingSnapshot):
             adjusted = {r.agent: r.adjusted for r in stmt.predicate.ratings}
             out.snapshots.extend(SnapshotRow(index, s, adjusted[s.agent]) for s in derive_snapshots(stmt))

@@ -7,13 +7,13 @@ import logging
 import time
 from collections.abc import Callable
 
-from trustscore.evidence.project_log import Projected, ProjectionState, project
+from trustscore.evidence.project_log import DERIVATION, Projected, ProjectionState, project
 from trustscore.evidence.standing import POLICY_VERSION as STANDING_POLICY
-from trustscore.kinds.approvals import MARKETPLACE_APPROVAL, MarketplaceApproval
-from trustscore.kinds.snapshots import RATING_SNAPSHOT, RatingSnapshot
+from trustscore.kinds.approvals import MARKETPLACE_APPROVAL
+from trustscore.kinds.snapshots import RATING_SNAPSHOT
 from trustscore.ladder.rule import CURRENT_RULE
-from trustscore.ledger import audit
 from trustscore.services.ratings import RatingService
+from trustscore.store import projection_tables
 from trustscore.store.ladder import LadderStore
 from trustscore.store.log import LogStore
 from trustscore.store.projection_tables import AfterStep, EvidenceRow, ProjectionStore
@@ -91,16 +91,7 @@ class Projector:
     ) -> ProjectionState:
         state = ProjectionState(self.log_public_key, ladder_rule=self.ladder_rule)
         state.next_index = size
-        for index, leaf in snapshots:
-            predicate = audit.parse_leaf(leaf).statement.predicate
-            assert isinstance(predicate, RatingSnapshot)
-            state.feed_snapshot(index, predicate)
-        for index, leaf in approvals:
-            approval = audit.parse_leaf(leaf).statement.predicate
-            assert isinstance(approval, MarketplaceApproval)
-            state.feed_approval(index, approval)
-        for row in evidence:
-            state.feed_evidence(row.item, row.index)
+        state.replay(snapshots, approvals, ((row.index, row.item) for row in evidence))
         return state
 
     async def backfill_ladder(self) -> None:
@@ -151,6 +142,29 @@ class Projector:
     async def _refresh(self) -> None:
         self._refreshed_at = self.clock()
         await self.ratings.refresh()
+
+
+async def rederive(dsn: str, log_public_key: bytes, ladder_rule: str = CURRENT_RULE) -> int | None:
+    """At start-up, before a projector loads: derive the evidence (and ladder rows, each under its rule) of
+    every projected entry again when the database holds evidence derived under other versions than
+    :data:`DERIVATION` (a release changed the reporter-standing policy or the work-record derivation;
+    :func:`projection_tables.rederive`). Returns how many entries were derived again (0 on an empty
+    database), None if the evidence was current."""
+    state = ProjectionState(log_public_key, ladder_rule=ladder_rule)
+    started = time.monotonic()
+    size = await projection_tables.rederive(
+        dsn, lambda rows, rules: project(rows, state, verify=False, ladder_rules=rules)
+    )
+    if size:
+        log.warning(
+            "derived the evidence of %d projected entries again under %s in %.1f s (the database held "
+            "evidence derived under other versions, or under unrecorded ones); ratings follow at the "
+            "next refresh",
+            size,
+            ", ".join(f"{part} {version}" for part, version in sorted(DERIVATION.items())),
+            time.monotonic() - started,
+        )
+    return size
 
 
 def _warn_older(items: dict[str, int], what: str) -> None:

@@ -6,12 +6,13 @@ import asyncio
 import datetime as dt
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import asyncpg
 import msgspec
 
-from trustscore.evidence.project_log import Projected
+from trustscore.errors import StorageError
+from trustscore.evidence.project_log import DERIVATION, Projected
 from trustscore.kinds.admission import registration_of
 from trustscore.kinds.cards import AGENT_CARD, AGENT_CARD_V2, CARD_PREDICATE_TYPES, AgentCard
 from trustscore.kinds.parties import PARTY_CARD, PartyCard
@@ -77,31 +78,7 @@ EVIDENCE_COLUMNS = [
 async def _write_projected(conn: asyncpg.pool.PoolConnectionProxy, out: Projected) -> None:
     """The evidence, ladder rows and snapshots of one projector step (each row's foreign key into
     ``entries`` is checked: :func:`~trustscore.store.db.checked_inserts`)."""
-    if out.evidence:
-        seq: dict[int, int] = {}
-        records = []
-        for e in out.evidence:
-            n = seq[e.index] = seq.get(e.index, -1) + 1
-            records.append(
-                (
-                    e.index,
-                    n,
-                    e.agent,
-                    e.dimension,
-                    e.source,
-                    e.value,
-                    e.result,
-                    e.key,
-                    e.at,
-                    e.issuer,
-                    e.extra_weight,
-                )
-            )
-        await conn.copy_records_to_table(
-            "evidence",
-            columns=EVIDENCE_COLUMNS,
-            records=records,
-        )
+    await _write_evidence(conn, out)
     if out.ladder:
         await ladder.insert(conn, out.ladder)
     if out.snapshots:
@@ -122,6 +99,129 @@ async def _write_projected(conn: asyncpg.pool.PoolConnectionProxy, out: Projecte
         )
 
 
+async def _write_evidence(
+    conn: asyncpg.Connection | asyncpg.pool.PoolConnectionProxy, out: Projected
+) -> None:
+    if not out.evidence:
+        return
+    seq: dict[int, int] = {}
+    records = []
+    for e in out.evidence:
+        n = seq[e.index] = seq.get(e.index, -1) + 1
+        records.append(
+            (
+                e.index,
+                n,
+                e.agent,
+                e.dimension,
+                e.source,
+                e.value,
+                e.result,
+                e.key,
+                e.at,
+                e.issuer,
+                e.extra_weight,
+            )
+        )
+    await conn.copy_records_to_table("evidence", columns=EVIDENCE_COLUMNS, records=records)
+
+
+#: This release's derivation versions as migration 0029's trigger compares them ("part version, ...").
+DERIVED_UNDER: Final = ", ".join(f"{part} {version}" for part, version in sorted(DERIVATION.items()))
+
+
+async def name_derivation(conn: asyncpg.Connection | asyncpg.pool.PoolConnectionProxy) -> None:
+    """Name this release's derivation versions for the rest of ``conn``'s transaction, as a projector step
+    does before it moves the projection (migration 0029): for a bench fill that moves it too."""
+    await conn.execute("SELECT set_config('trustscore.derivation', $1, true)", DERIVED_UNDER)
+
+
+async def rederive(
+    dsn: str,
+    project: Callable[[list[tuple[int, bytes | None]], dict[int, str]], Projected],
+    batch: int = 5000,
+) -> int | None:
+    """Derive the evidence and ladder rows of every projected entry again when the evidence was derived
+    under other versions than this release's (:data:`~trustscore.evidence.project_log.DERIVATION`; none
+    recorded counts as other), in one transaction under the projector's lock, and record this release's;
+    return how many entries were derived again (None if the versions were current).
+
+    ``project(entries, rules)`` is called on consecutive runs of entries from index 0, as a projector step
+    calls it, on a projection state of its own; ``rules`` names the rung rule each entry's ladder rows were
+    written under (a row keeps its rule; an entry without rows gets the current one, those the ladder's
+    backfill had not reached too: the backfill is then done). Snapshots depend on no derivation version
+    and are not touched.
+
+    It runs on a connection of its own as the database owner, not the app role (which may not delete
+    evidence), before any process of this release projects: at start-up, after the migrations
+    (docs/operations.md, "Upgrading to migration 0029"). The append-only triggers of evidence and ladder
+    are disabled inside the transaction only (their lock blocks writers to those tables, and appends that
+    make a partition, until it commits; readers see the old rows meanwhile)."""
+    try:
+        conn = await asyncpg.connect(dsn)
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise StorageError(f"cannot connect to PostgreSQL: {exc}") from exc
+    try:
+        if await _current(conn):  # (without the lock: a start never waits for a projector's step)
+            return None
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", _PROJECTOR_LOCK)
+            if await _current(conn):  # another process derived it meanwhile
+                return None
+            size: int = await conn.fetchval(
+                "SELECT next_index FROM projection_state WHERE name = 'log' FOR UPDATE"
+            )
+            await conn.execute("DELETE FROM projection_versions")
+            await conn.executemany(
+                "INSERT INTO projection_versions (part, version) VALUES ($1, $2)", sorted(DERIVATION.items())
+            )
+            if size:
+                await _rederive(conn, size, project, batch)
+            return size
+    finally:
+        await conn.close()
+
+
+async def _current(conn: asyncpg.Connection) -> bool:
+    recorded = await conn.fetch("SELECT part, version FROM projection_versions")
+    return {r["part"]: r["version"] for r in recorded} == DERIVATION
+
+
+async def _rederive(
+    conn: asyncpg.Connection,
+    size: int,
+    project: Callable[[list[tuple[int, bytes | None]], dict[int, str]], Projected],
+    batch: int,
+) -> None:
+    # derived rows are append-only even for the owner, but for this transaction
+    await conn.execute("ALTER TABLE evidence DISABLE TRIGGER evidence_append_only")
+    await conn.execute("ALTER TABLE ladder DISABLE TRIGGER ladder_append_only")
+    await conn.execute("DELETE FROM evidence")
+    for start in range(0, size, batch):
+        end = min(size, start + batch)
+        rules = await conn.fetch(  # the rows' rules, read before the rows are deleted
+            "DELETE FROM ladder WHERE idx >= $1 AND idx < $2 RETURNING idx, rule", start, end
+        )
+        rows = await conn.fetch(
+            "SELECT idx, CASE WHEN kind = ANY($3::text[]) THEN NULL ELSE leaf END AS leaf "
+            "FROM entries WHERE idx >= $1 AND idx < $2 ORDER BY idx",
+            start,
+            end,
+            list(CARD_KINDS),
+        )
+        out = project(
+            [(r["idx"], None if r["leaf"] is None else bytes(r["leaf"])) for r in rows],
+            {r["idx"]: r["rule"] for r in rules},
+        )
+        async with checked_inserts(conn):
+            await _write_evidence(conn, out)
+            await ladder.insert(conn, out.ladder)
+    # every projected entry has its rows now, those the ladder's backfill had not reached too
+    await conn.execute("UPDATE projection_state SET next_index = 0 WHERE name = 'ladder_backfill'")
+    await conn.execute("ALTER TABLE ladder ENABLE TRIGGER ladder_append_only")
+    await conn.execute("ALTER TABLE evidence ENABLE TRIGGER evidence_append_only")
+
+
 class ProjectionStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
@@ -135,7 +235,11 @@ class ProjectionStore:
         """Project up to ``limit`` unprojected entries in one transaction; None if none or locked.
         ``after(conn, start, end)`` runs last in the same transaction (webhook events: store/webhooks.py)."""
         async with self.pool.acquire() as conn, conn.transaction():
-            if not await conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", _PROJECTOR_LOCK):
+            if not await conn.fetchval(  # and name the versions it derives under (migration 0029)
+                "SELECT pg_try_advisory_xact_lock($1) FROM set_config('trustscore.derivation', $2, true)",
+                _PROJECTOR_LOCK,
+                DERIVED_UNDER,
+            ):
                 return None
             start: int = await conn.fetchval(
                 "SELECT next_index FROM projection_state WHERE name = 'log' FOR UPDATE"
