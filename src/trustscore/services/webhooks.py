@@ -256,7 +256,9 @@ class WebhookService:
     async def _deliver(self, d: Due) -> int:
         assert self._sender is not None
         sender = self._sender
-        hdrs = signing.headers(self.key, d.event_id, int(time.time()), d.payload)
+        hdrs = signing.headers(
+            self.key, signing.message_id(d.event_id, d.subscription), int(time.time()), d.payload
+        )
         started = time.perf_counter()
         status: int | None = None
         error: str | None = None

@@ -3,6 +3,11 @@
 The signed content is ``{webhook-id}.{webhook-timestamp}.{body}`` as the specification defines; the
 signature header is ``v1a,`` + base64 of the Ed25519 signature by the service key, which anyone can check
 against the published key (``whpk_`` + base64 of the raw 32-byte public key).
+
+The ``webhook-id`` of a delivery is :func:`message_id`: the event's id and the subscription it is
+delivered to. One signing key serves every subscriber, so a signature that covered only the event let
+any subscriber replay a genuine delivery to another subscriber's URL within the tolerance (found by an
+audit, 2026-12-07); a receiver that checks the id names its subscription refuses it.
 """
 
 from __future__ import annotations
@@ -22,6 +27,12 @@ TOLERANCE_S = 300
 
 def signed_content(msg_id: str, timestamp: int, body: bytes) -> bytes:
     return f"{msg_id}.{timestamp}.".encode() + body
+
+
+def message_id(event_id: str, subscription: int) -> str:
+    """The ``webhook-id`` of ``event_id``'s delivery to ``subscription`` (its log index):
+    ``{event id}.s{subscription}``, unique per delivery, so still what a receiver deduplicates by."""
+    return f"{event_id}.s{subscription}"
 
 
 def headers(key: SigningKey, msg_id: str, timestamp: int, body: bytes) -> dict[str, str]:
@@ -46,10 +57,17 @@ def parse_public_key(text: str) -> bytes:
 
 
 def verify(
-    public_key: bytes, hdrs: Mapping[str, str], body: bytes, now: int, tolerance: int = TOLERANCE_S
+    public_key: bytes,
+    hdrs: Mapping[str, str],
+    body: bytes,
+    now: int,
+    tolerance: int = TOLERANCE_S,
+    *,
+    subscription: int | None = None,
 ) -> str:
-    """The message id of a delivery whose ``v1a`` signature by ``public_key`` and timestamp check out;
-    raise SignatureError otherwise."""
+    """The message id of a delivery whose ``v1a`` signature by ``public_key`` and timestamp check out,
+    and which was made for ``subscription`` when given (:func:`message_id`); raise SignatureError
+    otherwise."""
     low = {k.lower(): v for k, v in hdrs.items()}
     msg_id, stamp, sigs = low.get("webhook-id"), low.get("webhook-timestamp"), low.get("webhook-signature")
     if not (msg_id and stamp and sigs):
@@ -65,5 +83,9 @@ def verify(
             keys.verify(public_key, content, base64.b64decode(sig, validate=True))
         except (SignatureError, binascii.Error, ValueError):
             continue
+        if subscription is not None and not msg_id.endswith(f".s{subscription}"):
+            raise SignatureError(
+                f"the delivery {msg_id!r} was made for another subscription than {subscription}"
+            )
         return msg_id
     raise SignatureError("no valid v1a signature by the service key")

@@ -14,17 +14,19 @@ from trustscore.webhooks import signing
 
 @dataclass
 class Receipt:
-    id: str
+    id: str  # the event's
     type: str
     agent: str
     body: dict[str, Any]
     at: float  # time.time() when received
+    headers: dict[str, str]  # as delivered
 
 
 @dataclass
 class Receiver:
     """Answers 204 to a delivery whose ``v1a`` signature verifies with ``public_key`` (a ``whpk_`` text),
-    400 to one that does not, and 503 while ``down``; keeps each accepted id once (idempotent by id)."""
+    400 to one that does not, and 503 while ``down``; keeps each accepted ``webhook-id`` once (idempotent
+    by id: an event's id and the subscription it was delivered to, ``signing.message_id``)."""
 
     public_key: str = ""
     down: bool = False
@@ -87,8 +89,10 @@ class Receiver:
                 self.repeats += 1
                 return 204
             event = json.loads(body)
-            assert event["data"]["id"] == msg_id
-            self.accepted[msg_id] = Receipt(msg_id, event["type"], event["data"]["agent"], event, time.time())
+            assert msg_id.startswith(event["data"]["id"] + ".s")
+            self.accepted[msg_id] = Receipt(
+                event["data"]["id"], event["type"], event["data"]["agent"], event, time.time(), headers
+            )
             self.order.append(msg_id)
             return 204
 

@@ -26,6 +26,7 @@ from tests.integration.webhooks.parties import (
 )
 from tests.integration.webhooks.receiver import Receiver
 from trustscore.api.app import create_app
+from trustscore.errors import SignatureError
 from trustscore.ledger import keys
 from trustscore.settings import Settings
 from trustscore.webhooks import signing
@@ -106,12 +107,17 @@ async def test_every_delivery_verifies_and_arrives_in_order_per_agent(
         await wclient.get(f"/v1/subscriptions/{sub['index']}/deliveries", params={"after": page["next"]})
     ).json()
     assert len(rest["attempts"]) == 7 and rest["next"] is None
-    assert {a["event_id"] for a in page["attempts"] + rest["attempts"]} == set(receiver.accepted)
+    assert {a["event_id"] for a in page["attempts"] + rest["attempts"]} == {
+        r.id for r in receiver.accepted.values()
+    }
+    assert set(receiver.accepted) == {
+        signing.message_id(r.id, int(sub["index"])) for r in receiver.accepted.values()
+    }
 
 
 async def test_a_forged_or_replayed_delivery_does_not_verify(wclient: Client, receiver: Receiver) -> None:
     market, [agent] = await setup_parties(wclient, 1)
-    await post(wclient, "/v1/subscriptions", subscription(market, receiver.url, ["event.negative"]))
+    sub = await post(wclient, "/v1/subscriptions", subscription(market, receiver.url, ["event.negative"]))
     await post(wclient, "/v1/events", negative_event(market, agent))
     await until(lambda: len(receiver.accepted) == 1)
     [receipt] = receiver.accepted.values()
@@ -122,6 +128,13 @@ async def test_a_forged_or_replayed_delivery_does_not_verify(wclient: Client, re
     old = signing.headers(keys.SigningKey.generate(), receipt.id, now - 3600, body)
     assert receiver.handle(old, body) == 400
     assert len(receiver.bad) == 2
+    # A genuine delivery a subscriber forwards to another subscriber's URL (one key signs every delivery):
+    # the signed webhook-id names the subscription it was made for, so the other's receiver refuses it.
+    key = signing.parse_public_key(receiver.public_key)
+    genuine = receipt.headers
+    assert signing.verify(key, genuine, body, now, subscription=int(sub["index"]))
+    with pytest.raises(SignatureError, match="another subscription"):
+        signing.verify(key, genuine, body, now, subscription=int(sub["index"]) + 1)
 
 
 async def test_a_receiver_down_for_a_while_gets_every_event_once_in_order(

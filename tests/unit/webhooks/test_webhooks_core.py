@@ -225,3 +225,17 @@ def test_feeds_parse_and_escape() -> None:
     assert doc.entries[0].content[0].value == '{"name":"<script>&"}'
     empty = feedparser.parse(feeds.atom("urn:x", "t", "https://s.example/feed.atom", []))
     assert not empty.bozo and empty.entries == []
+
+
+def test_a_delivery_names_its_subscription_and_a_receiver_may_insist_on_its_own() -> None:
+    """One key signs every delivery: without the subscription in the signed id, a subscriber could
+    forward a genuine delivery to another subscriber's URL and it verified there (audit, 2026-12-07)."""
+    key = keys.SigningKey.generate()
+    body, now = b'{"type":"event.negative"}', 1_800_000_000
+    hdrs = signing.headers(key, signing.message_id("evt_1", 15), now, body)
+    assert hdrs["webhook-id"] == "evt_1.s15"
+    assert signing.verify(key.public_key, hdrs, body, now, subscription=15) == "evt_1.s15"
+    assert signing.verify(key.public_key, hdrs, body, now) == "evt_1.s15"  # a receiver that does not check
+    for other in (5, 1, 150):
+        with pytest.raises(SignatureError, match="another subscription"):
+            signing.verify(key.public_key, hdrs, body, now, subscription=other)
