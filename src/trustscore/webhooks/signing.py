@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from trustscore.errors import SignatureError
 from trustscore.ledger import keys
@@ -31,8 +31,10 @@ def signed_content(msg_id: str, timestamp: int, body: bytes) -> bytes:
 
 def message_id(event_id: str, subscription: int) -> str:
     """The ``webhook-id`` of ``event_id``'s delivery to ``subscription`` (its log index):
-    ``{event id}.s{subscription}``, unique per delivery, so still what a receiver deduplicates by."""
-    return f"{event_id}.s{subscription}"
+    ``{event id}_s{subscription}`` (no ``.``, which the specification asks ids not to hold), the same for
+    every attempt of that delivery. An event delivered to two subscriptions has two ids: its own is the
+    body's ``data.id``."""
+    return f"{event_id}_s{subscription}"
 
 
 def headers(key: SigningKey, msg_id: str, timestamp: int, body: bytes) -> dict[str, str]:
@@ -63,11 +65,11 @@ def verify(
     now: int,
     tolerance: int = TOLERANCE_S,
     *,
-    subscription: int | None = None,
+    subscription: int | Collection[int] | None = None,
 ) -> str:
     """The message id of a delivery whose ``v1a`` signature by ``public_key`` and timestamp check out,
-    and which was made for ``subscription`` when given (:func:`message_id`); raise SignatureError
-    otherwise."""
+    and which was made for ``subscription`` (or one of them) when given (:func:`message_id`); raise
+    SignatureError otherwise."""
     low = {k.lower(): v for k, v in hdrs.items()}
     msg_id, stamp, sigs = low.get("webhook-id"), low.get("webhook-timestamp"), low.get("webhook-signature")
     if not (msg_id and stamp and sigs):
@@ -83,9 +85,10 @@ def verify(
             keys.verify(public_key, content, base64.b64decode(sig, validate=True))
         except (SignatureError, binascii.Error, ValueError):
             continue
-        if subscription is not None and not msg_id.endswith(f".s{subscription}"):
-            raise SignatureError(
-                f"the delivery {msg_id!r} was made for another subscription than {subscription}"
-            )
+        if subscription is not None:
+            mine = {subscription} if isinstance(subscription, int) else set(subscription)
+            _, sep, named = msg_id.rpartition("_s")
+            if not (sep and named.isascii() and named.isdigit() and int(named) in mine):
+                raise SignatureError(f"the delivery {msg_id!r} was made for another subscription")
         return msg_id
     raise SignatureError("no valid v1a signature by the service key")

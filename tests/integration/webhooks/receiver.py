@@ -89,7 +89,7 @@ class Receiver:
                 self.repeats += 1
                 return 204
             event = json.loads(body)
-            assert msg_id.startswith(event["data"]["id"] + ".s")
+            assert msg_id.startswith(event["data"]["id"] + "_s")
             self.accepted[msg_id] = Receipt(
                 event["data"]["id"], event["type"], event["data"]["agent"], event, time.time(), headers
             )

@@ -233,9 +233,10 @@ def test_a_delivery_names_its_subscription_and_a_receiver_may_insist_on_its_own(
     key = keys.SigningKey.generate()
     body, now = b'{"type":"event.negative"}', 1_800_000_000
     hdrs = signing.headers(key, signing.message_id("evt_1", 15), now, body)
-    assert hdrs["webhook-id"] == "evt_1.s15"
-    assert signing.verify(key.public_key, hdrs, body, now, subscription=15) == "evt_1.s15"
-    assert signing.verify(key.public_key, hdrs, body, now) == "evt_1.s15"  # a receiver that does not check
-    for other in (5, 1, 150):
+    assert hdrs["webhook-id"] == "evt_1_s15"
+    assert signing.verify(key.public_key, hdrs, body, now, subscription=15) == "evt_1_s15"
+    assert signing.verify(key.public_key, hdrs, body, now, subscription={3, 15}) == "evt_1_s15"
+    assert signing.verify(key.public_key, hdrs, body, now) == "evt_1_s15"  # a receiver that does not check
+    for other in (5, 1, 150, 115, {1, 5}, ()):
         with pytest.raises(SignatureError, match="another subscription"):
             signing.verify(key.public_key, hdrs, body, now, subscription=other)
