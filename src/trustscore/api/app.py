@@ -128,6 +128,7 @@ def outbound_policy(settings: Settings, deadline: float) -> OutboundPolicy:
 
 async def build_services(
     settings: Settings,
+    log_key: keys.SigningKey,
     pool: asyncpg.Pool,
     metrics: Metrics,
     per_address: KeyRateLimiter,
@@ -151,7 +152,6 @@ async def build_services(
     jobs = settings.role != "api"
     start_current = settings.role == "all"
     store = LogStore(pool)
-    log_key = logkey.load_or_create(settings.log_key_file)
     bound = await logkey.bind(store, settings.log_origin, log_key)
     reads = None if read_pool is None else LogStore(read_pool)
     if reads is not None:
@@ -404,8 +404,9 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
     @contextlib.asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         await db.migrate(dsn)  # on the primary only: a replica replays the primary's schema
+        log_key = logkey.load_or_create(settings.log_key_file)
         if settings.role != "api":  # evidence an earlier release derived is derived again before a load
-            await rederive(dsn, logkey.load_or_create(settings.log_key_file).public_key, settings.ladder_rule)
+            await rederive(dsn, log_key.public_key, settings.ladder_rule)
         pool = await db.create_pool(dsn, min_size=settings.pool_min, max_size=settings.pool_max)
         read_pool = None
         stop = asyncio.Event()
@@ -420,7 +421,7 @@ def create_app(settings: Settings, dsn: str) -> Litestar:
                     read_only=True,
                 )
             services, background = await build_services(
-                settings, pool, wiring.metrics, per_address, stop, read_pool, leases
+                settings, log_key, pool, wiring.metrics, per_address, stop, read_pool, leases
             )
             wiring.services = services
             app.state[STATE_KEY] = services

@@ -75,13 +75,6 @@ class ProjectionState:
     registry: dict[str, Registration] = field(default_factory=dict)
     next_index: int = 0
     ladder_rule: str = CURRENT_RULE  # the rung rule new ladder rows are written under
-    # Agents with evidence replayed (feed_evidence) that standing-v1 derived and standing-v2 would not
-    # (a self-attested work record, or a rated reporter's report, counted as standing evidence where
-    # standing-v2 pools it), with how many such items each: the subjects whose ratings those move.
-    standing_v1_items: dict[str, int] = field(default_factory=dict)
-    # Agents with sitting evidence replayed that standing-v2 derived at another weight than standing-v3
-    # would (a sitting after an earlier one in the same dimension, counted in full), with how many each.
-    standing_v2_items: dict[str, int] = field(default_factory=dict)
 
     @property
     def log_key_id(self) -> str:
@@ -102,26 +95,24 @@ class ProjectionState:
 
     def feed_evidence(self, item: EvidenceItem, index: int) -> None:
         """Replay evidence derived before, logged at ``index`` (in log order), into the standing
-        policy's state: an approved marketplace's report vouches, as derivation does. A report stored as
-        standing evidence that standing-v2 would have pooled (derived by standing-v1) is counted as it is
-        stored, and its subject in :attr:`standing_v1_items`; a sitting's item spaces the agent's later
-        sittings as derivation does, and one stored at another weight (derived by standing-v2) puts its
-        subject in :attr:`standing_v2_items`."""
+        policy's state, as derivation does: an approved marketplace's report vouches, and a sitting's item
+        spaces the agent's later sittings. The evidence is the current derivation's (an earlier release's
+        is derived again at start-up: :func:`~trustscore.services.projector.rederive`)."""
         if item.issuer is None and item.key is not None and item.key.startswith(SITTING_KEY):
             opened = int(item.key[len(SITTING_KEY) :].split(":", 1)[0])  # sitting:<open index>:<item>
-            weight = self.standing.sitting_weight(item.agent, item.dimension, index, opened, item.at)
-            if item.extra_weight != weight:  # (a sitting's extra weight is its spacing alone)
-                self.standing_v2_items[item.agent] = self.standing_v2_items.get(item.agent, 0) + 1
+            self.standing.sitting_weight(item.agent, item.dimension, index, opened, item.at)
         elif item.issuer == POOL_ISSUER:
             self.standing.count_pooled(item.agent, item.dimension, item.source, item.extra_weight, item.at)
             return
         reporter = item.issuer
-        if reporter is not None and reporter != REVERIFY_ISSUER:  # a reporter held to have standing
-            if item.source != work.SELF_REPORTED and self.standing.approved(reporter, index):
-                if vouches(item):
-                    self.standing.vouch(item.agent, index, reporter)
-            elif item.source == work.SELF_REPORTED or not self.standing.vouched_before(reporter, index):
-                self.standing_v1_items[item.agent] = self.standing_v1_items.get(item.agent, 0) + 1
+        if (
+            reporter is not None
+            and reporter != REVERIFY_ISSUER
+            and item.source != work.SELF_REPORTED
+            and self.standing.approved(reporter, index)
+            and vouches(item)
+        ):
+            self.standing.vouch(item.agent, index, reporter)
         self.standing.observe(item.agent, item.dimension, item.key, item.source, item.extra_weight, item.at)
 
     def replay(

@@ -57,12 +57,12 @@ from trustscore.scoring.times import to_micros
 #: standing-v1 with self-attested work records always pooled (under v1 an agent with standing counted its
 #: own claims about itself in full, without bound) and vouches by approved marketplaces only (under v1 a
 #: reporter with standing vouched, so it could hand standing on to a key of its own). The two derive the
-#: same evidence from a log where neither happened (``ProjectionState.standing_v1_items`` counts the rest).
+#: same evidence from a log where neither happened.
 #: standing-v3 (2026-12-07) is standing-v2 with an agent's sittings in one dimension spaced
 #: (:meth:`Standing.sitting_weight`: under v2 every sitting added a full sitting's weight, so a program
 #: sitting an exam again and again drowned the failures approved marketplaces had reported). The two
-#: derive the same evidence from a log where no agent sat twice in a dimension
-#: (``ProjectionState.standing_v2_items`` counts the rest).
+#: derive the same evidence from a log where no agent sat twice in a dimension. A server holding evidence
+#: an earlier version derived derives it again at start-up (services/projector.py ``rederive``).
 POLICY_VERSION = "standing-v3"
 #: The pool's items weigh together at most this share of a dimension's standing evidence.
 POOL_SHARE = 0.04

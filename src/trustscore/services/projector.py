@@ -8,7 +8,6 @@ import time
 from collections.abc import Callable
 
 from trustscore.evidence.project_log import DERIVATION, Projected, ProjectionState, project
-from trustscore.evidence.standing import POLICY_VERSION as STANDING_POLICY
 from trustscore.kinds.approvals import MARKETPLACE_APPROVAL
 from trustscore.kinds.snapshots import RATING_SNAPSHOT
 from trustscore.ladder.rule import CURRENT_RULE
@@ -69,16 +68,6 @@ class Projector:
         approvals = await self.log_store.leaves_of_kind(MARKETPLACE_APPROVAL.predicate_type, size)
         evidence = await self.store.evidence_since(0, size)
         self.state = await asyncio.to_thread(self._rebuilt, size, snapshots, approvals, evidence)
-        _warn_older(  # (a log projected by a release before 2026-12-07; none of a fresh one)
-            self.state.standing_v1_items,
-            "were derived under standing-v1 as standing evidence where standing-v2 and later pool them "
-            "(self-attested work records, reports of reporters no approved marketplace vouched for)",
-        )
-        _warn_older(
-            self.state.standing_v2_items,
-            "of sittings were derived under standing-v2 at another weight than standing-v3 gives them (a "
-            "sitting soon after an earlier one in the same dimension, counted in full)",
-        )
         await self.backfill_ladder()
         self._current = True
 
@@ -165,20 +154,3 @@ async def rederive(dsn: str, log_public_key: bytes, ladder_rule: str = CURRENT_R
             time.monotonic() - started,
         )
     return size
-
-
-def _warn_older(items: dict[str, int], what: str) -> None:
-    """Say at start that evidence an earlier policy derived differently is kept as derived (agent ->
-    items): those agents' ratings differ from an offline recompute, which derives the whole log under
-    the current policy."""
-    if items:
-        log.warning(
-            "%d evidence items about %d agents (%s) %s; the current policy, %s, derives every new entry: "
-            "an offline recompute of those agents' ratings, and of what their pools take in, differs from "
-            "what this server serves (docs/methodology.md, 'Reporter standing')",
-            sum(items.values()),
-            len(items),
-            ", ".join(sorted(items)[:5]) + (", ..." if len(items) > 5 else ""),
-            what,
-            STANDING_POLICY,
-        )

@@ -182,6 +182,19 @@ async def rederive(
         await conn.close()
 
 
+async def project_leaves(conn: Conn, start: int, limit: int) -> list[tuple[int, bytes | None]]:
+    """(index, leaf) of at most ``limit`` entries from ``start`` in log order, what a projection reads;
+    cards yield no evidence, so their leaves are not even read (None)."""
+    rows = await conn.fetch(
+        "SELECT idx, CASE WHEN kind = ANY($3::text[]) THEN NULL ELSE leaf END AS leaf "
+        "FROM entries WHERE idx >= $1 ORDER BY idx LIMIT $2",
+        start,
+        limit,
+        list(CARD_KINDS),
+    )
+    return [(r["idx"], None if r["leaf"] is None else bytes(r["leaf"])) for r in rows]
+
+
 async def _current(conn: asyncpg.Connection) -> bool:
     recorded = await conn.fetch("SELECT part, version FROM projection_versions")
     return {r["part"]: r["version"] for r in recorded} == DERIVATION
@@ -202,17 +215,7 @@ async def _rederive(
         rules = await conn.fetch(  # the rows' rules, read before the rows are deleted
             "DELETE FROM ladder WHERE idx >= $1 AND idx < $2 RETURNING idx, rule", start, end
         )
-        rows = await conn.fetch(
-            "SELECT idx, CASE WHEN kind = ANY($3::text[]) THEN NULL ELSE leaf END AS leaf "
-            "FROM entries WHERE idx >= $1 AND idx < $2 ORDER BY idx",
-            start,
-            end,
-            list(CARD_KINDS),
-        )
-        out = project(
-            [(r["idx"], None if r["leaf"] is None else bytes(r["leaf"])) for r in rows],
-            {r["idx"]: r["rule"] for r in rules},
-        )
+        out = project(await project_leaves(conn, start, end - start), {r["idx"]: r["rule"] for r in rules})
         async with checked_inserts(conn):
             await _write_evidence(conn, out)
             await ladder.insert(conn, out.ladder)
@@ -244,23 +247,17 @@ class ProjectionStore:
             start: int = await conn.fetchval(
                 "SELECT next_index FROM projection_state WHERE name = 'log' FOR UPDATE"
             )
-            rows = await conn.fetch(  # cards yield no evidence: their leaves need not even be read
-                "SELECT idx, CASE WHEN kind = ANY($3::text[]) THEN NULL ELSE leaf END AS leaf "
-                "FROM entries WHERE idx >= $1 ORDER BY idx LIMIT $2",
-                start,
-                limit,
-                list(CARD_KINDS),
-            )
+            rows = await project_leaves(conn, start, limit)
             if not rows:
                 return None
-            out = project([(r["idx"], None if r["leaf"] is None else bytes(r["leaf"])) for r in rows])
+            out = project(rows)
             if out.evidence or out.ladder or out.snapshots:
                 async with checked_inserts(conn):
                     await _write_projected(conn, out)
             if after is not None:
-                await after(conn, start, rows[-1]["idx"] + 1)
+                await after(conn, start, rows[-1][0] + 1)
             await conn.execute(
-                "UPDATE projection_state SET next_index = $1 WHERE name = 'log'", rows[-1]["idx"] + 1
+                "UPDATE projection_state SET next_index = $1 WHERE name = 'log'", rows[-1][0] + 1
             )
             return out
 

@@ -204,10 +204,9 @@ def test_an_agents_own_claims_stay_in_its_pool(vouched: bool) -> None:
         assert moved <= 23, (model, old, new)
 
 
-def test_a_replay_counts_the_items_standing_v1_derived_otherwise() -> None:
-    """A database projected under standing-v1 may hold standing evidence standing-v2 pools (evidence rows
-    are append-only): self-attested items, and reports of rated reporters no approved marketplace
-    vouched for. The projector's replay counts them per subject, to warn, and vouches as v2 derives."""
+def test_a_replay_vouches_as_derivation_does() -> None:
+    """The projector's replay of stored evidence (after a restart) vouches as derivation does: by an
+    approved marketplace's report only, never by a self-attested item or a rated reporter's report."""
     world = World()
     state = ProjectionState(world.log_key.public_key)
     state.feed_approval(1, approval(world.market.id, "approve"))
@@ -223,13 +222,13 @@ def test_a_replay_counts_the_items_standing_v1_derived_otherwise() -> None:
         issuer=agent,
         extra_weight=0.4,
     )
-    state.feed_evidence(claim, 5)  # as standing-v1 derived it for a reporter with standing
+    state.feed_evidence(claim, 5)  # an agent's claim about itself: no vouch
     state.feed_evidence(msgspec.structs.replace(claim, key=f"work:{agent}:task-2", issuer=POOL_ISSUER), 6)
     by_market = msgspec.structs.replace(claim, source="real", key="event", issuer=world.market.id)
     state.feed_evidence(by_market, 7)  # the approved marketplace: standing in both, and a vouch
     about_other = msgspec.structs.replace(claim, agent=other, source="real", key="s1", issuer=rated)
-    state.feed_evidence(about_other, 8)  # a rated reporter no marketplace vouched for: v1 only
+    state.feed_evidence(about_other, 8)  # a rated reporter no marketplace vouched for: no vouch
     state.feed_evidence(msgspec.structs.replace(by_market, agent=rated), 9)  # now one has
     state.feed_evidence(msgspec.structs.replace(about_other, key="s2"), 10)  # standing in both
-    assert state.standing_v1_items == {agent: 1, other: 1}
     assert state.standing.vouched_at(agent) == 7 and state.standing.vouched_at(rated) == 9
+    assert state.standing.vouched_at(other) is None
