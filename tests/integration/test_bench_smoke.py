@@ -122,6 +122,15 @@ RUNS: dict[str, tuple[str, list[str]]] = {
         "--load httpx --database-url {db}",
         [rf"without sandbox\s+2\s+\d+\s+\d+\s+{NUMBER}\s+{NUMBER}", rf"rating / healthz = {NUMBER}"],
     ),
+    "rederive.py": (
+        "--agents 2 --repeat 1 --database-url {db}",
+        [
+            rf"^{NUMBER} entries, {NUMBER} evidence items, {NUMBER} ladder rows$",
+            rf"^\s+re-derivation at start-up\s+best {NUMBER} s .* {NUMBER} items/s$",
+            rf"re-derivation / derivation alone = {NUMBER}x",
+            r"identical to the server's projection: True$",
+        ],
+    ),
     "attestations.py": (
         "--entries 3,20 --requests 2 --mcp-verify --database-url {db}",
         [
