@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from trustscore.errors import ConfigError
+from trustscore.ladder.rule import CURRENT_RULE as LADDER_CURRENT_RULE
 from trustscore.ladder.rule import RULES as LADDER_RULES
 
 ENV_PREFIX = "TRUSTSCORE_"
@@ -115,7 +116,7 @@ class Settings:
     # must be one. trustscore-v3 is opt-in: every process on one database must serve the same set.
     models: Annotated[str, msgspec.Meta(max_length=200)] = "trustscore-v2,baseline-v0.3"
     # TRUSTSCORE_LADDER_RULE: the rung rule new ladder rows are written under (docs/evidence-ladder.md)
-    ladder_rule: Annotated[str, msgspec.Meta(max_length=64)] = "ladder-rule@1"
+    ladder_rule: Annotated[str, msgspec.Meta(max_length=64)] = LADDER_CURRENT_RULE
     # Webhooks (docs/webhooks.md); targets obey outbound_allow_loopback / outbound_allow_private.
     webhook_interval: Interval = 0.5  # TRUSTSCORE_WEBHOOK_INTERVAL: seconds between idle dispatch rounds
     webhook_max_attempts: Annotated[int, msgspec.Meta(ge=1, le=100)] = 8  # TRUSTSCORE_WEBHOOK_MAX_ATTEMPTS

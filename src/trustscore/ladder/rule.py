@@ -6,7 +6,10 @@ Rungs (docs/evidence-ladder.md): 0 ``unflown`` (inferred, uncorroborated, no exe
 
 A released rule never changes: a fix is a new version. ``ladder-rule@0`` is the withdrawn rule that
 granted rung 3 from a test command alone (kept so that a rescan can show what the fix moved);
-``ladder-rule@1`` needs a captured exit code of 0. Scoring weights (:func:`weight`) are pinned to
+``ladder-rule@1`` needs a captured exit code of 0; ``ladder-rule@2`` (2026-12-07) also needs every kind of
+confirmation (CI, PR, deployment) whose status was decided to be green at its newest: under ``@1`` any
+green confirmation gave rung 5, so a deployment that failed after green CI, or CI gone red, counted as
+verified work in the outcome stats (as a red test run had counted before ``@1``). Scoring weights (:func:`weight`) are pinned to
 :data:`SCORING_RULE` for ``work-record/v1`` whatever rule the ladder index is on, so a rule change never
 moves a released model's rating.
 """
@@ -35,7 +38,8 @@ VERIFIED_RUNG: Final = TEST_OR_BUILD_PASSED
 
 RULE_0: Final = "ladder-rule@0"
 RULE_1: Final = "ladder-rule@1"
-CURRENT_RULE: Final = RULE_1
+RULE_2: Final = "ladder-rule@2"
+CURRENT_RULE: Final = RULE_2
 #: The rule whose rung weighs a work-record/v1 item in scoring (never changes for this kind version).
 SCORING_RULE: Final = RULE_1
 
@@ -63,7 +67,7 @@ class Rung(msgspec.Struct, frozen=True, kw_only=True):
         return RUNG_NAMES[self.rung]
 
 
-def _rule(w: WorkRecord, rule: str, *, exit_needed: bool) -> Rung:
+def _rule(w: WorkRecord, rule: str, *, exit_needed: bool, newest_decides: bool = False) -> Rung:
     def at(rung: int, summary: str, detected: bool = True) -> Rung:
         return Rung(rung=rung, rule=rule, summary=summary, outcome_detected=detected)
 
@@ -72,9 +76,22 @@ def _rule(w: WorkRecord, rule: str, *, exit_needed: bool) -> Rung:
     detected = bool(captured or w.commits or w.confirmations or changed)
     if w.claimed_outcome == "failed":
         return at(UNFLOWN, "the work is reported as not finished")
-    confirmed = [c for c in w.confirmations if c.status == "success"]
+    if newest_decides:  # rule 2: each kind's newest decided status counts, and a red one stands
+        newest: dict[str, str] = {}
+        for c in w.confirmations:
+            if c.status != "pending":
+                newest[c.kind] = c.status
+        red = [kind for kind, status in newest.items() if status == "failure"]
+        if red:  # no higher than a failed run, a commit on top of it neither
+            return at(
+                ARTIFACT_CHANGED if changed or w.commits else DONE_CLAIMED,
+                f"the newest {red[0]} status is failure",
+            )
+        confirmed = [kind for kind, status in newest.items() if status == "success"]
+    else:
+        confirmed = [c.kind for c in w.confirmations if c.status == "success"]
     if confirmed:
-        return at(CI_VERIFIED, f"{confirmed[0].kind} confirmed it")
+        return at(CI_VERIFIED, f"{confirmed[0]} confirmed it")
     last_failed = exit_needed and bool(captured) and captured[-1].exit_code != 0
     if last_failed:  # a failed run never reaches rung 3, nor does a commit on top of it
         code = captured[-1].exit_code
@@ -104,7 +121,11 @@ def _rule_1(w: WorkRecord) -> Rung:
     return _rule(w, RULE_1, exit_needed=True)
 
 
-RULES: Final[dict[str, Callable[[WorkRecord], Rung]]] = {RULE_0: _rule_0, RULE_1: _rule_1}
+def _rule_2(w: WorkRecord) -> Rung:
+    return _rule(w, RULE_2, exit_needed=True, newest_decides=True)
+
+
+RULES: Final[dict[str, Callable[[WorkRecord], Rung]]] = {RULE_0: _rule_0, RULE_1: _rule_1, RULE_2: _rule_2}
 
 
 def check_rule(rule: str) -> str:

@@ -105,9 +105,9 @@ async def test_rungs_in_the_rating_and_stats_per_marketplace(client: Client, set
     assert rating["dimensions"]["capability"]["ladder"] is None
     evidence = (await client.get(f"/v1/agents/{agent.id}/evidence")).json()["items"]
     by_key = {e["key"]: (e["rung"], e["rung_rule"]) for e in evidence}
-    assert by_key[f"event:{market.id}:o1:delivery"] == (5, "ladder-rule@1")
-    assert by_key[f"event:{market.id}:o2:delivery"] == (0, "ladder-rule@1")
-    assert by_key[f"work:{ci.id}:T-9"] == (5, "ladder-rule@1")
+    assert by_key[f"event:{market.id}:o1:delivery"] == (5, "ladder-rule@2")
+    assert by_key[f"event:{market.id}:o2:delivery"] == (0, "ladder-rule@2")
+    assert by_key[f"work:{ci.id}:T-9"] == (5, "ladder-rule@2")
 
     r = await client.get("/v1/stats/outcomes", params={"group_by": "marketplace", "floor": 2})
     assert r.status_code == 200, r.text

@@ -18,6 +18,7 @@ from trustscore.ladder.rule import (
     SELF_ATTESTED_WEIGHT,
     TEST_OR_BUILD_PASSED,
     UNFLOWN,
+    VERIFIED_RUNG,
     check_rule,
     rung_of,
     weight,
@@ -129,3 +130,44 @@ def test_the_record_round_trips_its_evidence() -> None:
         runs=[Run(kind="test", command="pytest -q", exit_code=0, output_sha256=A)], model="m", adapter="h"
     )
     assert msgspec.json.decode(msgspec.json.encode(w), type=WorkRecord) == w
+
+
+def _confirmed(*statuses: tuple[str, str], **kw: object) -> WorkRecord:
+    return record(
+        confirmations=[Confirmation(kind=k, ref=f"{k}/{i}", status=s) for i, (k, s) in enumerate(statuses)],  # type: ignore[arg-type]
+        **kw,
+    )
+
+
+@pytest.mark.parametrize(
+    "statuses",
+    [
+        (("ci", "success"), ("deployment", "failure")),  # green CI, then the deployment failed
+        (("ci", "success"), ("ci", "failure")),  # CI went red after it was green
+        (("pr", "success"), ("deployment", "failure"), ("deployment", "pending")),  # pending decides nothing
+    ],
+)
+def test_a_red_confirmation_is_not_verified_whatever_went_green_before(
+    statuses: tuple[tuple[str, str], ...],
+) -> None:
+    """A record whose CI, PR or deployment's newest decided status is a failure was rung 5 under
+    ladder-rule@1 (any green confirmation sufficed): the outcome stats counted failed deployments as
+    verified work, as rung 3 had counted a red test run before it needed an exit code of 0. Its rows
+    keep their rule; the current rule is not fooled."""
+    changed = [Artifact(path="a", sha256_before=A, sha256_after=B)]
+    for extra, rung in (({}, DONE_CLAIMED), ({"artifacts": changed}, ARTIFACT_CHANGED)):
+        w = _confirmed(*statuses, **extra)
+        assert rung_of(w, RULE_1).rung == CI_VERIFIED
+        r = rung_of(w)
+        assert r.rung == rung < VERIFIED_RUNG, (statuses, extra, r)
+        assert r.outcome_detected and "failure" in r.summary
+    # a commit on top of a red confirmation reaches no higher than on top of a red run
+    commit = [Commit(repository="github.com/x/y", commit="abcdef1")]
+    assert rung_of(_confirmed(*statuses, commits=commit)).rung == ARTIFACT_CHANGED
+
+
+def test_a_confirmation_green_again_after_red_is_verified() -> None:
+    w = _confirmed(("ci", "failure"), ("ci", "success"))
+    assert rung_of(w).rung == CI_VERIFIED
+    # a kind still red keeps the record below verified even if another kind is green
+    assert rung_of(_confirmed(("deployment", "failure"), ("ci", "success"))).rung < VERIFIED_RUNG

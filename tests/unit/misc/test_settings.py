@@ -95,7 +95,8 @@ def test_ladder_settings_are_checked() -> None:
     s = settings.from_env({"TRUSTSCORE_LADDER_RULE": "ladder-rule@0", "TRUSTSCORE_STATS_FLOOR": "5"})
     assert (s.ladder_rule, s.stats_floor) == ("ladder-rule@0", 5)
     with pytest.raises(
-        ConfigError, match=r"TRUSTSCORE_LADDER_RULE.*not a known rule \(ladder-rule@0, ladder-rule@1\)"
+        ConfigError,
+        match=r"TRUSTSCORE_LADDER_RULE.*not a known rule \(ladder-rule@0, ladder-rule@1, ladder-rule@2\)",
     ):
         settings.from_env({"TRUSTSCORE_LADDER_RULE": "ladder-rule@9"})
     with pytest.raises(ConfigError, match="TRUSTSCORE_STATS_FLOOR"):
