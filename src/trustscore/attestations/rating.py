@@ -3,7 +3,10 @@
 ``rating-attestation/v1`` states every published number of one agent's rating under one model (fixed
 point: scores, coverage, confidence and effective sizes ×10^6, rounded half to even; totals are integers
 already), the weights digest, the time it was computed at, the checkpoint it is anchored to and the log
-indexes of every entry it was computed from. It is signed by the server's service key with the
+indexes of every entry it was computed from. ``rating-attestation/v2`` (2026-12-07, what the server signs)
+also names the versions of the derivation the evidence was derived under
+(:data:`~trustscore.evidence.project_log.DERIVATION`), so that a verifier deriving otherwise says so
+instead of naming a number that differs. It is signed by the server's service key with the
 ``snapshot`` role, whose card (co-signed by the log key) is among those entries. Attestations are
 standalone DSSE envelopes, never log entries: admission has no rule for the kind, so the log refuses it.
 
@@ -27,6 +30,7 @@ import msgspec
 from trustscore import canonical
 from trustscore.errors import InvalidInput, ProofError, SignatureError, TrustscoreError, VerificationError
 from trustscore.evidence.derive import Context, derive, derive_snapshots, evidence_batch
+from trustscore.evidence.project_log import DERIVATION
 from trustscore.evidence.reporters import ReporterWeights
 from trustscore.kinds import catalog, vc
 from trustscore.kinds.admission import Registration, admit
@@ -113,6 +117,26 @@ class RatingAttestation(Predicate, kw_only=True, frozen=True):
     def numbers(self) -> RatingNumbers:
         return RatingNumbers(**{f: getattr(self, f) for f in RatingNumbers.__struct_fields__})
 
+    @property
+    def derived_under(self) -> dict[str, str] | None:
+        """The derivation's versions the attestation names (None: v1 names none)."""
+        return None
+
+
+class RatingAttestationV2(RatingAttestation, kw_only=True, frozen=True):
+    """A v1 attestation that names the derivation's versions: ``{part: version}``, the reporter-standing
+    policy and the work-record derivation, as rating responses name them."""
+
+    derivation: dict[str, str]
+
+    @property
+    def derived_under(self) -> dict[str, str] | None:
+        return self.derivation
+
+
+#: Parts a derivation names at most (two today), and the longest name or version.
+MAX_DERIVATION_PARTS = 16
+
 
 def rating_numbers(rating: Rating) -> RatingNumbers:
     """The fixed-point numbers of an engine :class:`Rating`."""
@@ -197,9 +221,25 @@ def _check(stmt: Statement, a: RatingAttestation) -> Facts:
     return Facts(signer=a.signer, subject=a.agent)
 
 
-RATING_ATTESTATION = register(
+def _check_v2(stmt: Statement, a: RatingAttestationV2) -> Facts:
+    if not 0 < len(a.derivation) <= MAX_DERIVATION_PARTS:
+        raise InvalidInput(f"derivation must name 1..{MAX_DERIVATION_PARTS} parts")
+    for part, version in a.derivation.items():
+        statements.check_text(part, what="derivation part")
+        statements.check_text(version, what=f"derivation.{part}")
+    return _check(stmt, a)
+
+
+RATING_ATTESTATION_V1 = register(
     Kind(name="rating-attestation", version=1, struct=RatingAttestation, check=_check)
 )
+RATING_ATTESTATION = register(
+    Kind(name="rating-attestation", version=2, struct=RatingAttestationV2, check=_check_v2)
+)
+
+
+def _named(derivation: dict[str, str]) -> str:
+    return ", ".join(f"{part} {version}" for part, version in sorted(derivation.items()))
 
 
 def make_rating_attestation(
@@ -214,7 +254,7 @@ def make_rating_attestation(
     issued_at: str | None = None,
 ) -> bytes:
     """Checked statement bytes attesting ``rating``; sign with the service key (role ``snapshot``)."""
-    a = RatingAttestation(
+    a = RatingAttestationV2(
         nonce=nonce or new_nonce(),
         issued_at=issued_at or now(),
         signer=signer,
@@ -227,6 +267,7 @@ def make_rating_attestation(
             origin=checkpoint.origin, size=checkpoint.size, root=canonical.b64encode(checkpoint.root)
         ),
         evidence_entries=sorted(set(evidence_entries)),
+        derivation=dict(DERIVATION),
         **msgspec.structs.asdict(rating_numbers(rating)),
     )
     payload = statements.make_statement(RATING_ATTESTATION, attestation_subject(a), a)
@@ -335,6 +376,7 @@ class VerifiedBundle:
             "signer": self.signer,
             "checkpoint_size": self.checkpoint.size,
             "entries_proven": len(a.evidence_entries),
+            "derivation": a.derived_under,
             "total": a.total,
             "grade": a.grade,
             "n": a.n,
@@ -367,6 +409,11 @@ def verify_bundle(bundle: Bundle, weights: Weights, trusted: note.Verifier | Non
         )
     if extra := sorted(bundled - listed):
         raise VerificationError(f"entry {extra[0]} is in the bundle but not listed in evidence_entries")
+    if a.derived_under is not None and a.derived_under != DERIVATION:
+        raise VerificationError(
+            f"the attested evidence was derived under {_named(a.derived_under)}; this verifier derives "
+            f"under {_named(DERIVATION)}: verify it with a release that derives under the attested versions"
+        )
     rating = recompute(parsed, a.agent, weights, statements.parse_time(a.computed_at, what="computed_at"))
     compare_numbers(a.numbers(), rating_numbers(rating))
     return VerifiedBundle(attestation=a, checkpoint=cp, signer=signer, rating=rating)

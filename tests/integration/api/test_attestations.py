@@ -258,7 +258,7 @@ async def test_tampering_is_named(client: Client, world: dict[str, Any], tmp_pat
     data["entries"] = [e for e in data["entries"] if e["index"] != world["graded"]]
     kept = [i for i in raw["predicate"]["evidence_entries"] if i != world["graded"]]
     omitted = {**raw, "predicate": {**raw["predicate"], "evidence_entries": kept}}
-    a = msgspec.convert(omitted["predicate"], attestation.RatingAttestation)
+    a = msgspec.convert(omitted["predicate"], attestation.RatingAttestationV2)
     omitted["subject"] = [msgspec.to_builtins(attestation.attestation_subject(a))]
     data["attestation"] = msgspec.to_builtins(dsse.sign(canonical.encode(omitted), [service]))
     code, message = verify_cli(tmp_path, data)

@@ -16,7 +16,7 @@ from tests.helpers import new_card
 from trustscore import canonical
 from trustscore.attestations import rating as att
 from trustscore.errors import InvalidInput, ProofError, SignatureError, VerificationError
-from trustscore.evidence.project_log import ProjectionState, project
+from trustscore.evidence.project_log import DERIVATION, ProjectionState, project
 from trustscore.kinds.admission import admit
 from trustscore.kinds.approvals import make_approval
 from trustscore.kinds.events import EventName, make_event
@@ -189,11 +189,15 @@ def from_json(data: dict[str, Any]) -> att.Bundle:
     return att.decode_bundle(msgspec.json.encode(data))
 
 
-def resigned(bundle: att.Bundle, key: keys.SigningKey, **changes: Any) -> att.Bundle:
-    """The bundle with its attestation's predicate changed and signed again by ``key``."""
+def resigned(bundle: att.Bundle, key: keys.SigningKey, v1: bool = False, **changes: Any) -> att.Bundle:
+    """The bundle with its attestation's predicate changed and signed again by ``key`` (as a
+    ``rating-attestation/v1``, which names no derivation, if ``v1``)."""
     raw = msgspec.json.decode(canonical.b64decode(bundle.attestation.payload))
     raw["predicate"].update(changes)
-    a = msgspec.convert(raw["predicate"], att.RatingAttestation)
+    if v1:
+        del raw["predicate"]["derivation"]
+        raw["predicateType"] = att.RATING_ATTESTATION_V1.predicate_type
+    a = msgspec.convert(raw["predicate"], att.RatingAttestation if v1 else att.RatingAttestationV2)
     raw["subject"] = [msgspec.to_builtins(att.attestation_subject(a))]
     data = as_json(bundle)
     data["attestation"] = msgspec.to_builtins(dsse.sign(canonical.encode(raw), [key]))
@@ -377,3 +381,49 @@ def test_the_reporters_vouch_is_part_of_the_rating(log: Log) -> None:
     data["entries"] = [e for e in data["entries"] if e["index"] != 7]
     with pytest.raises(VerificationError, match=r"^total: attested [0-9]+, recomputed [0-9]+$"):
         att.verify_bundle(from_json(data), MODELS["baseline-v0.3"])
+
+
+def test_the_attestation_names_the_derivation_it_was_derived_under(log: Log) -> None:
+    """rating-attestation/v2 names the derivation's versions; a verifier deriving under others says so
+    instead of naming a number that differs (an attestation signed before a release changed the
+    derivation: work-evidence@2 made reported failures count)."""
+    bundle = build(log)
+    a = att.parse_attestation(bundle.attestation)
+    assert isinstance(a, att.RatingAttestationV2) and a.derivation == DERIVATION
+    verified = att.verify_bundle(bundle, MODELS["trustscore-v2"])
+    assert verified.summary()["derivation"] == DERIVATION
+    older = resigned(bundle, log.service, derivation={**DERIVATION, "work_evidence": "work-evidence@1"})
+    with pytest.raises(
+        VerificationError,
+        match=r"^the attested evidence was derived under standing \S+, work_evidence work-evidence@1; this "
+        r"verifier derives under standing \S+, work_evidence work-evidence@2: verify it with a release",
+    ):
+        att.verify_bundle(older, MODELS["trustscore-v2"])
+
+
+def test_a_v1_attestation_still_verifies_by_its_numbers(log: Log) -> None:
+    """Bundles signed before v2 name no derivation: recomputed under the verifier's, as before."""
+    bundle = build(log, "baseline-v0.3")
+    v1 = resigned(bundle, log.service, v1=True)
+    a = att.parse_attestation(v1.attestation)
+    assert type(a) is att.RatingAttestation and a.derived_under is None
+    assert att.verify_bundle(v1, MODELS["baseline-v0.3"]).summary()["derivation"] is None
+    assert a.total is not None
+    lying = resigned(bundle, log.service, v1=True, total=a.total + 1)
+    with pytest.raises(VerificationError, match=f"^total: attested {a.total + 1}, recomputed {a.total}$"):
+        att.verify_bundle(lying, MODELS["baseline-v0.3"])
+
+
+@pytest.mark.parametrize(
+    ("derivation", "words"),
+    [
+        ({}, "derivation must name 1..16 parts"),
+        ({f"p{i}": "v" for i in range(17)}, "derivation must name 1..16 parts"),
+        ({"standing": ""}, "derivation.standing must be"),
+        ({"x" * 201: "v"}, "derivation part must be"),
+    ],
+)
+def test_the_derivation_is_bounded(log: Log, derivation: dict[str, str], words: str) -> None:
+    bundle = resigned(build(log), log.service, derivation=derivation)
+    with pytest.raises(InvalidInput, match=words):
+        att.parse_attestation(bundle.attestation)
