@@ -17,7 +17,9 @@ def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "subscribe", help="subscribe a URL to webhook events (signed)"
     )
-    p.add_argument("url", help="the http(s) URL events are POSTed to")
+    p.add_argument(
+        "url", help="the http(s) URL events are POSTed to (public in the log: put no secret in it)"
+    )
     p.add_argument("--key", type=Path, required=True, help="your (the subscriber's) registered key file")
     p.add_argument(
         "--event", action="append", choices=EVENT_TYPES, required=True, help="an event type (repeatable)"
