@@ -4,7 +4,8 @@ clock is an argument (docs/scope-honesty.md, "Escalation").
 Read after each weekly run (the latest run of each ISO-aligned week), in order:
 
 - ``cancelled``: every weekly SHS has been below 60 for at least 30 days (since the first run of the
-  unbroken streak), judged at ``now``; terminal.
+  unbroken streak), judged after each weekly run, and by time alone on the weekly series as it stood
+  between one run and the next (:func:`cancelled_between`) and at ``now``; terminal.
 - ``suspended``: the last two weekly runs are both critical (SHS < 60 or FT < 50):
   ``consecutiveWeeksForSuspension: 2``.
 - ``warning``: SHS < 70, or DA < 75, FT < 60, BA < 65, or a single critical run.
@@ -14,7 +15,9 @@ Read after each weekly run (the latest run of each ISO-aligned week), in order:
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -27,6 +30,7 @@ SHS_CRITICAL, FT_CRITICAL = 60.0, 50.0
 CONSECUTIVE_WEEKS_FOR_SUSPENSION = 2
 CANCEL_AFTER = dt.timedelta(days=30)
 HUMAN_REVIEW_BELOW = 65.0
+CANCEL_REASON = "SHS below 60 for 30 days"
 
 
 @dataclass(frozen=True)
@@ -87,9 +91,51 @@ def _cancelled(weeks: list[WeeklyScore], at: dt.datetime) -> bool:
     return weeks[-1].shs < SHS_CRITICAL and at - _streak_start(weeks) >= CANCEL_AFTER
 
 
-def history(weeks: list[WeeklyScore], now: dt.datetime) -> list[StatusChange]:
-    """Every change of status: after each weekly run, and at ``now`` (cancellation comes with time)."""
-    return at_time(weeks, run_changes(weeks), now)
+def history(
+    weeks: list[WeeklyScore], now: dt.datetime, between: StatusChange | None = None
+) -> list[StatusChange]:
+    """Every change of status: after each weekly run, and by time alone (``between``:
+    :func:`cancelled_between`; and at ``now``)."""
+    return at_time(weeks, run_changes(weeks), now, between)
+
+
+def cancelled_between(runs: Sequence[tuple[int, WeeklyScore]]) -> StatusChange | None:
+    """The first cancellation before the last run, judged on the weekly series as it stood: ``runs`` are
+    every scored run, in log order, with its week. After each run the series is what it then was (the
+    latest run of each week so far) until the next run; if its last week is below 60 and the streak has
+    lasted 30 days before the next run, it was cancelled then: by time alone (``index`` None) or, when the
+    30 days had passed already, by that run (a run later replaced in its week, which the weekly chain of
+    :func:`run_changes` never reads).
+
+    Judged on the series as it stood then, not as later runs made it: a later run replaces its own week's
+    score, so reading today's series a good run after a cancellation undid it (found by review,
+    2026-12-07), and reading the series at the next run cancelled an agent that had recovered in time,
+    its good run replaced in its week by a later one (a first fix, withdrawn). A cancellation after the
+    last run is :func:`at_time`'s (it depends on the time read at)."""
+    by_week: dict[int, WeeklyScore] = {}
+    order: list[int] = []  # the weeks with a run so far, in order
+    latest: dt.datetime | None = None
+    for p, (week, score) in enumerate(runs[:-1]):
+        if week not in by_week:
+            bisect.insort(order, week)
+        by_week[week] = score
+        latest = score.at if latest is None else max(latest, score.at)
+        if by_week[order[-1]].shs >= SHS_CRITICAL:
+            continue
+        start = by_week[order[-1]].at
+        for w in reversed(order):  # back over the streak, no further than 30 days before this run
+            earlier = by_week[w]
+            if earlier.shs >= SHS_CRITICAL:
+                break
+            start = earlier.at
+            if start + CANCEL_AFTER <= latest:
+                break
+        reached = start + CANCEL_AFTER
+        if reached <= latest:  # this run found the streak 30 days long
+            return StatusChange(score.index, latest, "cancelled", [CANCEL_REASON])
+        if reached < runs[p + 1][1].at:  # (a run at that very time is read first)
+            return StatusChange(None, reached, "cancelled", [CANCEL_REASON])
+    return None
 
 
 def run_changes(weeks: list[WeeklyScore]) -> list[StatusChange]:
@@ -101,7 +147,7 @@ def run_changes(weeks: list[WeeklyScore]) -> list[StatusChange]:
             break
         status: Status
         if _cancelled(weeks[: k + 1], w.at):
-            status, reasons = "cancelled", ["SHS below 60 for 30 days"]
+            status, reasons = "cancelled", [CANCEL_REASON]
         else:
             status, reasons = _status_after(weeks[: k + 1])
         if status != current or (reasons and out and out[-1].reasons != reasons):
@@ -110,14 +156,23 @@ def run_changes(weeks: list[WeeklyScore]) -> list[StatusChange]:
     return out
 
 
-def at_time(weeks: list[WeeklyScore], changes: list[StatusChange], now: dt.datetime) -> list[StatusChange]:
-    """:func:`history` from the changes after the runs (:func:`run_changes`): a cancellation that came
-    with time by ``now`` added."""
+def at_time(
+    weeks: list[WeeklyScore],
+    changes: list[StatusChange],
+    now: dt.datetime,
+    between: StatusChange | None = None,
+) -> list[StatusChange]:
+    """:func:`history` from the changes after the runs (:func:`run_changes`): a cancellation before the
+    last run (``between``, :func:`cancelled_between`) or by ``now`` added, and nothing after it
+    (terminal)."""
+    if between is not None and between.at <= now:
+        kept = [c for c in changes if c.at < between.at]
+        if kept and kept[-1].status == "cancelled":  # a weekly run cancelled before
+            return kept
+        return [*kept, between]
     current = changes[-1].status if changes else "ok"
     if weeks and current != "cancelled" and _cancelled(weeks, now):
-        cancelled = StatusChange(
-            None, _streak_start(weeks) + CANCEL_AFTER, "cancelled", ["SHS below 60 for 30 days"]
-        )
+        cancelled = StatusChange(None, _streak_start(weeks) + CANCEL_AFTER, "cancelled", [CANCEL_REASON])
         return [*changes, cancelled]
     return changes
 
@@ -131,9 +186,11 @@ def _streak_start(weeks: list[WeeklyScore]) -> dt.datetime:
     return start
 
 
-def status(weeks: list[WeeklyScore], now: dt.datetime) -> tuple[Status, list[str], bool]:
+def status(
+    weeks: list[WeeklyScore], now: dt.datetime, between: StatusChange | None = None
+) -> tuple[Status, list[str], bool]:
     """The status at ``now``, its reasons, and whether human review is required (SHS < 65)."""
-    return status_of(weeks, history(weeks, now))
+    return status_of(weeks, history(weeks, now, between))
 
 
 def status_of(weeks: list[WeeklyScore], changes: list[StatusChange]) -> tuple[Status, list[str], bool]:

@@ -143,9 +143,10 @@ class Prepared:
     fields: dict[str, Any]
     weeks: list[escalation.WeeklyScore]
     changes: list[escalation.StatusChange]  # after each weekly run
+    between: escalation.StatusChange | None  # a cancellation before the last run (cancelled_between)
 
     def at(self, now: dt.datetime) -> ScopeHonesty:
-        history = escalation.at_time(self.weeks, self.changes, now)
+        history = escalation.at_time(self.weeks, self.changes, now, self.between)
         status, reasons, review = escalation.status_of(self.weeks, history)
         return ScopeHonesty(
             **self.fields,
@@ -220,7 +221,8 @@ def prepare(
                           last_validated_index=run.close_index)
             for c in run.capabilities.values()
         ]  # fmt: skip
-    weeks = _weekly_scores(runs, composites)
+    scored = _scored(runs, composites)
+    weeks = _weekly(scored)
     fields = dict(
         agent=agent,
         shs=shs,
@@ -251,7 +253,7 @@ def prepare(
             for c in cards
         ],
     )
-    return Prepared(fields, weeks, escalation.run_changes(weeks))
+    return Prepared(fields, weeks, escalation.run_changes(weeks), escalation.cancelled_between(scored))
 
 
 def _composites(runs: list[Run]) -> tuple[list[float | None], list[tuple[float, list[float]]]]:
@@ -279,23 +281,28 @@ def escalation_after(runs: list[Run]) -> tuple[escalation.Status, list[str], esc
     """The escalation status right after the last of ``runs``, its reasons and the weekly score it read
     last, judged by the log alone: at that run's own time (time passing is no log entry). What the
     ``scope.status_changed`` webhook event compares before and after each scope run."""
-    weeks = _weekly_scores(runs, _composites(runs)[0])
+    scored = _scored(runs, _composites(runs)[0])
+    weeks = _weekly(scored)
     if not weeks:
         return "ok", [], None
-    status, reasons, _ = escalation.status(weeks, weeks[-1].at)
+    status, reasons, _ = escalation.status(weeks, weeks[-1].at, escalation.cancelled_between(scored))
     return status, reasons, weeks[-1]
 
 
-def _weekly_scores(runs: list[Run], composites: list[float | None]) -> list[escalation.WeeklyScore]:
-    """The latest run of each week, as the escalation chain reads them."""
-    by_week: dict[int, escalation.WeeklyScore] = {}
+def _scored(runs: list[Run], composites: list[float | None]) -> list[tuple[int, escalation.WeeklyScore]]:
+    """Every run with a score, in log order, with its week."""
+    out = []
     for run, shs in zip(runs, composites, strict=True):
         da, ft, ba = _components(run)
-        if shs is None or da is None:
-            continue
-        by_week[week_of(run.at)] = escalation.WeeklyScore(
-            run.close_index, run.at, shs, float(da), float(ft), float(ba)
-        )
+        if shs is not None and da is not None:
+            score = escalation.WeeklyScore(run.close_index, run.at, shs, float(da), float(ft), float(ba))
+            out.append((week_of(run.at), score))
+    return out
+
+
+def _weekly(scored: list[tuple[int, escalation.WeeklyScore]]) -> list[escalation.WeeklyScore]:
+    """The latest run of each week, as the escalation chain reads them."""
+    by_week = dict(scored)
     return [by_week[w] for w in sorted(by_week)]
 
 

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import random
 
-from trustscore.scope.escalation import WeeklyScore, history, status
+import pytest
+
+from trustscore.scope.escalation import WeeklyScore, cancelled_between, history, status
+from trustscore.scope.report import week_of
 
 T0 = dt.datetime(2026, 1, 5, 12, tzinfo=dt.UTC)  # a Monday
 
@@ -68,3 +72,47 @@ def test_human_review_below_65() -> None:
     assert status([week(0, 64.99)], T0)[2] is True
     assert status([week(0, 65)], T0)[2] is False
     assert status([], T0) == ("ok", [], False)
+
+
+def _first_cancellation_by_definition(runs: list[WeeklyScore], end: dt.datetime) -> dt.datetime | None:
+    """The first hour at which the weekly series as it then stood (the latest run of each week among the
+    runs closed by then) had been below 60 for 30 days: the document's rule, read literally."""
+    t = runs[0].at
+    while t <= end:
+        by_week = {week_of(r.at): r for r in runs if r.at <= t}
+        series = [by_week[w] for w in sorted(by_week)]
+        if series and series[-1].shs < 60:
+            start = series[-1].at
+            for w in reversed(series):
+                if w.shs >= 60:
+                    break
+                start = w.at
+            if t - start >= dt.timedelta(days=30):
+                return t
+        t += dt.timedelta(hours=1)
+    return None
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_the_first_cancellation_is_the_documents_on_the_series_as_it_stood(seed: int) -> None:
+    """Runs at random hours, several in a week or none for weeks, above and below 60: the chain cancels
+    when, and only when, the series as it stood at some moment had been below 60 for 30 days — whatever
+    later runs did to their weeks (a later good run undid a cancellation; a run later replaced in its
+    week was never read)."""
+    rng = random.Random(seed)
+    runs: list[WeeklyScore] = []
+    at = T0
+    for k in range(rng.randint(1, 14)):
+        at += dt.timedelta(hours=rng.choice([1, 20, 50, 100, 170, 300, 500, 800]))
+        runs.append(
+            WeeklyScore(index=k, at=at, shs=rng.choice([40.0, 55.0, 65.0, 90.0]), da=100, ft=100, ba=100)
+        )
+    end = at + dt.timedelta(days=40)
+    expected = _first_cancellation_by_definition(runs, end)
+    by_week = {week_of(r.at): r for r in runs}
+    weeks = [by_week[w] for w in sorted(by_week)]
+    between = cancelled_between([(week_of(r.at), r) for r in runs])
+    changes = history(weeks, end, between)
+    cancelled = [c for c in changes if c.status == "cancelled"]
+    assert [c.at for c in cancelled] == ([] if expected is None else [expected]), (runs, changes)
+    assert not cancelled or changes[-1] == cancelled[0]  # terminal: nothing after it

@@ -24,7 +24,7 @@ from trustscore.kinds.graded import GradedItem
 from trustscore.kinds.sittings import SittingClose, SittingOpen, make_close, make_open
 from trustscore.ledger import keys, statements
 from trustscore.scope import scores
-from trustscore.scope.report import _components, _composites, build, prepare, week_of
+from trustscore.scope.report import _components, _composites, _fmt, build, escalation_after, prepare, week_of
 from trustscore.scope.runs import CapabilityResult, CardVersion, Run, collect
 
 T0 = dt.datetime(2026, 1, 5, 12, tzinfo=dt.UTC)  # a Monday
@@ -235,3 +235,45 @@ def test_each_runs_weekly_series_is_the_definitions(seed: int) -> None:
         assert tcs[k] == (scores.temporal_consistency(series), series)
         da, ft, ba = _components(r)
         assert composites[k] == (None if da is None else scores.composite(da, ft, ba, tcs[k][0]))
+
+
+def test_a_cancellation_reached_by_time_alone_stays_after_a_later_good_run() -> None:
+    """Below 60 from week 1, no run for 30 days: cancelled by time at day 30 of the streak. A good run
+    after it undid the cancellation (the chain read the weekly series as it is now, whose last week is
+    good), so an agent could wait out a cancellation and sit again (found by review, 2026-12-07)."""
+    bad = [
+        run(T0, 10, 4, 5),
+        run(T0 + dt.timedelta(weeks=1), 0, 0, 0),
+        run(T0 + dt.timedelta(weeks=2), 0, 0, 0),
+    ]
+    cancelled_at = T0 + dt.timedelta(weeks=1, days=30)
+    good = [run(T0 + dt.timedelta(weeks=1, days=33 + 7 * k), 10, 4, 5) for k in range(3)]
+    for later in range(len(good) + 1):
+        runs = bad + good[:later]
+        v = build("agent", [CARD], runs, T0 + dt.timedelta(weeks=12))
+        assert v.status == "cancelled", (later, v.status_history)
+        assert v.status_history[-1].index is None and v.status_history[-1].at == _fmt(cancelled_at)
+        assert [h.status for h in v.status_history] == ["warning", "suspended", "cancelled"]
+        assert prepare("agent", [CARD], runs).at(T0 + dt.timedelta(weeks=12)) == v
+    # read before the cancellation (the good runs not logged yet), it is suspended
+    assert build("agent", [CARD], bad, cancelled_at - dt.timedelta(hours=1)).status == "suspended"
+    # what the scope.status_changed event reads after the good run is the cancellation too
+    assert escalation_after(bad + good[:1])[0] == "cancelled"
+
+
+def test_a_recovery_in_time_is_not_cancelled_when_a_later_run_replaces_its_week() -> None:
+    """The first fix of the above judged the series at the next run and cancelled an agent that had
+    recovered in time: a good run on day 29 of the streak, replaced in its week by another good run on
+    day 33 (a review's HIGH). Judged on the series as it stood between runs, it is not cancelled."""
+    start = T0 + dt.timedelta(weeks=1)
+    bad = [run(T0, 10, 4, 5), *(run(start + dt.timedelta(weeks=k), 0, 0, 0) for k in range(4))]
+    recovered = run(start + dt.timedelta(days=29), 10, 4, 5)
+    assert week_of(recovered.at) == week_of(start + dt.timedelta(days=33))
+    for again in (run(start + dt.timedelta(days=33), 10, 4, 5), run(start + dt.timedelta(days=31), 10, 3, 5)):
+        v = build("agent", [CARD], [*bad, recovered, again], start + dt.timedelta(days=40))
+        assert v.status != "cancelled", v.status_history
+    # a bad run replacing the good one in its week, 33 days into the streak: cancelled at that run, as
+    # the series then stood (every week below 60 for 33 days)
+    worse = run(start + dt.timedelta(days=33), 0, 0, 0)
+    v = build("agent", [CARD], [*bad, recovered, worse], start + dt.timedelta(days=40))
+    assert v.status == "cancelled" and v.status_history[-1].index == worse.close_index
