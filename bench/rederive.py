@@ -39,7 +39,7 @@ from trustscore.store.projection_tables import project_leaves
 #: What the server projected, as one digest per table (row order fixed), to compare after each run.
 DIGESTS = {
     "evidence": "SELECT count(*), md5(coalesce(string_agg(e::text, '|' ORDER BY idx, seq), '')) FROM evidence e",
-    "ladder": "SELECT count(*), md5(coalesce(string_agg(l::text, '|' ORDER BY idx, seq), '')) FROM ladder l",
+    "ladder": "SELECT count(*), md5(coalesce(string_agg(l::text, '|' ORDER BY idx, pos), '')) FROM ladder l",
 }
 
 
@@ -73,6 +73,8 @@ async def measure(dsn: str, log_public_key: bytes, repeat: int) -> None:
     try:
         size: int = await conn.fetchval("SELECT next_index FROM projection_state WHERE name = 'log'")
         served = await digests(conn)
+        if not size or not served["evidence"][0] or not served["ladder"][0]:
+            raise RuntimeError(f"nothing to derive again: {size} entries, {served}")
         current, alone, again = [], [], []
         items = 0
         identical = True

@@ -23,7 +23,7 @@ from trustscore.errors import InvalidInput
 from trustscore.evidence.project_log import ProjectionState, project
 from trustscore.ladder.rescan import Rescan, rescan
 from trustscore.ladder.rows_jsonl import parse_ladder_jsonl
-from trustscore.ladder.rule import CURRENT_RULE, RULES, check_rule
+from trustscore.ladder.rule import RULES, check_rule, previous_rule
 from trustscore.ladder.stats import DEFAULT_FLOOR, GROUP_BY, OutcomeStats, outcome_stats
 from trustscore.ledger import note
 
@@ -47,7 +47,10 @@ def register(sub: Any) -> None:
     r.add_argument("--verifier-key", required=True, help="the log's verifier key, or a file holding it")
     was = r.add_mutually_exclusive_group()
     was.add_argument("--recorded", type=Path, help="the rows as recorded (ladder JSONL of an earlier export)")
-    was.add_argument("--from-rule", default=CURRENT_RULE, help="else: the rows as this rule derives them")
+    was.add_argument(
+        "--from-rule",
+        help="else: the rows as this rule derives them (default: the rule released before --rule)",
+    )
     r.add_argument("--size", type=int, help="the log prefix [0, SIZE) (default: the whole checkpoint)")
     common.add_json(r)
     r.set_defaults(func=run_rescan)
@@ -112,13 +115,18 @@ def rescan_lines(r: Rescan) -> list[str]:
 
 def run_rescan(args: argparse.Namespace) -> int:
     rule = check_rule(args.rule)
+    before = None if args.recorded is not None else check_rule(args.from_rule or previous_rule(rule) or rule)
+    if before == rule and args.from_rule is None:
+        raise InvalidInput(
+            f"{rule} is the first rule: name the rows to compare with (--recorded or --from-rule)"
+        )
     verifier: note.Verifier = common.verifier(args.verifier_key)
     _, size, entries = verified_log(args.server, args.verifier_key, args.size)
     if args.recorded is not None:
         recorded = parse_ladder_jsonl(common.read_bytes(args.recorded, "recorded ladder file"))
         size = max((r.index for r in recorded), default=-1) + 1 if args.size is None else size
     else:
-        old = ProjectionState(verifier.public_key, ladder_rule=check_rule(args.from_rule))
+        old = ProjectionState(verifier.public_key, ladder_rule=before or rule)
         recorded = project(entries[:size], old, verify=True).ladder
     new = ProjectionState(verifier.public_key, ladder_rule=rule)
     if size > len(entries):

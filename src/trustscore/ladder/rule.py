@@ -135,6 +135,13 @@ def check_rule(rule: str) -> str:
     return rule
 
 
+def previous_rule(rule: str) -> str | None:
+    """The rule released before ``rule`` (None for the first): what a rescan compares with by default."""
+    names = list(RULES)
+    at = names.index(check_rule(rule))
+    return names[at - 1] if at else None
+
+
 def rung_of(w: WorkRecord, rule: str = CURRENT_RULE) -> Rung:
     """The rung of work record ``w`` under ``rule``."""
     return RULES[check_rule(rule)](w)

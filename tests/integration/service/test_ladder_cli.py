@@ -181,5 +181,19 @@ def test_rule_change_rescan_and_offline_stats(tmp_path: Path, dsn: str) -> None:
         assert (
             bad.stderr.startswith("trustscore: error: unknown ladder rule") and "Traceback" not in bad.stderr
         )
+        # Without rows to compare with, a rescan compares with the rule released before (it compared the
+        # current rule with itself: 0 moved, whatever the new rule changed; found by review)
+        default = json.loads(
+            cli(
+                "ladder", "rescan", "--rule", "ladder-rule@1", "--size", "60",
+                "--server", server.url, "--verifier-key", vkey, "--json",
+            ).stdout
+        )  # fmt: skip
+        assert default["from_rules"] == ["ladder-rule@0"] and default["moved"] == moved["moved"]
+        first = cli(
+            "ladder", "rescan", "--rule", "ladder-rule@0", "--server", server.url, "--verifier-key", vkey,
+            ok=False,
+        )  # fmt: skip
+        assert first.stderr.startswith("trustscore: error: ladder-rule@0 is the first rule"), first.stderr
     finally:
         server.stop()
