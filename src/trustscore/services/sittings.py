@@ -157,23 +157,20 @@ class SittingService:
         base = load_exam(req.exam, self.exam_dirs)
         await self._scope_once_a_period(req.agent, req.exam)
         if await self.store.unsettled(req.agent) >= self.config.max_unsettled:
-            raise RateLimited(
-                f"{req.agent} already has {self.config.max_unsettled} sittings open; report them or let "
-                "them expire first"
-            )
+            raise self._too_many_open(req.agent)
         secret, token = new_secret(), secrets.token_bytes(32)
         request_hash = prepared.statement_hash
         deadline = _now() + dt.timedelta(seconds=self.config.deadline_s)
         scope = self.config.scope_interval_s > 0 and req.exam.startswith(SCOPE_PREFIX)
-        if not await self.store.insert(
+        refused = await self.store.insert(
             request_hash, req.agent, req.exam, secret, hashlib.sha256(token).digest(), deadline,
             max_unsettled=self.config.max_unsettled,
             period=(SCOPE_PREFIX, self._scope_spacing()) if scope else None,
-        ):  # fmt: skip
-            raise RateLimited(
-                f"another sitting request of {req.agent} came first: it has {self.config.max_unsettled} "
-                "sittings open, or its scope sitting of the period; try again later"
-            )
+        )  # fmt: skip
+        if refused == "open":  # (another request of the agent came first, as the checks above say)
+            raise self._too_many_open(req.agent)
+        if refused is not None:
+            raise self._scope_period_refusal(req.agent, refused)
 
         def follow(first: list[Appended]) -> list[Prepared]:
             [appended] = first
@@ -217,17 +214,26 @@ class SittingService:
         interval = self.config.scope_interval_s
         if interval <= 0 or not exam.startswith(SCOPE_PREFIX):
             return
-        spacing = self._scope_spacing()
-        newest = await self.store.newest_of(agent, SCOPE_PREFIX, spacing)
+        newest = await self.store.newest_of(agent, SCOPE_PREFIX, self._scope_spacing())
         if newest is not None:
-            wait = max(1, math.ceil(spacing - (_now() - newest).total_seconds()))
-            raise RateLimited(
-                f"{agent} requested a scope sitting at {statements.format_time(newest)}; one scope sitting "
-                f"per {interval:g} s is allowed (the view shows the latest run, so retries until a run "
-                f"goes well are refused; requests {spacing:g} s apart, the period and a sitting's "
-                f"deadline, so that two never close in one week): try again in {wait} s",
-                retry_after=wait,
-            )
+            raise self._scope_period_refusal(agent, newest)
+
+    def _scope_period_refusal(self, agent: str, newest: dt.datetime) -> RateLimited:
+        spacing = self._scope_spacing()
+        wait = max(1, math.ceil(spacing - (_now() - newest).total_seconds()))
+        return RateLimited(
+            f"{agent} requested a scope sitting at {statements.format_time(newest)}; one scope sitting "
+            f"per {self.config.scope_interval_s:g} s is allowed (the view shows the latest run, so retries "
+            f"until a run goes well are refused; requests {spacing:g} s apart, the period and a sitting's "
+            f"deadline, so that two never close in one week): try again in {wait} s",
+            retry_after=wait,
+        )
+
+    def _too_many_open(self, agent: str) -> RateLimited:
+        return RateLimited(
+            f"{agent} already has {self.config.max_unsettled} sittings open; report them or let them "
+            "expire first"
+        )
 
     def _scope_spacing(self) -> float:
         """Seconds between an agent's scope sitting requests: the period and the deadline, so that two

@@ -6,6 +6,7 @@ import datetime as dt
 import hashlib
 import json
 from dataclasses import dataclass
+from typing import Literal
 
 import asyncpg
 
@@ -77,12 +78,13 @@ class SittingStore:
         *,
         max_unsettled: int = 2**31 - 1,
         period: tuple[str, float] | None = None,
-    ) -> bool:
+    ) -> Refusal | None:
         """Insert the sitting unless, counted under a per-agent lock (so that concurrent requests of one
         agent cannot all pass), the agent already has ``max_unsettled`` opening or open, or (``period``:
-        an exam prefix and seconds) requested a sitting of such an exam within the period; True when
-        inserted. The service's checks before it give the refusals their words; this one makes them hold
-        (a review sent 12 requests at once through two processes: 5 passed both before)."""
+        an exam prefix and seconds) requested a sitting of such an exam within the period; None when
+        inserted, else which bound held: ``"open"``, or the time of the request within the period. The
+        service's checks before it refuse in the usual case; this one makes them hold (a review sent 12
+        requests at once through two processes: 5 passed both before)."""
         async with self.pool.acquire() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock($1::bigint)", _agent_lock(agent))
             if (
@@ -91,9 +93,11 @@ class SittingStore:
                 )
                 >= max_unsettled
             ):
-                return False
-            if period is not None and await conn.fetchval(_NEWEST_IN_PERIOD, agent, *period) is not None:
-                return False
+                return "open"
+            if period is not None:
+                newest: dt.datetime | None = await conn.fetchval(_NEWEST_IN_PERIOD, agent, *period)
+                if newest is not None:
+                    return newest
             await conn.execute(
                 "INSERT INTO sittings (request_sha256, agent, exam, secret, token_sha256, deadline) "
                 "VALUES ($1, $2, $3, $4, $5, $6)",
@@ -104,7 +108,7 @@ class SittingStore:
                 token_sha256,
                 deadline,
             )
-        return True
+        return None
 
     async def opened(self, request_sha256: bytes, open_index: int, root: bytes) -> None:
         await self.pool.execute(
@@ -165,6 +169,10 @@ class SittingStore:
 
 #: When an agent last requested a sitting of an exam under a prefix within a period (seconds), if it did:
 #: the once-a-period bound of scope sittings (a void sitting never opened, so it does not count).
+#: Why :meth:`SittingStore.insert` refused: too many sittings open, or the time of the agent's request
+#: within the period.
+Refusal = Literal["open"] | dt.datetime
+
 _NEWEST_IN_PERIOD = (
     "SELECT max(created_at) FROM sittings WHERE agent = $1 AND starts_with(exam, $2) "
     "AND state <> 'void' AND created_at > now() - make_interval(secs => $3)"

@@ -17,12 +17,12 @@ import asyncpg
 import pytest
 
 from trustscore.store import db
-from trustscore.store.sittings import SittingStore
+from trustscore.store.sittings import Refusal, SittingStore
 
 AGENT = "ts1_" + "ab" * 20
 
 
-async def _race(dsn: str, exam: str, **bounds: object) -> list[bool]:
+async def _race(dsn: str, exam: str, **bounds: object) -> list[Refusal | None]:
     """12 inserts of ``agent``'s sittings at once, each from its own pool (as from several processes)."""
     await db.migrate(dsn)
     pools = [await db.create_pool(dsn, min_size=1, max_size=1) for _ in range(12)]
@@ -54,7 +54,11 @@ async def test_concurrent_requests_of_one_agent_pass_the_bounds_once(
     dsn: str, exam: str, bounds: dict[str, object], passed: int
 ) -> None:
     results = await _race(dsn, exam, **bounds)
-    assert sum(results) == passed, results
+    assert sum(r is None for r in results) == passed, results
+    # each refusal names the bound that held: the period (with the request that came first) or the count
+    first = [r for r in results if isinstance(r, dt.datetime)]
+    assert [r for r in results if r is not None and r not in first] == ["open"] * (12 - passed - len(first))
+    assert len(first) == (12 - passed if "period" in bounds else 0)
     conn = await asyncpg.connect(dsn)
     try:
         assert await conn.fetchval("SELECT count(*) FROM sittings WHERE agent = $1", AGENT) == passed
