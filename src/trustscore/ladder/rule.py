@@ -6,12 +6,12 @@ Rungs (docs/evidence-ladder.md): 0 ``unflown`` (inferred, uncorroborated, no exe
 
 A released rule never changes: a fix is a new version. ``ladder-rule@0`` is the withdrawn rule that
 granted rung 3 from a test command alone (kept so that a rescan can show what the fix moved);
-``ladder-rule@1`` needs a captured exit code of 0; ``ladder-rule@2`` (2026-12-07) also needs every kind of
-confirmation (CI, PR, deployment) whose status was decided to be green at its newest: under ``@1`` any
+``ladder-rule@1`` needs a captured exit code of 0; ``ladder-rule@2`` (2026-12-07) also needs every kind
+of confirmation (CI, PR, deployment) whose status was decided to be green at its newest: under ``@1`` any
 green confirmation gave rung 5, so a deployment that failed after green CI, or CI gone red, counted as
-verified work in the outcome stats (as a red test run had counted before ``@1``). Scoring weights (:func:`weight`) are pinned to
-:data:`SCORING_RULE` for ``work-record/v1`` whatever rule the ladder index is on, so a rule change never
-moves a released model's rating.
+verified work in the outcome stats (as a red test run had counted before ``@1``). Scoring weights
+(:func:`weight`) are pinned to :data:`SCORING_RULE` for ``work-record/v1`` whatever rule the ladder index
+is on, so a rule change never moves a released model's rating.
 """
 
 from __future__ import annotations
