@@ -5,8 +5,8 @@ point: scores, coverage, confidence and effective sizes ×10^6, rounded half to 
 already), the weights digest, the time it was computed at, the checkpoint it is anchored to and the log
 indexes of every entry it was computed from. ``rating-attestation/v2`` (2026-12-07, what the server signs)
 also names the versions of the derivation the evidence was derived under
-(:data:`~trustscore.evidence.project_log.DERIVATION`), so that a verifier deriving otherwise says so
-instead of naming a number that differs. It is signed by the server's service key with the
+(:data:`~trustscore.evidence.project_log.DERIVATION`), so that a verifier deriving otherwise, when a
+number differs, says why it may. It is signed by the server's service key with the
 ``snapshot`` role, whose card (co-signed by the log key) is among those entries. Attestations are
 standalone DSSE envelopes, never log entries: admission has no rule for the kind, so the log refuses it.
 
@@ -134,7 +134,7 @@ class RatingAttestationV2(RatingAttestation, kw_only=True, frozen=True):
         return self.derivation
 
 
-#: Parts a derivation names at most (two today), and the longest name or version.
+#: Parts a derivation names at most (two today); each name and version is 1..200 printable characters.
 MAX_DERIVATION_PARTS = 16
 
 
@@ -377,6 +377,7 @@ class VerifiedBundle:
             "checkpoint_size": self.checkpoint.size,
             "entries_proven": len(a.evidence_entries),
             "derivation": a.derived_under,
+            "verifier_derivation": dict(DERIVATION),
             "total": a.total,
             "grade": a.grade,
             "n": a.n,
@@ -409,13 +410,17 @@ def verify_bundle(bundle: Bundle, weights: Weights, trusted: note.Verifier | Non
         )
     if extra := sorted(bundled - listed):
         raise VerificationError(f"entry {extra[0]} is in the bundle but not listed in evidence_entries")
-    if a.derived_under is not None and a.derived_under != DERIVATION:
-        raise VerificationError(
-            f"the attested evidence was derived under {_named(a.derived_under)}; this verifier derives "
-            f"under {_named(DERIVATION)}: verify it with a release that derives under the attested versions"
-        )
     rating = recompute(parsed, a.agent, weights, statements.parse_time(a.computed_at, what="computed_at"))
-    compare_numbers(a.numbers(), rating_numbers(rating))
+    try:
+        compare_numbers(a.numbers(), rating_numbers(rating))
+    except VerificationError as exc:  # a derivation of another release: say so (it may be why)
+        if a.derived_under is None or a.derived_under == DERIVATION:
+            raise
+        raise VerificationError(
+            f"{exc.message}; the attested evidence was derived under {_named(a.derived_under)}, this "
+            f"verifier derives under {_named(DERIVATION)}: verify it with a release that derives under the "
+            "attested versions"
+        ) from exc
     return VerifiedBundle(attestation=a, checkpoint=cp, signer=signer, rating=rating)
 
 

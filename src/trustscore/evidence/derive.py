@@ -32,7 +32,7 @@ from trustscore.kinds.snapshots import RATING_SNAPSHOT, RatingSnapshot
 from trustscore.kinds.work_records import WorkRecord
 from trustscore.ladder import work_evidence as work
 from trustscore.ledger.statements import PREDICATE_PREFIX, ParsedStatement, parse_time
-from trustscore.reverify.evidence import derive_reverification
+from trustscore.reverify.evidence import derive_reverification, is_fresh
 from trustscore.scoring.inputs import DerivedEvidence, EvidenceBatch, Result, Snapshot
 
 #: Kinds that carry no evidence items (cards register keys; snapshots feed ``derive_snapshots``; an exam
@@ -95,7 +95,9 @@ def derive(entry_index: int, statement: ParsedStatement, context: Context) -> li
             return _pooled(items, context)
         return _by_standing(p.reporter, entry_index, items, context)
     if isinstance(p, Reverification):
-        return _standing(derive_reverification(entry_index, statement), context)
+        return _standing(
+            _fresh_spaced(entry_index, derive_reverification(entry_index, statement), context), context
+        )
     if statement.kind.name in sitting_evidence.SITTING_KINDS:  # the server's own grades of a sitting
         return _standing(_spaced(entry_index, statement, context), context)
     if statement.kind.predicate_type in NO_EVIDENCE:
@@ -126,6 +128,22 @@ def _spaced(index: int, statement: ParsedStatement, context: Context) -> list[De
             out.append(
                 d if weight == 1.0 else msgspec.structs.replace(d, extra_weight=d.extra_weight * weight)
             )
+    return out
+
+
+def _fresh_spaced(index: int, items: list[DerivedEvidence], context: Context) -> list[DerivedEvidence]:
+    """A re-verification run's fresh instances weighted by the time since the agent's previous run with
+    fresh items in the dimension (standing-v4, :meth:`Standing.fresh_weight`); those weighing 0 are
+    dropped. Its other items are as they were: re-asked items and private items are replaced by key."""
+    out = []
+    for d in items:
+        if is_fresh(d.issuer, d.key):
+            weight = context.standing.fresh_weight(d.agent, d.dimension, index, d.at)
+            if weight <= 0.0:
+                continue
+            if weight != 1.0:
+                d = msgspec.structs.replace(d, extra_weight=d.extra_weight * weight)
+        out.append(d)
     return out
 
 

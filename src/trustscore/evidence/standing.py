@@ -63,7 +63,11 @@ from trustscore.scoring.times import to_micros
 #: sitting an exam again and again drowned the failures approved marketplaces had reported). The two
 #: derive the same evidence from a log where no agent sat twice in a dimension. A server holding evidence
 #: an earlier version derived derives it again at start-up (services/projector.py ``rederive``).
-POLICY_VERSION = "standing-v3"
+#: standing-v4 (2026-12-07) is standing-v3 with a re-verification run's fresh instances spaced the same way
+#: on a track of their own (:meth:`Standing.fresh_weight`: under v3 every run's fresh items counted in
+#: full, and each report, a free variant included, brings a run). The two derive the same evidence from a
+#: log where no agent had two runs with fresh items in a dimension.
+POLICY_VERSION = "standing-v4"
 #: The pool's items weigh together at most this share of a dimension's standing evidence.
 POOL_SHARE = 0.04
 #: A reporter needs at least this rating (0..1000, adjusted, else total) ...
@@ -172,6 +176,25 @@ def _decay(age_us: int) -> float:
     return float(0.5 ** (age_us / (HALF_LIFE_DAYS * _DAY_US)))
 
 
+def _spaced(track: _Sittings, index: int, opened: int, at: dt.datetime) -> float:
+    """``1 − 2^(−Δ/h)`` for the entry logged at ``index`` on ``track`` (:meth:`Standing.sitting_weight`),
+    Δ from the newest time of the entries below ``opened`` on it; recorded on it. The same for every item
+    of one entry."""
+    if track.indexes and track.indexes[-1] == index:
+        return track.last_weight
+    at_us = to_micros(at)
+    position = bisect.bisect_left(track.indexes, opened)
+    if position == 0:
+        weight = 1.0
+    else:
+        x = min(_SPACING_CAP, (max(0, at_us - track.newest[position - 1]) / _DAY_US) / HALF_LIFE_DAYS)
+        weight = float(1.0 - exp2(np.array([-x]))[0])
+    track.indexes.append(index)
+    track.newest.append(max(at_us, track.newest[-1]) if track.newest else at_us)
+    track.last_weight = weight
+    return weight
+
+
 class Standing:
     """The policy's state over a log prefix, fed in log order (rebuildable from the log)."""
 
@@ -183,6 +206,7 @@ class Standing:
         # agent -> {approved marketplace: index of its first success reported about the agent}
         self._vouched: dict[str, dict[str, int]] = {}
         self._sat: dict[tuple[str, str], _Sittings] = {}  # (agent, dimension) -> its sitting closes
+        self._fresh: dict[tuple[str, str], _Sittings] = {}  # (agent, dimension) -> its runs' fresh items
 
     # --- what the log says about reporters ---------------------------------------------------------
 
@@ -267,20 +291,15 @@ class Standing:
         order the agent closes them in (having read every one's prompts) does not choose which counts.
         Pure IEEE arithmetic and :func:`~trustscore.scoring.anchored.exp2`: the same bits on every machine.
         """
-        sat = self._sat.setdefault((agent, dimension), _Sittings())
-        if sat.indexes and sat.indexes[-1] == index:
-            return sat.last_weight
-        at_us = to_micros(at)
-        position = bisect.bisect_left(sat.indexes, opened)
-        if position == 0:
-            weight = 1.0
-        else:
-            x = min(_SPACING_CAP, (max(0, at_us - sat.newest[position - 1]) / _DAY_US) / HALF_LIFE_DAYS)
-            weight = float(1.0 - exp2(np.array([-x]))[0])
-        sat.indexes.append(index)
-        sat.newest.append(max(at_us, sat.newest[-1]) if sat.newest else at_us)
-        sat.last_weight = weight
-        return weight
+        return _spaced(self._sat.setdefault((agent, dimension), _Sittings()), index, opened, at)
+
+    def fresh_weight(self, agent: str, dimension: str, index: int, at: dt.datetime) -> float:
+        """The extra weight of the fresh items in ``dimension`` of a re-verification run of ``agent``
+        logged at ``index`` that ran at ``at`` (standing-v4): as :meth:`sitting_weight`, on a track of its
+        own, every run logged before it counting (its items are made when it runs). Each accepted report
+        brings a run with fresh items, and report variants cost nothing: unspaced, runs a minute apart
+        drowned what approved marketplaces had reported (found by an adversarial audit, 2026-12-07)."""
+        return _spaced(self._fresh.setdefault((agent, dimension), _Sittings()), index, index, at)
 
     def observe(
         self, agent: str, dimension: str, key: str | None, source: str, weight: float, at: dt.datetime

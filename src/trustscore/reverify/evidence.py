@@ -13,7 +13,9 @@ Evidence (source ``verified``, issuer ``server-reverify``, at ``ran_at``):
   items: 0 / failure when the mean public grade exceeds the mean private grade by more than
   ``status.PRIVATE_GAP_MILLIS`` (public answers memorised), else 1 / success; replaced by later runs.
 - each answered private item: its dimension, value and result, key ``exam:{name@version}:{item_id}`` (the
-  key graded private evidence uses, so a newer answer to the same item replaces the older). A failed
+  key graded private evidence uses, so a newer answer to the same item replaces the older). A run's fresh
+  instances (item ids ``fresh-…``: new items each run) are weighed by the standing policy by the time
+  since the agent's previous run (``evidence/derive.py``, standing-v4). A failed
   security probe is held back while it only starts a downgrade streak (security.DOWNGRADE_RUNS).
 """
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from trustscore.errors import InvalidInput
 from trustscore.kinds.reverification import Reverification
+from trustscore.kinds.reverification.sampling import FRESH_ITEM_PREFIX
 from trustscore.ledger.statements import ParsedStatement, parse_time
 from trustscore.reverify.status import gap_exceeded, private_gap
 from trustscore.scoring.inputs import DerivedEvidence, Result
@@ -44,6 +47,14 @@ def standing(r: Reverification) -> tuple[float, Result]:
 def standing_key(r: Reverification) -> str:
     """The key of the standing item: one per agent (keys are per agent) and exam version."""
     return f"reverify:standing:{r.exam}@{r.exam_version}"
+
+
+def is_fresh(issuer: str | None, key: str | None) -> bool:
+    """Whether an evidence item (by its issuer and key) is a run's fresh instance (docs/reverification.md,
+    "Fresh instances"): each run's are new items, spaced in time by the standing policy (standing-v4)."""
+    if issuer != ISSUER or key is None or not key.startswith("exam:"):
+        return False
+    return key.rsplit(":", 1)[-1].startswith(FRESH_ITEM_PREFIX)
 
 
 def derive_reverification(index: int, stmt: ParsedStatement) -> list[DerivedEvidence]:
@@ -89,4 +100,4 @@ def derive_reverification(index: int, stmt: ParsedStatement) -> list[DerivedEvid
     return out
 
 
-__all__ = ["ISSUER", "SOURCE", "derive_reverification", "standing", "standing_key"]
+__all__ = ["ISSUER", "SOURCE", "derive_reverification", "is_fresh", "standing", "standing_key"]

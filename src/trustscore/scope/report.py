@@ -285,7 +285,8 @@ def escalation_after(runs: list[Run]) -> tuple[escalation.Status, list[str], esc
     weeks = _weekly(scored)
     if not weeks:
         return "ok", [], None
-    status, reasons, _ = escalation.status(weeks, weeks[-1].at, escalation.cancelled_between(scored))
+    now = max(score.at for _, score in scored)  # (the last logged may not be the latest in time)
+    status, reasons, _ = escalation.status(weeks, now, escalation.cancelled_between(scored))
     return status, reasons, weeks[-1]
 
 

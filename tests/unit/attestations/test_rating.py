@@ -384,21 +384,30 @@ def test_the_reporters_vouch_is_part_of_the_rating(log: Log) -> None:
 
 
 def test_the_attestation_names_the_derivation_it_was_derived_under(log: Log) -> None:
-    """rating-attestation/v2 names the derivation's versions; a verifier deriving under others says so
-    instead of naming a number that differs (an attestation signed before a release changed the
-    derivation: work-evidence@2 made reported failures count)."""
-    bundle = build(log)
+    """rating-attestation/v2 names the derivation's versions. A verifier deriving under others verifies it
+    when the numbers reproduce (a derivation change touches few agents), and when one differs says why it
+    may (an attestation signed before a release changed the derivation: work-evidence@2 made reported
+    failures count)."""
+    bundle = build(log, "baseline-v0.3")
     a = att.parse_attestation(bundle.attestation)
     assert isinstance(a, att.RatingAttestationV2) and a.derivation == DERIVATION
-    verified = att.verify_bundle(bundle, MODELS["trustscore-v2"])
-    assert verified.summary()["derivation"] == DERIVATION
-    older = resigned(bundle, log.service, derivation={**DERIVATION, "work_evidence": "work-evidence@1"})
+    summary = att.verify_bundle(bundle, MODELS["baseline-v0.3"]).summary()
+    assert summary["derivation"] == summary["verifier_derivation"] == DERIVATION
+    older = {**DERIVATION, "work_evidence": "work-evidence@1"}
+    same = resigned(bundle, log.service, derivation=older)
+    assert att.verify_bundle(same, MODELS["baseline-v0.3"]).summary()["derivation"] == older
+    assert a.total is not None
+    lying = resigned(bundle, log.service, derivation=older, total=a.total + 1)
     with pytest.raises(
         VerificationError,
-        match=r"^the attested evidence was derived under standing \S+, work_evidence work-evidence@1; this "
-        r"verifier derives under standing \S+, work_evidence work-evidence@2: verify it with a release",
+        match=rf"^total: attested {a.total + 1}, recomputed {a.total}; the attested evidence was derived "
+        r"under standing \S+, work_evidence work-evidence@1, this verifier derives under standing \S+, "
+        r"work_evidence work-evidence@2: verify it with a release",
     ):
-        att.verify_bundle(older, MODELS["trustscore-v2"])
+        att.verify_bundle(lying, MODELS["baseline-v0.3"])
+    # the same derivation: the number alone
+    with pytest.raises(VerificationError, match=rf"^total: attested {a.total + 1}, recomputed {a.total}$"):
+        att.verify_bundle(resigned(bundle, log.service, total=a.total + 1), MODELS["baseline-v0.3"])
 
 
 def test_a_v1_attestation_still_verifies_by_its_numbers(log: Log) -> None:
