@@ -11,6 +11,7 @@ Reporter weights follow the rating snapshots of one model only
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
@@ -181,7 +182,8 @@ def project(
         items = derive(index, stmt, context)
         out.evidence.extend(items)
         rule = state.ladder_rule if ladder_rules is None else ladder_rules.get(index, state.ladder_rule)
-        out.ladder.extend(ladder_rows(index, stmt, items, rule))
+        standing = functools.partial(_has_standing, state.standing, index)
+        out.ladder.extend(ladder_rows(index, stmt, items, rule, standing))
         if isinstance(stmt.predicate, RatingSnapshot):
             adjusted = {r.agent: r.adjusted for r in stmt.predicate.ratings}
             out.snapshots.extend(SnapshotRow(index, s, adjusted[s.agent]) for s in derive_snapshots(stmt))
@@ -189,3 +191,7 @@ def project(
         elif isinstance(stmt.predicate, MarketplaceApproval):
             state.feed_approval(index, stmt.predicate)
     return out
+
+
+def _has_standing(standing: Standing, index: int, reporter: str) -> bool:
+    return standing.has_standing(reporter, index)

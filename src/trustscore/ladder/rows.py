@@ -18,7 +18,7 @@ Rows never change the evidence: released models score exactly what they scored b
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -105,11 +105,11 @@ def _server(d: DerivedEvidence, seq: int, kind: str, rule: str, exam: str) -> La
 
 
 def _confirmed(
-    d: DerivedEvidence, seq: int, kind: str, rule: str, yes: bool, what: str, **groups: str
+    d: DerivedEvidence, seq: int, kind: str, rule: str, yes: bool, what: str, by: Attested, **groups: str
 ) -> LadderRow:
     if yes:
-        return _row(d, seq, kind, rule, CI_VERIFIED, "confirmed", f"{what} confirmed", **groups)
-    return _row(d, seq, kind, rule, UNFLOWN, "confirmed", f"{what} reported as not done", **groups)
+        return _row(d, seq, kind, rule, CI_VERIFIED, by, f"{what} confirmed", **groups)
+    return _row(d, seq, kind, rule, UNFLOWN, by, f"{what} reported as not done", **groups)
 
 
 def _settled(s: Settlement, dimension: str) -> bool:
@@ -120,7 +120,7 @@ def _settled(s: Settlement, dimension: str) -> bool:
     return s.confirmed
 
 
-def _work(index: int, w: WorkRecord, items: Sequence[DerivedEvidence], rule: str) -> LadderRow:
+def _work(index: int, w: WorkRecord, items: Sequence[DerivedEvidence], rule: str, by: Attested) -> LadderRow:
     r = rung_of(w, rule)
     return LadderRow(
         index=index,
@@ -129,7 +129,7 @@ def _work(index: int, w: WorkRecord, items: Sequence[DerivedEvidence], rule: str
         dimension="delivery",
         rung=r.rung,
         rule=r.rule,
-        attested=w.attestation,
+        attested=by,
         cover=f"work:{w.task_ref}",
         issuer=w.reporter,
         outcome_detected=r.outcome_detected,
@@ -141,24 +141,35 @@ def _work(index: int, w: WorkRecord, items: Sequence[DerivedEvidence], rule: str
 
 
 def ladder_rows(
-    index: int, statement: ParsedStatement, items: Sequence[DerivedEvidence], rule: str = CURRENT_RULE
+    index: int,
+    statement: ParsedStatement,
+    items: Sequence[DerivedEvidence],
+    rule: str = CURRENT_RULE,
+    standing: Callable[[str], bool] = lambda _reporter: True,
 ) -> list[LadderRow]:
-    """The ladder rows of the admitted statement logged at ``index`` whose derived items are ``items``."""
+    """The ladder rows of the admitted statement logged at ``index`` whose derived items are ``items``;
+    ``standing(reporter)``: whether a confirming reporter had standing there (the reporter-standing policy's
+    word, as derivation used it): a row of one without is ``unvouched``."""
     p = statement.predicate
     kind = statement.kind.name
+
+    def by(reporter: str) -> Attested:
+        return "confirmed" if standing(reporter) else "unvouched"
+
     if isinstance(p, WorkRecord):
-        return [_work(index, p, items, rule)]
+        return [_work(index, p, items, rule, "self" if p.attestation == "self" else by(p.reporter))]
     if isinstance(p, GradedEvidence | SittingClose | Reverification):
         return [_server(d, seq, kind, rule, p.exam) for seq, d in enumerate(items)]
     if isinstance(p, Settlement):
+        reporter = by(p.reporter)
         return [
-            _confirmed(d, seq, kind, rule, _settled(p, d.dimension), d.dimension)
+            _confirmed(d, seq, kind, rule, _settled(p, d.dimension), d.dimension, reporter)
             for seq, d in enumerate(items)
         ]
     if isinstance(p, Event):
-        yes = p.event in _CONFIRMING_EVENTS
+        yes, marketplace = p.event in _CONFIRMING_EVENTS, by(p.marketplace)
         return [
-            _confirmed(d, seq, kind, rule, yes, p.event, marketplace=p.marketplace)
+            _confirmed(d, seq, kind, rule, yes, p.event, marketplace, marketplace=p.marketplace)
             for seq, d in enumerate(items)
         ]
     return []

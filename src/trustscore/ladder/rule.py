@@ -50,7 +50,10 @@ RUNG_WEIGHT: Final = {1: 0.2, 2: 0.4, 3: 0.6, 4: 0.8, 5: 1.0}
 #: self-attested rung always weighs less than the same rung confirmed by anyone.
 SELF_ATTESTED_WEIGHT: Final = 0.4
 
-Attested = Literal["self", "confirmed", "server"]
+#: Who vouches for a ladder row: the agent itself (``self``), a reporter with standing (``confirmed``), the
+#: server's own grader (``server``), or a confirming reporter without standing (``unvouched``: its items go to
+#: the subject's pool, and the outcome stats rank its rows as the agent's own; since 2026-12-07).
+Attested = Literal["self", "confirmed", "server", "unvouched"]
 
 
 class Rung(msgspec.Struct, frozen=True, kw_only=True):

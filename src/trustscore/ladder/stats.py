@@ -38,7 +38,7 @@ MAX_GROUPS: Final = 1_000
 MAX_GROUP_NAME: Final = 2_048
 BELOW_FLOOR: Final = "below_floor"
 NO_OUTCOME_DETECTION: Final = "no_outcome_detection"
-_STRENGTH = {"self": 0, "confirmed": 1, "server": 1}
+_STRENGTH = {"self": 0, "unvouched": 0, "confirmed": 1, "server": 1}
 
 
 def strongest(rows: Iterable[LadderRow]) -> list[LadderRow]:
@@ -90,7 +90,7 @@ class Counts:
         confirmed, detected = 0, False
         for r in rows:
             rungs[r.rung] += 1
-            confirmed += r.attested != "self"
+            confirmed += _STRENGTH[r.attested]
             detected = detected or r.outcome_detected
         return cls(tuple(rungs), confirmed, detected)
 
