@@ -20,6 +20,7 @@ from trustscore.errors import InvalidInput, NotFound, UnsupportedKind
 from trustscore.exams.model import SCHEMA_VERSION, ExamFile, ExamSet
 from trustscore.grading.model import Tier
 from trustscore.grading.registry import get_grader
+from trustscore.kinds.reverification.sampling import FRESH_ITEM_PREFIX
 
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
 _ITEM_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
@@ -87,6 +88,10 @@ def _check(exam: ExamFile, source: str, tier: Tier | None) -> None:
         where = f"{source}: item {item.id!r}"
         if not _ITEM_ID.match(item.id):
             raise InvalidInput(f"{where}: ids are 1..64 of a-z, 0-9 and '-'")
+        if item.id.startswith(FRESH_ITEM_PREFIX):  # (re-verification's generated items are named so)
+            raise InvalidInput(
+                f"{where}: ids starting {FRESH_ITEM_PREFIX!r} are reserved for fresh instances"
+            )
         if item.id in seen:
             raise InvalidInput(f"{where}: duplicate item id")
         seen.add(item.id)

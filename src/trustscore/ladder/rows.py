@@ -76,9 +76,12 @@ def _row(
     rung: int,
     attested: Attested,
     summary: str,
+    issuer: str | None = None,
     **groups: str,
 ) -> LadderRow:
-    """The row of derived item ``d`` (the ``seq``-th of its statement)."""
+    """The row of derived item ``d`` (the ``seq``-th of its statement); ``issuer`` the statement's reporter
+    (else the item's): a pooled item's issuer is the pool's, and a reporter's later row must replace its
+    own earlier one whether or not either was pooled."""
     return LadderRow(
         index=d.index,
         seq=seq,
@@ -88,7 +91,7 @@ def _row(
         rule=rule,
         attested=attested,
         cover=d.key or f"{kind}:{d.index}:{seq}",
-        issuer=d.issuer,
+        issuer=issuer or d.issuer,
         outcome_detected=True,
         summary=summary,
         kind=kind,
@@ -105,11 +108,19 @@ def _server(d: DerivedEvidence, seq: int, kind: str, rule: str, exam: str) -> La
 
 
 def _confirmed(
-    d: DerivedEvidence, seq: int, kind: str, rule: str, yes: bool, what: str, by: Attested, **groups: str
+    d: DerivedEvidence,
+    seq: int,
+    kind: str,
+    rule: str,
+    yes: bool,
+    what: str,
+    by: tuple[str, Attested],
+    **groups: str,
 ) -> LadderRow:
+    reporter, attested = by
     if yes:
-        return _row(d, seq, kind, rule, CI_VERIFIED, by, f"{what} confirmed", **groups)
-    return _row(d, seq, kind, rule, UNFLOWN, by, f"{what} reported as not done", **groups)
+        return _row(d, seq, kind, rule, CI_VERIFIED, attested, f"{what} confirmed", reporter, **groups)
+    return _row(d, seq, kind, rule, UNFLOWN, attested, f"{what} reported as not done", reporter, **groups)
 
 
 def _settled(s: Settlement, dimension: str) -> bool:
@@ -161,13 +172,13 @@ def ladder_rows(
     if isinstance(p, GradedEvidence | SittingClose | Reverification):
         return [_server(d, seq, kind, rule, p.exam) for seq, d in enumerate(items)]
     if isinstance(p, Settlement):
-        reporter = by(p.reporter)
+        reporter = (p.reporter, by(p.reporter))
         return [
             _confirmed(d, seq, kind, rule, _settled(p, d.dimension), d.dimension, reporter)
             for seq, d in enumerate(items)
         ]
     if isinstance(p, Event):
-        yes, marketplace = p.event in _CONFIRMING_EVENTS, by(p.marketplace)
+        yes, marketplace = p.event in _CONFIRMING_EVENTS, (p.marketplace, by(p.marketplace))
         return [
             _confirmed(d, seq, kind, rule, yes, p.event, marketplace, marketplace=p.marketplace)
             for seq, d in enumerate(items)

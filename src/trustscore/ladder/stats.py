@@ -38,7 +38,11 @@ MAX_GROUPS: Final = 1_000
 MAX_GROUP_NAME: Final = 2_048
 BELOW_FLOOR: Final = "below_floor"
 NO_OUTCOME_DETECTION: Final = "no_outcome_detection"
-_STRENGTH = {"self": 0, "unvouched": 0, "confirmed": 1, "server": 1}
+#: How rows of one cover rank (then the higher rung, then the later): another reporter's over the agent's own,
+#: whatever its standing (a CI party cannot have standing, and its failure must stand over the agent's
+#: made-up success); and whether a row counts as ``confirmed`` (a reporter with standing, or the server).
+_STRENGTH = {"self": 0, "unvouched": 1, "confirmed": 1, "server": 1}
+_CONFIRMS = {"self": 0, "unvouched": 0, "confirmed": 1, "server": 1}
 
 
 def strongest(rows: Iterable[LadderRow]) -> list[LadderRow]:
@@ -90,7 +94,7 @@ class Counts:
         confirmed, detected = 0, False
         for r in rows:
             rungs[r.rung] += 1
-            confirmed += _STRENGTH[r.attested]
+            confirmed += _CONFIRMS[r.attested]
             detected = detected or r.outcome_detected
         return cls(tuple(rungs), confirmed, detected)
 

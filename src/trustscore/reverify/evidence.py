@@ -33,6 +33,8 @@ from trustscore.scoring.inputs import DerivedEvidence, Result
 ISSUER = "server-reverify"
 SOURCE = "verified"
 PARTIAL_FROM_MILLIS = 500
+#: The longest item id an exam file may have (exams/loader.py), which a fresh instance's id exceeds.
+MAX_EXAM_ITEM_ID = 64
 
 
 def standing(r: Reverification) -> tuple[float, Result]:
@@ -54,7 +56,8 @@ def is_fresh(issuer: str | None, key: str | None) -> bool:
     "Fresh instances"): each run's are new items, spaced in time by the standing policy (standing-v4)."""
     if issuer != ISSUER or key is None or not key.startswith("exam:"):
         return False
-    return key.rsplit(":", 1)[-1].startswith(FRESH_ITEM_PREFIX)
+    item_id = key.rsplit(":", 1)[-1]  # fresh-<base64url signature>: longer than any exam file's id (64)
+    return item_id.startswith(FRESH_ITEM_PREFIX) and len(item_id) > MAX_EXAM_ITEM_ID
 
 
 def derive_reverification(index: int, stmt: ParsedStatement) -> list[DerivedEvidence]:

@@ -12,17 +12,29 @@ the agent's previous run with fresh items in that dimension, as sittings do on a
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 
 import msgspec
+import pytest
 
 from tests.unit.evidence.test_sitting_spacing import MODELS, World, _at
+from trustscore.errors import InvalidInput
 from trustscore.evidence.project_log import ProjectionState
 from trustscore.evidence.standing import HALF_LIFE_DAYS
+from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, parse_exam
 from trustscore.kinds.reverification import PrivateItem, ReverifiedItem, make_reverification
 from trustscore.kinds.reverification.security import SecurityState
 from trustscore.kinds.service_card import make_service_card
 from trustscore.ledger import keys, statements
+from trustscore.reverify.evidence import ISSUER, is_fresh
+
+
+def _fresh_id(run: int, k: int) -> str:
+    """A fresh instance's id as reverify/fresh.py makes it: ``fresh-`` + a base64url Ed25519 signature."""
+    signature = hashlib.sha512(f"{run}/{k}".encode()).digest()
+    return "fresh-" + base64.urlsafe_b64encode(signature).decode().rstrip("=")
 
 
 class Reverified(World):
@@ -39,7 +51,7 @@ class Reverified(World):
         n = self.runs = self.runs + 1
         report_index = len(self.envelopes) - 1  # (any earlier entry stands in for the report variant)
         fresh = [
-            PrivateItem(exam="json-record@1", exam_digest="sha256:" + "cd" * 32, item_id=f"fresh-{n}-{k}",
+            PrivateItem(exam="json-record@1", exam_digest="sha256:" + "cd" * 32, item_id=_fresh_id(n, k),
                         dimension="delivery", grader="json-deliverable@1", value_millis=fresh_millis,
                         result="success" if fresh_millis == 1000 else "failure", error=None)
             for k in range(3)
@@ -120,3 +132,18 @@ def test_replay_spaces_later_runs_as_derivation_does() -> None:
     assert replayed.standing.fresh_weight(world.agent.id, "delivery", index, at) == (
         state.standing.fresh_weight(world.agent.id, "delivery", index, at)
     )
+
+
+def test_an_exam_items_id_is_never_taken_for_a_fresh_instance() -> None:
+    """A private set's item may not be named ``fresh-…`` (the loader refuses it), and a short one never
+    reads as fresh (fresh ids are longer than any exam file's): it is replaced by key, never spaced."""
+    assert is_fresh(ISSUER, f"exam:json-record@1:{_fresh_id(1, 0)}")
+    assert not is_fresh(ISSUER, "exam:private-set@1:fresh-q1")
+    assert not is_fresh(None, f"exam:json-record@1:{_fresh_id(1, 0)}")  # a graded report's item
+
+
+def test_the_loader_refuses_an_item_named_like_a_fresh_instance() -> None:
+    data = json.loads((DEFAULT_PUBLIC_DIR / "delivery" / "v1.json").read_text())
+    data["items"][0]["id"] = "fresh-q1"
+    with pytest.raises(InvalidInput, match="ids starting 'fresh-' are reserved for fresh instances"):
+        parse_exam(json.dumps(data).encode())
