@@ -115,18 +115,22 @@ def rescan_lines(r: Rescan) -> list[str]:
 
 def run_rescan(args: argparse.Namespace) -> int:
     rule = check_rule(args.rule)
-    before = None if args.recorded is not None else check_rule(args.from_rule or previous_rule(rule) or rule)
-    if before == rule and args.from_rule is None:
-        raise InvalidInput(
-            f"{rule} is the first rule: name the rows to compare with (--recorded or --from-rule)"
-        )
+    before = None  # the rule the compared rows are derived under, unless they are --recorded
+    if args.recorded is None:
+        before = args.from_rule or previous_rule(rule)
+        if before is None:
+            raise InvalidInput(
+                f"{rule} is the first rule: name the rows to compare with (--recorded or --from-rule)"
+            )
+        check_rule(before)
     verifier: note.Verifier = common.verifier(args.verifier_key)
     _, size, entries = verified_log(args.server, args.verifier_key, args.size)
     if args.recorded is not None:
         recorded = parse_ladder_jsonl(common.read_bytes(args.recorded, "recorded ladder file"))
         size = max((r.index for r in recorded), default=-1) + 1 if args.size is None else size
     else:
-        old = ProjectionState(verifier.public_key, ladder_rule=before or rule)
+        assert before is not None
+        old = ProjectionState(verifier.public_key, ladder_rule=before)
         recorded = project(entries[:size], old, verify=True).ladder
     new = ProjectionState(verifier.public_key, ladder_rule=rule)
     if size > len(entries):

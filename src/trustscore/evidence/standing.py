@@ -153,7 +153,8 @@ class _Dimension:
 
 @dataclass
 class _Sittings:
-    """One agent's sitting closes with items in one dimension, in log order (standing-v3)."""
+    """One spacing track of an agent in one dimension, in log order: its sitting closes (standing-v3) or
+    its re-verification runs with fresh items (standing-v4)."""
 
     indexes: list[int] = field(default_factory=list)  # close indexes, ascending
     newest: list[int] = field(default_factory=list)  # the newest closed_at (µs) up to each close

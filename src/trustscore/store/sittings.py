@@ -167,12 +167,12 @@ class SittingStore:
         )
 
 
-#: When an agent last requested a sitting of an exam under a prefix within a period (seconds), if it did:
-#: the once-a-period bound of scope sittings (a void sitting never opened, so it does not count).
 #: Why :meth:`SittingStore.insert` refused: too many sittings open, or the time of the agent's request
 #: within the period.
 Refusal = Literal["open"] | dt.datetime
 
+#: When an agent last requested a sitting of an exam under a prefix within a period (seconds), if it did:
+#: the once-a-period bound of scope sittings (a void sitting never opened, so it does not count).
 _NEWEST_IN_PERIOD = (
     "SELECT max(created_at) FROM sittings WHERE agent = $1 AND starts_with(exam, $2) "
     "AND state <> 'void' AND created_at > now() - make_interval(secs => $3)"
