@@ -2,7 +2,8 @@
 
 Prints one JSON rating per line, sorted by agent id, for every agent in the evidence or the snapshots,
 its floats rounded to 10^-6 exactly as the API publishes them (docs/methodology.md), with its ``medals``
-when the weights file has a medals file beside it (``<model>.medals.toml``, as the server computes them).
+when the weights file has a medals file beside it (the newest release, ``<model>.medals[-N].toml``, as the
+server serves them; ``--medals`` names an earlier release, to recompute medals awarded under it).
 Only rows with ``at`` <= ``--at`` count. Every bad input line is reported (file and line number) and
 nothing is scored.
 """
@@ -21,7 +22,7 @@ from trustscore.cli import common
 from trustscore.errors import InvalidInput
 from trustscore.scoring import SnapshotBatch, load_weights
 from trustscore.scoring.engine import score_columns
-from trustscore.scoring.medals import Medals, find_medal_rules, medals_of
+from trustscore.scoring.medals import Medals, find_medal_rules, load_medal_rules, medals_of
 from trustscore.scoring.parse_jsonl import LineError, parse_evidence, parse_snapshots
 from trustscore.scoring.publish import published
 from trustscore.scoring.ratings import Rating, to_ratings
@@ -43,6 +44,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--evidence", required=True, type=Path, help="evidence JSON Lines (- for stdin)")
     parser.add_argument("--snapshots", type=Path, help="score snapshot JSON Lines (for reliability)")
     parser.add_argument("--at", required=True, help="rating time, RFC 3339 UTC (e.g. 2026-11-30T00:00:00Z)")
+    parser.add_argument(
+        "--medals",
+        type=Path,
+        help="a medals file of the weights file's model (default: the newest release beside the weights file)",
+    )
     parser.add_argument(
         "--threads",
         type=common.bounded(1, MAX_THREADS),
@@ -67,7 +73,11 @@ def run(args: argparse.Namespace) -> int:
     encoder = msgspec.json.Encoder()
     out = sys.stdout.buffer
     ratings = to_ratings(score_columns(evidence, snapshots, weights, at, threads=args.threads), weights)
-    rules = find_medal_rules(args.weights.parent, weights)
+    rules = (
+        find_medal_rules(args.weights.parent, weights)
+        if args.medals is None
+        else load_medal_rules(args.medals, weights)
+    )
     medals = [None] * len(ratings) if rules is None else medals_of(evidence, ratings, rules, at)
     for rating, medal in zip(ratings, medals, strict=True):
         line = published(rating)  # rounded like the API's (scoring.publish)

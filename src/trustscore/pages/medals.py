@@ -18,8 +18,7 @@ def why_none(entry: DimensionMedal, rules: MedalsFile, dimension: str) -> str:
     if entry.reason == TOO_FEW:
         return (
             f"{entry.real_n} real evidence item{'' if entry.real_n == 1 else 's'}, "
-            f"{rules.min_real_items} needed (self-reported, simulated and failed re-verification items "
-            "do not count)"
+            f"{rules.min_real_items} needed ({_unreal(rules)} items do not count)"
         )
     if entry.reason == STALE:
         fresh = "none" if entry.freshness is None else f"{entry.freshness:.2f}"
@@ -31,6 +30,18 @@ def why_none(entry: DimensionMedal, rules: MedalsFile, dimension: str) -> str:
         bronze = rules.thresholds[dimension].bronze
         return f"the score is below bronze ({bronze:g})"
     return (entry.reason or "no reason given").replace("_", " ")
+
+
+#: How a page names the items of an unreal source.
+_SOURCE_WORDS = {"simulation": "simulated", "real-benchmark": "public exam file"}
+
+
+def _unreal(rules: MedalsFile) -> str:
+    """The kinds of item that never count towards a medal under ``rules``, as a phrase."""
+    kinds = [_SOURCE_WORDS.get(s, s) for s in rules.unreal_sources]
+    kinds += ["pooled (reporters without standing)"] if rules.unreal_issuers else []
+    kinds.append("failed re-verification")
+    return ", ".join(kinds[:-1]) + " and " + kinds[-1]
 
 
 def thresholds(rules: MedalsFile, dimension: str) -> str:

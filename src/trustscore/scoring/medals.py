@@ -1,12 +1,16 @@
 """Medals: per dimension at most one of bronze, silver and gold, a pure function of a rating and its evidence.
 
-The rules are a versioned file beside the weights file they belong to (``weights/<model>.medals.toml``),
-naming that file by model version and sha256; released files never change (:data:`RELEASED_DIGESTS`).
-A dimension earns the highest medal whose threshold its published score reaches, and only when
+The rules are a versioned file beside the weights file they belong to, naming that file by model version
+and sha256: release 1 is ``weights/<model>.medals.toml``, release N > 1 ``weights/<model>.medals-N.toml``
+(schema version 2, which says its ``release``). Released files never change (:data:`RELEASED_DIGESTS`); a
+fix of the rules is a new release, and the newest release present is the one served (:func:`find_medal_rules`).
+Every medal names the rules file it was awarded under by sha256. A dimension earns the highest medal whose
+threshold its published score reaches, and only when
 
 - at least ``min_real_items`` *real* items are counted in it: counted as the engine counts them (at or
-  before the rating time, the newest per key), from a source not in ``unreal_sources``, with a positive
-  weight, and not a re-verification item (issuer in ``reverify_issuers``) other than a success; and
+  before the rating time, the newest per key), from a source not in ``unreal_sources`` and an issuer not in
+  ``unreal_issuers`` (release 2: the standing pool), with a positive weight, and not a re-verification item
+  (issuer in ``reverify_issuers``) other than a success; and
 - its freshness factor ``0.5 ** (age of the newest real item in days / half_life_days)`` is at least
   ``min_freshness``.
 
@@ -38,12 +42,19 @@ from trustscore.scoring.times import MICROS_PER_DAY
 from trustscore.scoring.weights import Weights
 
 SCHEMA = "trustscore.medals"
-SCHEMA_VERSION = 1
+#: Version 1: release 1 files. Version 2 adds ``release`` (>= 2) and ``unreal_issuers``.
+SCHEMA_VERSIONS = (1, 2)
+#: The most releases of one model's medals looked for (a bound on a directory scan, not a limit in use).
+MAX_RELEASE = 99
 
-#: sha256 of every released medals file, by the model version of the weights file it belongs to.
-RELEASED_DIGESTS: dict[str, str] = {
-    "trustscore-v2": "4d4fea069601f3e40448653cb0aa61c17148c53b23df71a38fd3c475893b7500",
-    "trustscore-v3": "677c487dec5cbdba3719e264a1ee2ffc3a8ce8ab729c746440ff5bd0a4a583ce",
+#: sha256 of every released medals file, by the model version of the weights file it belongs to and the
+#: release. Release 2 of trustscore-v2 and -v3: public exam items (source real-benchmark) and the standing
+#: pool's items are not real evidence (docs/methodology.md, "Medals").
+RELEASED_DIGESTS: dict[tuple[str, int], str] = {
+    ("trustscore-v2", 1): "4d4fea069601f3e40448653cb0aa61c17148c53b23df71a38fd3c475893b7500",
+    ("trustscore-v2", 2): "76e94101138f61f33c79f633ccac46abf331b2a3d20cc0a8a498ebb2f5f7058c",
+    ("trustscore-v3", 1): "677c487dec5cbdba3719e264a1ee2ffc3a8ce8ab729c746440ff5bd0a4a583ce",
+    ("trustscore-v3", 2): "b69cf05cd4615431694f3e244ec020ac789c4ca8d29c367a4a449bb394358199",
 }
 
 Medal = Literal["bronze", "silver", "gold"]
@@ -61,8 +72,8 @@ class Thresholds(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     gold: float
 
 
-class MedalsFile(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
-    """The schema of a medals file (version 1)."""
+class MedalsFile(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    """The schema of a medals file (versions 1 and 2; ``release`` and ``unreal_issuers`` are version 2's)."""
 
     schema: str
     schema_version: int
@@ -75,6 +86,8 @@ class MedalsFile(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     unreal_sources: list[str]
     reverify_issuers: list[str]
     thresholds: dict[str, Thresholds]
+    release: int = 1
+    unreal_issuers: list[str] = []
 
 
 @dataclass(frozen=True)
@@ -102,15 +115,23 @@ class Medals(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     dimensions: dict[str, DimensionMedal]
 
 
-def medals_path(weights_dir: Path, model_version: str) -> Path:
-    """Where the medals file of a weights file lives: beside it, named after its model version."""
-    return weights_dir / f"{model_version}.medals.toml"
+def medals_path(weights_dir: Path, model_version: str, *, release: int = 1) -> Path:
+    """Where a release of the medals of a weights file lives: beside it, named after its model version."""
+    suffix = "" if release == 1 else f"-{release}"
+    return weights_dir / f"{model_version}.medals{suffix}.toml"
 
 
 def find_medal_rules(weights_dir: Path, weights: Weights) -> MedalRules | None:
-    """The medals file of ``weights`` in ``weights_dir``; None when the model has none (no medals)."""
-    path = medals_path(weights_dir, weights.model_version)
-    return load_medal_rules(path, weights) if path.exists() else None
+    """The newest release of the medals of ``weights`` in ``weights_dir`` (the one served); None when the
+    model has none (no medals)."""
+    for release in range(MAX_RELEASE, 0, -1):
+        path = medals_path(weights_dir, weights.model_version, release=release)
+        if path.exists():
+            rules = load_medal_rules(path, weights)
+            if rules.spec.release != release:
+                raise ConfigError(f"{path}: says release {rules.spec.release}, its name release {release}")
+            return rules
+    return None
 
 
 def load_medal_rules(path: Path, weights: Weights) -> MedalRules:
@@ -131,17 +152,25 @@ def parse_medal_rules(data: bytes, weights: Weights, *, source: str = "medals") 
     version = raw.get("schema_version")
     if raw.get("schema") != SCHEMA or not isinstance(version, int) or isinstance(version, bool):
         raise UnsupportedKind(f"{source}: not a {SCHEMA} file (needs schema and an integer schema_version)")
-    if version != SCHEMA_VERSION:
-        raise UnsupportedKind(f"{source}: schema_version {version} is not supported ({SCHEMA_VERSION} is)")
+    if version not in SCHEMA_VERSIONS:
+        raise UnsupportedKind(f"{source}: schema_version {version} is not supported (1 and 2 are)")
+    later = sorted({"release", "unreal_issuers"} & raw.keys())
+    if version == 1 and later:
+        raise ConfigError(f"{source}: {' and '.join(later)} need schema_version 2")
+    if version == 2 and "release" not in raw:
+        raise ConfigError(f"{source}: schema_version 2 needs a release")
     try:
         spec = msgspec.convert(raw, MedalsFile)
     except msgspec.ValidationError as exc:
         raise ConfigError(f"{source}: {exc}") from exc
     digest = hashlib.sha256(data).hexdigest()
     problems = _problems(spec, weights)
-    released = RELEASED_DIGESTS.get(spec.weights_model)
+    released = RELEASED_DIGESTS.get((spec.weights_model, spec.release))
     if released is not None and digest != released:
-        problems.append(f"the released medals of {spec.weights_model} have sha256 {released}, not {digest}")
+        problems.append(
+            f"the released medals of {spec.weights_model} (release {spec.release}) have sha256 {released}, "
+            f"not {digest}"
+        )
     if problems:
         raise ConfigError(f"{source}: {'; '.join(problems)}")
     return MedalRules(spec, digest)
@@ -158,6 +187,8 @@ def _problems(spec: MedalsFile, weights: Weights) -> list[str]:
             out.append(f"thresholds.{name} must be 0 <= bronze <= silver <= gold <= 100")
     if spec.min_real_items < 1:
         out.append("min_real_items must be at least 1")
+    if not 1 <= spec.release <= MAX_RELEASE or (spec.schema_version == 2) != (spec.release > 1):
+        out.append(f"release must be 1 (schema_version 1) or 2..{MAX_RELEASE} (schema_version 2)")
     if not (math.isfinite(spec.min_freshness) and 0.0 < spec.min_freshness <= 1.0):
         out.append("min_freshness must be in (0, 1]")
     if not (math.isfinite(spec.half_life_days) and spec.half_life_days > 0.0):
@@ -281,6 +312,10 @@ def real_items(evidence: EvidenceBatch, names: Sequence[str], rules: MedalRules,
     keep = (agent >= 0) & (evidence.at <= at)
     keep &= _newest_per_key(agent, evidence.key, evidence.at, evidence.seq, keep)  # the rows the score counts
     unreal = np.array([s in spec.unreal_sources for s in evidence.sources], dtype=np.bool_)[evidence.source]
+    # Issuer codes index these tables; -1 (no issuer) reads the last entry, False.
+    unreal |= np.array([i in spec.unreal_issuers for i in evidence.issuers] + [False], dtype=np.bool_)[
+        evidence.issuer
+    ]
     reverify = np.array([i in spec.reverify_issuers for i in evidence.issuers] + [False], dtype=np.bool_)
     failed_reverify = reverify[evidence.issuer] & (evidence.result != RESULT_CODES["success"])
     real = keep & (dim >= 0) & ~unreal & ~failed_reverify & (evidence.extra_weight > 0.0)

@@ -29,6 +29,7 @@ from tests.integration.service.conftest import ServerProcess
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, ExamDirs, load_exam
 from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import sign_run
+from trustscore.sdk.sitting import SittingClient, sit_on_server
 
 CHROMIUM = os.environ.get("TRUSTSCORE_CHROMIUM", "/usr/bin/chromium")
 AGENTS = DEFAULT_PUBLIC_DIR.parent / "examples" / "agents" / "scripted.py"
@@ -88,9 +89,10 @@ def seed(url: str) -> Site:
     _post(url, "/v1/log/entries", fresh_card)
     run = run_exam(load_exam("integrity@1", ExamDirs()), agent_from_spec(f"python:{AGENTS}:good"))
     report = _post(url, "/v1/reports", sign_run(run, key))
-    # A capability sitting earns a medal (many real, fresh items over a threshold), so pages show one.
-    run = run_exam(load_exam("capability@1", ExamDirs()), agent_from_spec(f"python:{AGENTS}:good"))
-    _post(url, "/v1/reports", sign_run(run, key))
+    # A fresh capability sitting earns a medal (many real, fresh items over a threshold), so pages show one
+    # (a public exam file's items count for the score, never towards a medal: their answers are public).
+    with SittingClient(url) as client:
+        sit_on_server(client, key, "capability@1", agent_from_spec(f"python:{AGENTS}:good"))
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         r = httpx.get(f"{url}/v1/agents/{key.id}/rating/history", timeout=10)

@@ -9,23 +9,28 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
+import msgspec
 import pytest
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
 from tests.helpers import count_calls, new_card
 from tests.integration.api.test_attestations import AGENTS, on_app, post, public_of, rated
+from trustscore import canonical
 from trustscore.api import pages as pages_module
 from trustscore.api.wiring import services_of
 from trustscore.exams.loader import ExamDirs, load_exam
-from trustscore.ledger import audit, keys, statements
+from trustscore.kinds.sittings import make_request
+from trustscore.ledger import audit, dsse, keys, statements
 from trustscore.pages import badge
 from trustscore.sdk import agent_from_spec, run_exam
 from trustscore.sdk.runner import sign_run
+from trustscore.sdk.sitting import exam_of, sign_sitting_report
 from trustscore.services import logkey, snapshots
 from trustscore.services.ratings import DEFAULT_MODEL, RatingService
 from trustscore.settings import Settings
@@ -284,12 +289,25 @@ async def test_a_refresh_for_decay_alone_serves_the_kept_page_while_it_renders(
 
 
 async def sat(client: Client, name: str, persona: str, exam: str = "capability@1") -> keys.SigningKey:
-    """A new agent that sat ``exam`` answering as ``persona`` (a real graded report: real items)."""
+    """A new agent that sat a fresh sitting of ``exam`` answering as ``persona`` (the server's items:
+    real evidence for medals; a public exam file's answers are public, so its items never count)."""
     key, card = new_card(name)
     await post(client, "/v1/log/entries", card)
-    run = run_exam(load_exam(exam, ExamDirs()), agent_from_spec(f"python:{AGENTS}:{persona}"))
-    index = await post(client, "/v1/reports", sign_run(run, key))
-    await rated(client, key.id, "trustscore-v2", index + 1)
+    r = await client.post(
+        "/v1/sittings", content=msgspec.json.encode(dsse.sign(make_request(key.id, exam), [key]))
+    )
+    assert r.status_code == 201, r.text
+    opened = r.json()
+    run = run_exam(exam_of(opened), agent_from_spec(f"python:{AGENTS}:{persona}"), grade=False)
+    entries = (
+        await client.get("/v1/log/entries", params={"start": opened["sitting"], "end": opened["sitting"] + 1})
+    ).json()
+    leaf = json.loads(canonical.b64decode(entries["entries"][0]["leaf"]))
+    commitment = json.loads(canonical.b64decode(leaf["payload"]))["predicate"]["commitment"]
+    envelope = sign_sitting_report(run, key, opened["sitting"], commitment)
+    r = await client.post(f"/v1/sittings/{opened['sitting']}/report", content=msgspec.json.encode(envelope))
+    assert r.status_code == 201, r.text
+    await rated(client, key.id, "trustscore-v2", r.json()["close_index"] + 1)
     return key
 
 

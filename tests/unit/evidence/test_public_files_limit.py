@@ -1,8 +1,9 @@
-"""A stated limit, pinned: an agent whose only evidence is perfect answers to the public exam files (their
-answers are public) rates 312 (B) under trustscore-v2 with a silver capability medal, and 612 (A) under
-baseline-v0.3, served beside it by default (found by an adversarial audit, 2026-12-07; docs/methodology.md,
-"Known attacks": released weights and medals never change, so a fix is a new model version). If these
-numbers move, the docs' figures must move with them.
+"""Public exam files alone (their answers are public), pinned: an agent whose only evidence is perfect
+answers to them rates 312 (B) under trustscore-v2 and 612 (A) under baseline-v0.3, served beside it by
+default (a stated limit: released weights never change). Under trustscore-v2's first medals release the
+public items earned a silver capability medal (found by an adversarial audit, 2026-12-07); the served
+release 2 counts them for the score, never towards a medal. docs/methodology.md, "Known attacks" and
+"Medals": if these numbers move, the docs' figures must move with them.
 
 The log is built signed and projected with verify=True (as the server), then scored with the served
 models and medals. Every graded item is the server's regrade of a perfect report of a public file.
@@ -23,8 +24,8 @@ from trustscore.kinds.graded import GradedItem, make_graded_evidence
 from trustscore.kinds.service_card import make_service_card
 from trustscore.ledger import dsse, keys, statements
 from trustscore.scoring import score_agents
-from trustscore.scoring.medals import medals_of
-from trustscore.services.ratings import load_medals, load_models
+from trustscore.scoring.medals import load_medal_rules, medals_of, medals_path
+from trustscore.services.ratings import DEFAULT_WEIGHTS_DIR, load_medals, load_models
 
 MODELS = load_models()
 MEDALS = load_medals(MODELS)
@@ -60,13 +61,19 @@ def test_public_files_alone_rate_as_the_docs_state() -> None:
                   verify=True)  # fmt: skip
     assert not out.rejected
     batch = evidence_batch(out.evidence)
+    micros = int(AT.timestamp() * 1_000_000)
     seen = {}
     for model, weights in MODELS.items():
         [r] = [r for r in score_agents(batch, None, weights, AT) if r.agent == agent.id]
         medal = {}
         if model in MEDALS:
-            [m] = medals_of(batch, [r], MEDALS[model], int(AT.timestamp() * 1_000_000))
+            [m] = medals_of(batch, [r], MEDALS[model], micros)
             medal = {d: v.medal for d, v in m.dimensions.items() if v.medal}
+            assert m.dimensions["capability"].real_n == 0  # public items are not real evidence of capability
         seen[model] = (r.total, r.grade, medal)
-    assert seen["trustscore-v2"] == (312, "B", {"capability": "silver"})
+        if model == "trustscore-v2":
+            first = load_medal_rules(medals_path(DEFAULT_WEIGHTS_DIR, model, release=1), weights)
+            [old] = medals_of(batch, [r], first, micros)
+            assert {d: v.medal for d, v in old.dimensions.items() if v.medal} == {"capability": "silver"}
+    assert seen["trustscore-v2"] == (312, "B", {})
     assert seen["baseline-v0.3"] == (612, "A", {})

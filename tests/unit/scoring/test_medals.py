@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -14,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trustscore.errors import ConfigError, UnsupportedKind
+from trustscore.evidence.standing import POOL_ISSUER
 from trustscore.scoring import EvidenceBatch, EvidenceItem, load_weights, score_agents
 from trustscore.scoring.medals import (
     BELOW,
@@ -36,11 +38,14 @@ from trustscore.scoring.times import to_micros
 from .conftest import AT, WEIGHTS, days_ago, item
 
 V2 = load_weights(WEIGHTS / "trustscore-v2.toml")
-RULES = load_medal_rules(medals_path(WEIGHTS, "trustscore-v2"), V2)
+RULES = load_medal_rules(medals_path(WEIGHTS, "trustscore-v2"), V2)  # release 1
+SERVED = load_medal_rules(medals_path(WEIGHTS, "trustscore-v2", release=2), V2)
 #: Pinned here independently of the code: a released medals file never changes.
 RELEASED = {
-    "trustscore-v2": "4d4fea069601f3e40448653cb0aa61c17148c53b23df71a38fd3c475893b7500",
-    "trustscore-v3": "677c487dec5cbdba3719e264a1ee2ffc3a8ce8ab729c746440ff5bd0a4a583ce",
+    ("trustscore-v2", 1): "4d4fea069601f3e40448653cb0aa61c17148c53b23df71a38fd3c475893b7500",
+    ("trustscore-v2", 2): "76e94101138f61f33c79f633ccac46abf331b2a3d20cc0a8a498ebb2f5f7058c",
+    ("trustscore-v3", 1): "677c487dec5cbdba3719e264a1ee2ffc3a8ce8ab729c746440ff5bd0a4a583ce",
+    ("trustscore-v3", 2): "b69cf05cd4615431694f3e244ec020ac789c4ca8d29c367a4a449bb394358199",
 }
 RANK = {None: 0, "bronze": 1, "silver": 2, "gold": 3}
 
@@ -63,23 +68,57 @@ def perfect(
     ]
 
 
-def test_released_file_is_immutable() -> None:
-    data = medals_path(WEIGHTS, "trustscore-v2").read_bytes()
-    assert hashlib.sha256(data).hexdigest() == RELEASED["trustscore-v2"] == RELEASED_DIGESTS["trustscore-v2"]
-    assert RULES.digest == RELEASED["trustscore-v2"]
-    assert RULES.spec.weights_digest == V2.digest
+@pytest.mark.parametrize(("model", "release"), sorted(RELEASED))
+def test_released_files_are_immutable(model: str, release: int) -> None:
+    data = medals_path(WEIGHTS, model, release=release).read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    assert digest == RELEASED[model, release] == RELEASED_DIGESTS[model, release]
+    weights = load_weights(WEIGHTS / f"{model}.toml")
+    rules = load_medal_rules(medals_path(WEIGHTS, model, release=release), weights)
+    assert (rules.digest, rules.spec.release, rules.spec.weights_digest) == (digest, release, weights.digest)
+
+
+def test_the_newest_release_is_served() -> None:
+    rules = find_medal_rules(WEIGHTS, V2)
+    assert rules is not None and rules.digest == SERVED.digest == RELEASED["trustscore-v2", 2]
+
+
+def test_release_2_is_release_1_with_public_items_and_the_pool_unreal() -> None:
+    assert (
+        msgspec.structs.replace(
+            SERVED.spec,
+            schema_version=1,
+            release=1,
+            description=RULES.spec.description,
+            unreal_sources=RULES.spec.unreal_sources,
+            unreal_issuers=[],
+        )
+        == RULES.spec
+    )
+    assert SERVED.spec.unreal_sources == [*RULES.spec.unreal_sources, "real-benchmark"]
+    assert SERVED.spec.unreal_issuers == [POOL_ISSUER]
 
 
 def test_v3_medals_are_v2s_rules_for_the_v3_weights() -> None:
     v3 = load_weights(WEIGHTS / "trustscore-v3.toml")
-    rules = find_medal_rules(WEIGHTS, v3)
-    assert rules is not None
-    assert rules.digest == RELEASED["trustscore-v3"] == RELEASED_DIGESTS["trustscore-v3"]
-    assert (rules.spec.weights_model, rules.spec.weights_digest) == ("trustscore-v3", v3.digest)
-    renamed = msgspec.structs.replace(rules.spec, weights_model="trustscore-v2", weights_digest=V2.digest)
-    assert renamed == RULES.spec  # the same rules, only the weights file they belong to differs
-    with pytest.raises(ConfigError):  # and refused with any other weights file
-        load_medal_rules(medals_path(WEIGHTS, "trustscore-v3"), V2)
+    for release, v2_rules in ((1, RULES), (2, SERVED)):
+        rules = load_medal_rules(medals_path(WEIGHTS, "trustscore-v3", release=release), v3)
+        assert (rules.spec.weights_model, rules.spec.weights_digest) == ("trustscore-v3", v3.digest)
+        renamed = msgspec.structs.replace(rules.spec, weights_model="trustscore-v2", weights_digest=V2.digest)
+        assert renamed == v2_rules.spec  # the same rules, only the weights file they belong to differs
+        with pytest.raises(ConfigError):  # and refused with any other weights file
+            load_medal_rules(medals_path(WEIGHTS, "trustscore-v3", release=release), V2)
+    served = find_medal_rules(WEIGHTS, v3)
+    assert served is not None and served.spec.release == 2
+
+
+def test_a_release_under_another_name_is_refused(tmp_path: Path) -> None:
+    """A release-2 file named as release 3 (or 1) is refused, not served as the newest."""
+    (tmp_path / "trustscore-v2.medals-3.toml").write_bytes(
+        medals_path(WEIGHTS, "trustscore-v2", release=2).read_bytes()
+    )
+    with pytest.raises(ConfigError, match="says release 2, its name release 3"):
+        find_medal_rules(tmp_path, V2)
 
 
 def test_thresholds_are_the_reference_bureaus() -> None:
@@ -108,7 +147,10 @@ def test_rules_for_another_weights_file_are_refused() -> None:
 @pytest.mark.parametrize(
     ("edit", "replacement", "message"),
     [
-        (b"schema_version = 1", b"schema_version = 2", "schema_version 2"),
+        (b"schema_version = 1", b"schema_version = 3", "schema_version 3"),
+        (b"schema_version = 1", b"schema_version = 2", "schema_version 2 needs a release"),
+        (b"schema_version = 1", b"schema_version = 1\nrelease = 2", "need schema_version 2"),
+        (b"schema_version = 1", b'schema_version = 1\nunreal_issuers = ["x"]', "need schema_version 2"),
         (b"capability = { bronze = 60, silver = 75, gold = 88 }\n", b"", "exactly the dimensions"),
         (b"bronze = 60, silver = 75", b"bronze = 80, silver = 75", "bronze <= silver"),
         (b"min_real_items = 3", b"min_real_items = 0", "min_real_items"),
@@ -121,6 +163,40 @@ def test_malformed_rules_are_refused(edit: bytes, replacement: bytes, message: s
     assert edit in data
     with pytest.raises((ConfigError, UnsupportedKind), match=message):
         parse_medal_rules(data.replace(edit, replacement, 1), V2)
+
+
+@pytest.mark.parametrize(
+    ("edit", "replacement", "message"),
+    [
+        (b"release = 2", b"release = 1", "release must be"),
+        (b"release = 2", b"release = 100", "release must be"),
+        (b"gold = 88", b"gold = 87", "released medals of trustscore-v2 \\(release 2\\)"),
+    ],
+)
+def test_malformed_release_2_rules_are_refused(edit: bytes, replacement: bytes, message: str) -> None:
+    data = medals_path(WEIGHTS, "trustscore-v2", release=2).read_bytes()
+    assert edit in data
+    with pytest.raises(ConfigError, match=message):
+        parse_medal_rules(data.replace(edit, replacement, 1), V2)
+
+
+def test_public_exam_items_are_not_real_under_release_2() -> None:
+    """Attack: perfect answers to the public exam files (their answers are public). Release 1 gave a medal;
+    release 2 counts them for the score, never towards one."""
+    public = perfect(40, source="real-benchmark")
+    assert medals(public)["capability"].medal is not None
+    m = medals(public, SERVED)["capability"]
+    assert (m.medal, m.real_n, m.reason) == (None, 0, TOO_FEW)
+    assert medals(perfect(3) + public, SERVED)["capability"].real_n == 3
+
+
+def test_pool_items_are_not_real_under_release_2() -> None:
+    """Attack: one real item from a reporter with standing, padded to three by two free keys whose reports
+    go to the standing pool."""
+    pool = [item(key=f"pool-{i}", issuer=POOL_ISSUER, extra_weight=0.01) for i in range(2)]
+    assert medals(perfect(1) + pool)["capability"].real_n == 3
+    m = medals(perfect(1) + pool, SERVED)["capability"]
+    assert (m.medal, m.real_n, m.reason) == (None, 1, TOO_FEW)
 
 
 def test_gold_on_three_fresh_real_items() -> None:

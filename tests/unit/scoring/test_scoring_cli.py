@@ -10,6 +10,7 @@ import pytest
 
 from trustscore.cli import score
 from trustscore.errors import ConfigError, InvalidInput
+from trustscore.scoring.medals import RELEASED_DIGESTS
 
 from .conftest import WEIGHTS
 
@@ -164,8 +165,28 @@ def test_prints_medals_when_the_weights_file_has_them(
     capability = line["medals"]["dimensions"]["capability"]
     assert capability == {"medal": "gold", "real_n": 12, "freshness": 0.97716, "reason": None}
     assert line["medals"]["dimensions"]["delivery"]["reason"] == "no_score"
+    assert line["medals"]["rules_digest"] == RELEASED_DIGESTS["trustscore-v2", 2]  # the newest release
     assert run("--weights", str(WEIGHTS / "baseline-v0.3.toml"), "--evidence", str(evidence), "--at", AT) == 0
     assert "medals" not in json.loads(capsys.readouterr().out)
+
+
+def test_medals_under_an_earlier_release(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Public exam items earned medals under release 1, which --medals recomputes; the served release 2
+    counts them for the score only. A medals file of another model is refused."""
+    public = write(tmp_path / "e.jsonl", [ev("a", key=f"k{i}", source="real-benchmark") for i in range(40)])
+    args = ["--weights", str(WEIGHTS / "trustscore-v2.toml"), "--evidence", str(public), "--at", AT]
+    assert run(*args) == 0
+    served = json.loads(capsys.readouterr().out)["medals"]
+    assert (served["dimensions"]["capability"]["medal"], served["dimensions"]["capability"]["real_n"]) == (
+        None,
+        0,
+    )
+    assert run(*args, "--medals", str(WEIGHTS / "trustscore-v2.medals.toml")) == 0
+    first = json.loads(capsys.readouterr().out)["medals"]
+    assert first["rules_digest"] == RELEASED_DIGESTS["trustscore-v2", 1]
+    assert first["dimensions"]["capability"]["medal"] is not None
+    with pytest.raises(ConfigError, match="names weights trustscore-v3"):
+        run(*args, "--medals", str(WEIGHTS / "trustscore-v3.medals-2.toml"))
 
 
 def test_the_output_is_the_same_in_any_number_of_threads(
