@@ -32,7 +32,7 @@ from trustscore.kinds.snapshots import RATING_SNAPSHOT, RatingSnapshot
 from trustscore.kinds.work_records import WorkRecord
 from trustscore.ladder import work_evidence as work
 from trustscore.ledger.statements import PREDICATE_PREFIX, ParsedStatement, parse_time
-from trustscore.reverify.evidence import derive_reverification, is_fresh
+from trustscore.reverify.evidence import derive_reverification, is_asked
 from trustscore.scoring.inputs import DerivedEvidence, EvidenceBatch, Result, Snapshot
 
 #: Kinds that carry no evidence items (cards register keys; snapshots feed ``derive_snapshots``; an exam
@@ -96,7 +96,7 @@ def derive(entry_index: int, statement: ParsedStatement, context: Context) -> li
         return _by_standing(p.reporter, entry_index, items, context)
     if isinstance(p, Reverification):
         return _standing(
-            _fresh_spaced(entry_index, derive_reverification(entry_index, statement), context), context
+            _asked_spaced(entry_index, derive_reverification(entry_index, statement), context), context
         )
     if statement.kind.name in sitting_evidence.SITTING_KINDS:  # the server's own grades of a sitting
         return _standing(_spaced(entry_index, statement, context), context)
@@ -131,13 +131,14 @@ def _spaced(index: int, statement: ParsedStatement, context: Context) -> list[De
     return out
 
 
-def _fresh_spaced(index: int, items: list[DerivedEvidence], context: Context) -> list[DerivedEvidence]:
-    """A re-verification run's fresh instances weighted by the time since the agent's previous run with
-    fresh items in the dimension (standing-v4, :meth:`Standing.fresh_weight`); those weighing 0 are
-    dropped. Its other items are as they were: re-asked items and private items are replaced by key."""
+def _asked_spaced(index: int, items: list[DerivedEvidence], context: Context) -> list[DerivedEvidence]:
+    """A re-verification run's answers to the items it asked (fresh instances since standing-v4, items of
+    private sets since standing-v5) weighted by the time since the agent's previous run with such items in
+    the dimension (:meth:`Standing.fresh_weight`); those weighing 0 are dropped. Its integrity items (the
+    standing, the private gap: replaced by key; strikes) are as they were."""
     out = []
     for d in items:
-        if is_fresh(d.issuer, d.key):
+        if is_asked(d.issuer, d.key):
             weight = context.standing.fresh_weight(d.agent, d.dimension, index, d.at)
             if weight <= 0.0:
                 continue

@@ -32,7 +32,7 @@ from trustscore.ladder.rule import CURRENT_RULE
 from trustscore.ledger import audit, keys
 from trustscore.ledger.submission import check
 from trustscore.reverify.evidence import ISSUER as REVERIFY_ISSUER
-from trustscore.reverify.evidence import is_fresh
+from trustscore.reverify.evidence import is_asked
 from trustscore.scoring.inputs import DerivedEvidence, EvidenceItem, Snapshot
 
 assert catalog.ALL_KINDS  # every kind registered before any entry is parsed
@@ -98,13 +98,13 @@ class ProjectionState:
     def feed_evidence(self, item: EvidenceItem, index: int) -> None:
         """Replay evidence derived before, logged at ``index`` (in log order), into the standing
         policy's state, as derivation does: an approved marketplace's report vouches, a sitting's item
-        spaces the agent's later sittings and a run's fresh instance its later runs. The evidence is the
+        spaces the agent's later sittings and a run's asked item (fresh or private) its later runs. The evidence is the
         current derivation's (an earlier release's is derived again at start-up:
         :func:`~trustscore.services.projector.rederive`)."""
         if item.issuer is None and item.key is not None and item.key.startswith(SITTING_KEY):
             opened = int(item.key[len(SITTING_KEY) :].split(":", 1)[0])  # sitting:<open index>:<item>
             self.standing.sitting_weight(item.agent, item.dimension, index, opened, item.at)
-        elif is_fresh(item.issuer, item.key):  # a run's fresh instance spaces the agent's later runs
+        elif is_asked(item.issuer, item.key):  # a run's asked item spaces the agent's later runs
             self.standing.fresh_weight(item.agent, item.dimension, index, item.at)
         elif item.issuer == POOL_ISSUER:
             self.standing.count_pooled(item.agent, item.dimension, item.source, item.extra_weight, item.at)

@@ -67,7 +67,13 @@ from trustscore.scoring.times import to_micros
 #: on a track of their own (:meth:`Standing.fresh_weight`: under v3 every run's fresh items counted in
 #: full, and each report, a free variant included, brings a run). The two derive the same evidence from a
 #: log where no agent had two runs with fresh items in a dimension.
-POLICY_VERSION = "standing-v4"
+#: standing-v5 (2026-12-08) is standing-v4 with a re-verification run's answers to items of the private
+#: sets and its private-gap judgement spaced on the same track as its fresh items, one evidence item per
+#: run, never replaced, and a failed security probe counted in every run (under v4 the log's per-item
+#: grades let an endpoint learn the fixed private items and a newer answer replaced the older at full
+#: weight: capability 0 -> 100; and a failed probe was held back while a passing run reset the streak).
+#: The two derive the same evidence from a log without re-verification runs that asked private items.
+POLICY_VERSION = "standing-v5"
 #: The pool's items weigh together at most this share of a dimension's standing evidence.
 POOL_SHARE = 0.04
 #: A reporter needs at least this rating (0..1000, adjusted, else total) ...

@@ -9,14 +9,21 @@ Evidence (source ``verified``, issuer ``server-reverify``, at ``ran_at``):
   failure; unreachable: value 0, failure (a down endpoint is never a silent pass; a later match heals it).
 - integrity, key ``reverify:mismatch:{report_index}:{seed}``, mismatch only: value 0, failure. It is never
   replaced, so a mismatch keeps counting against integrity after the endpoint matches again.
-- integrity, key ``reverify:private-gap:{exam}@{exam_version}``, when the run asked public and private
-  items: 0 / failure when the mean public grade exceeds the mean private grade by more than
-  ``status.PRIVATE_GAP_MILLIS`` (public answers memorised), else 1 / success; replaced by later runs.
-- each answered private item: its dimension, value and result, key ``exam:{name@version}:{item_id}`` (the
-  key graded private evidence uses, so a newer answer to the same item replaces the older). A run's fresh
-  instances (item ids ``fresh-…``: new items each run) are weighed by the standing policy by the time
-  since the agent's previous run (``evidence/derive.py``, standing-v4). A failed
-  security probe is held back while it only starts a downgrade streak (security.DOWNGRADE_RUNS).
+- integrity, key ``reverify:private-gap:{exam}@{exam_version}:{index}``, when the run asked public and
+  private items: 0 / failure when the mean public grade exceeds the mean private grade by more than
+  ``status.PRIVATE_GAP_MILLIS`` (public answers memorised), else 1 / success; one per run, never replaced,
+  spaced like the run's asked items (since standing-v5: under v4 one per exam version, replaced by later
+  runs, so a gap closed by answers learnt from the published grades erased the gap the first run found).
+- each answered private item of a private set: its dimension, value and result, key
+  ``reverify:private:{name@version}:{item_id}:{index}``, one per run, never replaced (since standing-v5:
+  the log publishes each item's grade, so an endpoint asked the same fixed item again may answer it from
+  memory; a newer answer replacing the older erased the guess the first run recorded). A run's fresh
+  instances (item ids ``fresh-…``: new items each run) keep key ``exam:{generator}:{item_id}``. Both are
+  weighed by the standing policy by the time since the agent's previous run with such items in the
+  dimension (``evidence/derive.py``: fresh ones since standing-v4, private ones since standing-v5), and
+  every run's items count, failed security probes included (under standing-v4 those were held back while
+  they only started a downgrade streak, and a passing run reset the streak, so two failures in three runs
+  never counted).
 """
 
 from __future__ import annotations
@@ -49,6 +56,20 @@ def standing(r: Reverification) -> tuple[float, Result]:
 def standing_key(r: Reverification) -> str:
     """The key of the standing item: one per agent (keys are per agent) and exam version."""
     return f"reverify:standing:{r.exam}@{r.exam_version}"
+
+
+#: The key prefixes of a run's answer to an item of a private set and of its private-gap judgement
+#: (standing-v5: one of each per run, spaced).
+PRIVATE_KEY = "reverify:private:"
+GAP_KEY = "reverify:private-gap:"
+
+
+def is_asked(issuer: str | None, key: str | None) -> bool:
+    """Whether an evidence item is a run's answer to an item it asked, fresh or of a private set, or its
+    private-gap judgement: spaced in time by the standing policy (standing-v5)."""
+    if issuer != ISSUER or key is None:
+        return False
+    return key.startswith((PRIVATE_KEY, GAP_KEY)) or is_fresh(issuer, key)
 
 
 def is_fresh(issuer: str | None, key: str | None) -> bool:
@@ -92,15 +113,26 @@ def derive_reverification(index: int, stmt: ParsedStatement) -> list[DerivedEvid
                 "integrity",
                 0.0 if exceeded else 1.0,
                 "failure" if exceeded else "success",
-                f"reverify:private-gap:{r.exam}@{r.exam_version}",
+                f"{GAP_KEY}{r.exam}@{r.exam_version}:{index}",
             )
         )
-    held_back = r.security_observed == "fail" and r.security_status != "failed"
     for p in r.private_items:
-        if p.value_millis is None or (held_back and p.dimension == "security"):
+        if p.value_millis is None:  # asked and not answered: no evidence (the private gap counts it 0)
             continue
-        out.append(item(p.dimension, p.value_millis / 1000, p.result, f"exam:{p.exam}:{p.item_id}"))
+        fresh = p.item_id.startswith(FRESH_ITEM_PREFIX) and len(p.item_id) > MAX_EXAM_ITEM_ID
+        key = f"exam:{p.exam}:{p.item_id}" if fresh else f"{PRIVATE_KEY}{p.exam}:{p.item_id}:{index}"
+        out.append(item(p.dimension, p.value_millis / 1000, p.result, key))
     return out
 
 
-__all__ = ["ISSUER", "SOURCE", "derive_reverification", "is_fresh", "standing", "standing_key"]
+__all__ = [
+    "GAP_KEY",
+    "ISSUER",
+    "PRIVATE_KEY",
+    "SOURCE",
+    "derive_reverification",
+    "is_asked",
+    "is_fresh",
+    "standing",
+    "standing_key",
+]

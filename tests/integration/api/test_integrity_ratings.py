@@ -79,7 +79,7 @@ async def test_a_ring_of_fresh_keys_cannot_rate_a_fresh_agent(client: Client) ->
     for model in MODELS:
         rated = await rating(client, agent.id, model, last + 1)
         assert rated["total"] is None and rated["n"] == 0, (model, rated["total"])
-        assert rated["standing_policy"] == "standing-v4"
+        assert rated["standing_policy"] == "standing-v5"
     evidence = (await client.get(f"/v1/agents/{agent.id}/evidence")).json()["items"]
     assert evidence == []  # nothing stands beside them: the pool admits nothing
 

@@ -238,7 +238,7 @@ def test_agents_ranked_by_behaviour_and_ratings_reproduce_offline(
         )
         assert out.returncode == 0, out.stderr
         assert "entries not counted: 0" in out.stdout, out.stdout
-        assert "reporter-standing policy standing-v4" in out.stdout, out.stdout
+        assert "reporter-standing policy standing-v5" in out.stdout, out.stdout
         scored = subprocess.run(
             [
                 sys.executable,

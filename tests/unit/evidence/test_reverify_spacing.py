@@ -24,7 +24,7 @@ from trustscore.errors import InvalidInput
 from trustscore.evidence.project_log import ProjectionState
 from trustscore.evidence.standing import HALF_LIFE_DAYS
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, parse_exam
-from trustscore.kinds.reverification import PrivateItem, ReverifiedItem, make_reverification
+from trustscore.kinds.reverification import PrivateItem, ReverifiedItem, make_reverification, security
 from trustscore.kinds.reverification.security import SecurityState
 from trustscore.kinds.service_card import make_service_card
 from trustscore.ledger import keys, statements
@@ -49,26 +49,33 @@ class Reverified(World):
     def run(self, days: float, fresh_millis: int = 1000) -> None:
         """A report-triggered run at ``days``: six re-asked items matched, three fresh delivery items."""
         n = self.runs = self.runs + 1
-        report_index = len(self.envelopes) - 1  # (any earlier entry stands in for the report variant)
         fresh = [
             PrivateItem(exam="json-record@1", exam_digest="sha256:" + "cd" * 32, item_id=_fresh_id(n, k),
                         dimension="delivery", grader="json-deliverable@1", value_millis=fresh_millis,
                         result="success" if fresh_millis == 1000 else "failure", error=None)
             for k in range(3)
         ]  # fmt: skip
+        self.log_run(days, "delivery", fresh)
+
+    def log_run(
+        self, days: float, exam: str, private: list[PrivateItem], before: SecurityState | None = None
+    ) -> None:
+        """Log run number ``self.runs`` at ``days``: six items of a report of ``exam`` re-asked and
+        matched, and ``private`` asked (the report variant is any earlier entry)."""
+        n, report_index = self.runs, len(self.envelopes) - 1
         items = [
-            ReverifiedItem(item_id=f"del-{k}", dimension="delivery", reported_millis=1000,
+            ReverifiedItem(item_id=f"{exam[:3]}-{k}", dimension=exam, reported_millis=1000,
                            observed_millis=1000, matched=True, error=None)
             for k in range(6)
         ]  # fmt: skip
         self._add(
             make_reverification(
                 verifier=self.rv.id, agent=self.agent.id, report_index=report_index,
-                report_sha256=hashlib.sha256(f"variant-{n}".encode()).hexdigest(), exam="delivery",
+                report_sha256=hashlib.sha256(f"variant-{n}".encode()).hexdigest(), exam=exam,
                 exam_version=1, exam_digest="sha256:" + "ab" * 32, endpoint="https://solver.example/ask",
                 trigger="report", checkpoint_size=report_index + 2,
                 checkpoint_root=hashlib.sha256(f"root-{n}".encode()).digest(), items=items,
-                private_items=fresh, security_before=SecurityState(),
+                private_items=private, security_before=before or SecurityState(),
                 ran_at=statements.format_time(_at(days)),
             ),
             self.rv,
@@ -147,3 +154,78 @@ def test_the_loader_refuses_an_item_named_like_a_fresh_instance() -> None:
     data["items"][0]["id"] = "fresh-q1"
     with pytest.raises(InvalidInput, match="ids starting 'fresh-' are reserved for fresh instances"):
         parse_exam(json.dumps(data).encode())
+
+
+class Asked(Reverified):
+    """Runs that ask items of a fixed private set (the same ids every time, as the server's private sets
+    are), with the security state carried from run to run as the server carries it."""
+
+    security = SecurityState()
+
+    def ask(self, days: float, answers: dict[str, int], dimension: str = "capability") -> None:
+        """A report-triggered run at ``days`` asking the private items ``answers`` names (id -> millis)."""
+        self.runs += 1
+        private = [
+            PrivateItem(exam="private-set@1", exam_digest="sha256:" + "cd" * 32, item_id=item_id,
+                        dimension=dimension, grader="exact-answer@1", value_millis=millis,
+                        result="success" if millis == 1000 else "failure", error=None)
+            for item_id, millis in answers.items()
+        ]  # fmt: skip
+        self.log_run(days, "reliability", private, self.security)
+        if dimension == "security":
+            failed = any(m < 1000 for m in answers.values())
+            self.security = security.step(self.security, "fail" if failed else "pass")
+
+    def weights(self, dimension: str) -> list[float]:
+        return [d.extra_weight for d in self.evidence if d.issuer == ISSUER and d.dimension == dimension
+                and d.key is not None and not d.key.startswith("reverify:standing")]  # fmt: skip
+
+
+def test_private_items_learnt_from_their_published_grades_add_what_one_run_adds() -> None:
+    """The harvest (adversarial audit, 2026-12-08): each run asks 3 of 12 fixed private items and the log
+    publishes each item's grade, so an endpoint guesses, reads its grades back and answers from memory;
+    report variants a minute apart bring runs. Under standing-v4 a newer answer replaced the older one
+    at full weight: capability 0 -> 100, total 30 -> 260 after 43 runs. Now a run's private items are
+    spaced like its fresh ones and never replace an earlier answer: the first, guessed, run counts."""
+    harvest, honest = Asked(), Asked()
+    known: set[str] = set()
+    for n in range(44):
+        asked = [f"p{(3 * n + k) % 12}" for k in range(3)]
+        harvest.ask(20 + n / 1440, {i: 1000 if i in known else 0 for i in asked})
+        honest.ask(20 + n / 1440, dict.fromkeys(asked, 0))
+        known.update(asked)
+    learnt, knew = harvest.rate(_at(20.1)), honest.rate(_at(20.1))
+    for model in MODELS:
+        assert (learnt[model].dimensions["capability"] or 0) <= (
+            knew[model].dimensions["capability"] or 0
+        ) + 1
+        assert (learnt[model].total or 0) <= (knew[model].total or 0) + 5, (model, learnt, knew)
+    weights = harvest.weights("capability")
+    assert weights[:3] == [1.0] * 3 and sum(weights) < 3 * 1.1
+
+
+def test_a_private_answer_never_erases_an_earlier_one() -> None:
+    """A wrong answer stays evidence when the same item is answered right a half-life later: both count."""
+    world = Asked()
+    world.ask(20, {"p0": 0})
+    world.ask(20 + HALF_LIFE_DAYS, {"p0": 1000})
+    world.projected()
+    assert [(d.value, d.extra_weight) for d in world.evidence if d.dimension == "capability"] == [
+        (0.0, 1.0),
+        (1.0, 0.5),
+    ]
+
+
+def test_failed_security_runs_between_passing_ones_count() -> None:
+    """Adversarial audit, 2026-12-08: a failed security run was held back while it only started a
+    downgrade streak, and a passing run reset the streak, so failing two runs in three never counted a
+    failure (security 100, status passed). Now every run's security items count, spaced like the rest."""
+    mixed, first = Asked(), Asked()
+    pattern = [True, False, False] * 10
+    for world, runs in ((mixed, pattern), (first, sorted(pattern))):
+        for n, ok in enumerate(runs):
+            world.ask(20 + n, {f"s{n % 4}": 1000 if ok else 0}, dimension="security")
+    interleaved = mixed.rate(_at(50))["trustscore-v2"].dimensions["security"]
+    ordered = first.rate(_at(50))["trustscore-v2"].dimensions["security"]
+    assert interleaved is not None and interleaved < 60, interleaved
+    assert ordered is not None and abs(interleaved - ordered) < 25, (interleaved, ordered)

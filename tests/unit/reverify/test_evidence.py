@@ -11,7 +11,7 @@ from trustscore.kinds.admission import Registration
 from trustscore.kinds.admission import admit_reverification as admit_rule
 from trustscore.kinds.reverification.security import SecurityState
 from trustscore.ledger import statements
-from trustscore.reverify.evidence import ISSUER, derive_reverification
+from trustscore.reverify.evidence import ISSUER, derive_reverification, is_asked
 from trustscore.scoring.weights import load_weights
 
 WEIGHTS = DEFAULT_PUBLIC_DIR.parent / "weights"
@@ -90,19 +90,22 @@ def test_an_unreachable_endpoint_is_not_a_silent_pass() -> None:
 
 def test_private_items_are_verified_evidence_in_their_dimensions() -> None:
     evs = _derive(private_items=[private("p-1", 1000, "capability"), private("p-2", 500, "security")])
-    assert evs[1].key == "reverify:private-gap:capability@1" and evs[1].result == "success"  # gap 250
+    assert evs[1].key == "reverify:private-gap:capability@1:42" and evs[1].result == "success"  # gap 250
     assert [(e.dimension, e.value, e.result, e.key, e.source) for e in evs[2:]] == [
-        ("capability", 1.0, "success", "exam:probe@1:p-1", "verified"),
-        ("security", 0.5, "partial", "exam:probe@1:p-2", "verified"),
+        ("capability", 1.0, "success", "reverify:private:probe@1:p-1:42", "verified"),
+        ("security", 0.5, "partial", "reverify:private:probe@1:p-2:42", "verified"),
     ]
+    assert all(is_asked(e.issuer, e.key) for e in evs[1:]) and not is_asked(evs[0].issuer, evs[0].key)
 
 
-def test_a_failed_probe_is_held_back_until_the_downgrade_is_confirmed() -> None:
+def test_a_failed_probe_counts_in_every_run() -> None:
+    """standing-v5: a failed probe is evidence whatever the status (under v4 it was held back while it only
+    started a downgrade streak, and a passing run reset the streak: failures between passes never counted;
+    adversarial audit, 2026-12-08). The status still waits for DOWNGRADE_RUNS failures in a row."""
     probes = [private("p-1", 0), private("p-2", 1000, "capability")]
-    held = _derive(private_items=probes, before=SecurityState("passed", 0))
-    assert [e.dimension for e in held] == ["integrity", "integrity", "capability"]  # standing, gap 500
-    confirmed = _derive(private_items=probes, before=SecurityState("passed", 2))
-    assert [e.dimension for e in confirmed] == ["integrity", "integrity", "security", "capability"]
+    for before in (SecurityState("passed", 0), SecurityState("passed", 2)):
+        evs = _derive(private_items=probes, before=before)
+        assert [e.dimension for e in evs] == ["integrity", "integrity", "security", "capability"]
 
 
 def test_derive_refuses_other_kinds() -> None:
