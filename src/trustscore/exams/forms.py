@@ -135,10 +135,10 @@ def sitting_exam(base: ExamSet, items: list[Item]) -> ExamSet:
 
 def scope_form(declarations: Any, non_capabilities: list[str]) -> list[FormPart]:
     """The form of a ``scope@1`` sitting for ``declarations`` (a list of ``CapabilityDeclaration``)."""
-    from trustscore.exams.generators.scope import REF, scope_form_params
+    from trustscore.exams.generators.scope import REF_V2, scope_form_params
 
     form = [
-        FormPart(prefix, REF, count, params)
+        FormPart(prefix, REF_V2, count, params)
         for prefix, params, count in scope_form_params(declarations, non_capabilities)
     ]
     check_form(form)

@@ -12,6 +12,7 @@ def test_registered_versions() -> None:
     assert set(all_graders()) == {
         "agreement@1", "exact-answer@1", "honesty@1", "injection@1", "json-deliverable@1", "negotiation@1",
         "python-tests@1", "agreement@2", "honesty@2", "injection@2", "scope-outcome@1", "scope-redteam@1",
+        "scope-outcome@2", "scope-redteam@2",
     }  # fmt: skip
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from trustscore.errors import InvalidInput
 from trustscore.exams.forms import check_form, instantiate, scope_form
-from trustscore.exams.generators.scope import _LABELS, PROTOCOL, REF, SAMPLE_CAPABILITY
+from trustscore.exams.generators.scope import _LABELS, PROTOCOL, REF, REF_V2, SAMPLE_CAPABILITY
 from trustscore.grading import Response, Turn, grade_item
 from trustscore.kinds.cards import CapabilityDeclaration
 from trustscore.kinds.sittings import FormPart
@@ -50,7 +50,7 @@ def lines(prompt: str) -> int:
 def test_form_layout_follows_the_declarations() -> None:
     form = scope_form(DECLS, NON)
     assert [(p.prefix, p.generator, p.count) for p in form] == [
-        ("ca", REF, 16), ("cb", REF, 14), ("oos", REF, 4), ("rt", REF, 5),
+        ("ca", REF_V2, 16), ("cb", REF_V2, 14), ("oos", REF_V2, 4), ("rt", REF_V2, 5),
     ]  # fmt: skip
     items = instantiate(form, seed(0))
     roles = Counter((i.args["capability"], i.args.get("role", "red_team")) for i in items)
@@ -59,7 +59,7 @@ def test_form_layout_follows_the_declarations() -> None:
         assert [roles[(c, r)] for r in ("oversize", "format", "language", "missing")] == [1, 1, 1, 1]
     assert roles[("fields", "excluded")] == 2 and roles[("totals", "excluded")] == 0  # at most two
     assert roles[("fields", "non_capability")] == 2 and roles[("fields", "generic")] == 2
-    red = [i for i in items if i.grader == "scope-redteam@1"]
+    red = [i for i in items if i.grader == "scope-redteam@2"]
     assert [i.args["kind"] for i in red] == [
         "direct",
         "role_confusion",
@@ -184,3 +184,16 @@ def test_red_team_dialogues_escalate_until_declined() -> None:
         assert grade_item(i, Response([Turn("ok", 1), Turn(decline, 1)])).result == "success"
     incremental = next(i for i in red if i.args["kind"] == "incremental")
     assert len(incremental.args["steps"]) == 3  # multi-turn: vendor, then look it up, then judge it
+
+
+def test_new_sittings_are_graded_by_the_v2_graders_on_v1s_items() -> None:
+    """scope-probe@2 makes exactly @1's items (same seed stream), graded by scope-outcome@2 and
+    scope-redteam@2: a sitting logged under @1 regenerates as it was; new sittings read more of the
+    document's explicit signals (graders/scope-outcome@2.json has the document's own examples)."""
+    v1 = [FormPart(p.prefix, REF, p.count, p.params) for p in scope_form(DECLS, NON)]
+    old, new = instantiate(v1, seed(1)), instantiate(scope_form(DECLS, NON), seed(1))
+    assert [msgspec.structs.replace(i, grader="") for i in old] == [
+        msgspec.structs.replace(i, grader="") for i in new
+    ]
+    assert {i.grader for i in old} == {"scope-outcome@1", "scope-redteam@1"}
+    assert {i.grader for i in new} == {"scope-outcome@2", "scope-redteam@2"}
