@@ -32,7 +32,8 @@ from trustscore.kinds.snapshots import RATING_SNAPSHOT, RatingSnapshot
 from trustscore.kinds.work_records import WorkRecord
 from trustscore.ladder import work_evidence as work
 from trustscore.ledger.statements import PREDICATE_PREFIX, ParsedStatement, parse_time
-from trustscore.reverify.evidence import derive_reverification, is_asked
+from trustscore.reverify.evidence import GAP_KEY, PRIVATE_KEY, derive_reverification, is_asked, lower_key
+from trustscore.reverify.evidence import ISSUER as REVERIFY_ISSUER
 from trustscore.scoring.inputs import DerivedEvidence, EvidenceBatch, Result, Snapshot
 
 #: Kinds that carry no evidence items (cards register keys; snapshots feed ``derive_snapshots``; an exam
@@ -132,16 +133,31 @@ def _spaced(index: int, statement: ParsedStatement, context: Context) -> list[De
 
 
 def _asked_spaced(index: int, items: list[DerivedEvidence], context: Context) -> list[DerivedEvidence]:
-    """A re-verification run's answers to the items it asked (fresh instances since standing-v4, items of
-    private sets since standing-v5) weighted by the time since the agent's previous run with such items in
-    the dimension (:meth:`Standing.fresh_weight`); those weighing 0 are dropped. Its integrity items (the
-    standing, the private gap: replaced by key; strikes) are as they were."""
+    """A re-verification run's answers to the items it asked, weighted by the time since the agent's
+    previous run with such items in the dimension (:meth:`Standing.fresh_weight`; fresh instances since
+    standing-v4, items of the private sets since standing-v5); those weighing 0 are dropped. Of the answers
+    to a private item only the agent's first and one later, lower one count
+    (:meth:`Standing.private_answer`), and a private-gap success only while no gap failure was derived for
+    the exam version (:meth:`Standing.gap`). Its other integrity items are as they were."""
     out = []
     for d in items:
-        if is_asked(d.issuer, d.key):
+        which = None
+        if d.issuer == REVERIFY_ISSUER and d.key is not None and d.key.startswith(GAP_KEY):
+            if not context.standing.gap(d.agent, d.key, d.result == "failure"):
+                continue
+        elif is_asked(d.issuer, d.key):
+            assert d.key is not None
+            if d.key.startswith(PRIVATE_KEY):
+                which = context.standing.private_answer(d.agent, d.key, d.value)
+                if which is None:
+                    continue
             weight = context.standing.fresh_weight(d.agent, d.dimension, index, d.at)
             if weight <= 0.0:
                 continue
+            if which is not None:
+                context.standing.answered(d.agent, d.key, d.value, which)
+                if which == "lower":
+                    d = msgspec.structs.replace(d, key=lower_key(d.key))
             if weight != 1.0:
                 d = msgspec.structs.replace(d, extra_weight=d.extra_weight * weight)
         out.append(d)

@@ -42,6 +42,7 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 from dataclasses import dataclass, field
+from typing import Literal
 
 import msgspec
 import numpy as np
@@ -68,11 +69,12 @@ from trustscore.scoring.times import to_micros
 #: full, and each report, a free variant included, brings a run). The two derive the same evidence from a
 #: log where no agent had two runs with fresh items in a dimension.
 #: standing-v5 (2026-12-08) is standing-v4 with a re-verification run's answers to items of the private
-#: sets and its private-gap judgement spaced on the same track as its fresh items, one evidence item per
-#: run, never replaced, and a failed security probe counted in every run (under v4 the log's per-item
-#: grades let an endpoint learn the fixed private items and a newer answer replaced the older at full
-#: weight: capability 0 -> 100; and a failed probe was held back while a passing run reset the streak).
-#: The two derive the same evidence from a log without re-verification runs that asked private items.
+#: sets spaced on the same track as its fresh items, counting only the agent's first answer to an item and
+#: at most one later, lower one (:meth:`Standing.private_answer`), a private gap's failure kept when a later
+#: run finds none (:meth:`Standing.gap`), and a failed security probe counted in every run (under v4 the log's per-item grades let an
+#: endpoint learn the fixed private items and a newer answer replaced the older at full weight: capability
+#: 0 -> 100; and a failed probe was held back while a passing run reset the streak). The two derive the
+#: same evidence from a log without re-verification runs that asked private items.
 POLICY_VERSION = "standing-v5"
 #: The pool's items weigh together at most this share of a dimension's standing evidence.
 POOL_SHARE = 0.04
@@ -213,7 +215,10 @@ class Standing:
         # agent -> {approved marketplace: index of its first success reported about the agent}
         self._vouched: dict[str, dict[str, int]] = {}
         self._sat: dict[tuple[str, str], _Sittings] = {}  # (agent, dimension) -> its sitting closes
-        self._fresh: dict[tuple[str, str], _Sittings] = {}  # (agent, dimension) -> its runs' fresh items
+        self._fresh: dict[tuple[str, str], _Sittings] = {}  # (agent, dimension) -> its runs' asked items
+        # (agent, private item key) -> (the value of the agent's first answer, whether a lower one counted)
+        self._answers: dict[tuple[str, str], tuple[float, bool]] = {}
+        self._gapped: set[tuple[str, str]] = set()  # (agent, private-gap key) with a failure derived
 
     # --- what the log says about reporters ---------------------------------------------------------
 
@@ -307,6 +312,34 @@ class Standing:
         brings a run with fresh items, and report variants cost nothing: unspaced, runs a minute apart
         drowned what approved marketplaces had reported (found by an adversarial audit, 2026-12-07)."""
         return _spaced(self._fresh.setdefault((agent, dimension), _Sittings()), index, index, at)
+
+    def private_answer(self, agent: str, key: str, value: float | None) -> Literal["first", "lower"] | None:
+        """Whether a re-verification run's answer ``value`` to the private item keyed ``key`` counts
+        (standing-v5): the agent's ``first`` answer to it, or the first later one ``lower`` than that;
+        otherwise None. The log publishes every private item's grade and the sets are fixed, so a later
+        better answer may come from memory; a later worse one is news (a regression)."""
+        seen = self._answers.get((agent, key))
+        if seen is None:
+            return "first"
+        first, lowered = seen
+        return "lower" if (value or 0.0) < first and not lowered else None
+
+    def answered(self, agent: str, key: str, value: float | None, which: Literal["first", "lower"]) -> None:
+        """Record that the answer :meth:`private_answer` called ``which`` was derived (a value of None,
+        which a re-verification item never has, reads as 0)."""
+        if which == "first":
+            self._answers[(agent, key)] = (value or 0.0, False)
+        else:
+            self._answers[(agent, key)] = (self._answers[(agent, key)][0], True)
+
+    def gap(self, agent: str, key: str, failed: bool) -> bool:
+        """Whether a re-verification run's private-gap judgement keyed ``key`` counts (standing-v5): a
+        failure always (and is recorded), a success only while no failure was (a gap closed later may be
+        closed by answers learnt from the grades the log publishes)."""
+        if failed:
+            self._gapped.add((agent, key))
+            return True
+        return (agent, key) not in self._gapped
 
     def observe(
         self, agent: str, dimension: str, key: str | None, source: str, weight: float, at: dt.datetime

@@ -41,7 +41,7 @@ def _unreal(rules: MedalsFile) -> str:
     kinds = [_SOURCE_WORDS.get(s, s) for s in rules.unreal_sources]
     kinds += ["pooled (reporters without standing)"] if rules.unreal_issuers else []
     kinds.append("failed re-verification")
-    return ", ".join(kinds[:-1]) + " and " + kinds[-1]
+    return " and ".join(kinds) if len(kinds) < 3 else ", ".join(kinds[:-1]) + " and " + kinds[-1]
 
 
 def thresholds(rules: MedalsFile, dimension: str) -> str:

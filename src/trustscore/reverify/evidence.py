@@ -9,21 +9,21 @@ Evidence (source ``verified``, issuer ``server-reverify``, at ``ran_at``):
   failure; unreachable: value 0, failure (a down endpoint is never a silent pass; a later match heals it).
 - integrity, key ``reverify:mismatch:{report_index}:{seed}``, mismatch only: value 0, failure. It is never
   replaced, so a mismatch keeps counting against integrity after the endpoint matches again.
-- integrity, key ``reverify:private-gap:{exam}@{exam_version}:{index}``, when the run asked public and
-  private items: 0 / failure when the mean public grade exceeds the mean private grade by more than
-  ``status.PRIVATE_GAP_MILLIS`` (public answers memorised), else 1 / success; one per run, never replaced,
-  spaced like the run's asked items (since standing-v5: under v4 one per exam version, replaced by later
-  runs, so a gap closed by answers learnt from the published grades erased the gap the first run found).
-- each answered private item of a private set: its dimension, value and result, key
-  ``reverify:private:{name@version}:{item_id}:{index}``, one per run, never replaced (since standing-v5:
-  the log publishes each item's grade, so an endpoint asked the same fixed item again may answer it from
-  memory; a newer answer replacing the older erased the guess the first run recorded). A run's fresh
-  instances (item ids ``fresh-…``: new items each run) keep key ``exam:{generator}:{item_id}``. Both are
-  weighed by the standing policy by the time since the agent's previous run with such items in the
-  dimension (``evidence/derive.py``: fresh ones since standing-v4, private ones since standing-v5), and
-  every run's items count, failed security probes included (under standing-v4 those were held back while
-  they only started a downgrade streak, and a passing run reset the streak, so two failures in three runs
-  never counted).
+- integrity, key ``reverify:private-gap:{exam}@{exam_version}``, when the run asked public and private
+  items: 0 / failure when the mean public grade exceeds the mean private grade by more than
+  ``status.PRIVATE_GAP_MILLIS`` (public answers memorised), else 1 / success; replaced by later runs,
+  except that since standing-v5 a success no longer replaces a failure (``evidence/derive.py``: the log
+  publishes each private item's grade, so a gap could be closed by answers learnt from it).
+- each answered item of a private set: its dimension, value and result, key
+  ``reverify:private:{name@version}:{item_id}``. Which answers count is the standing policy's
+  (``evidence/derive.py``, standing-v5): the agent's first answer to the item, and at most one later
+  answer below it (key ``reverify:private-lower:…``); never a later better one, since an endpoint asked
+  the same fixed item again may answer it from memory (under standing-v4 a newer answer replaced the
+  older at full weight: capability 0 -> 100). A run's fresh instances (item ids ``fresh-…``: new items each
+  run) keep key ``exam:{generator}:{item_id}``. Both are weighed by the time since the agent's previous run
+  with such items in the dimension (fresh ones since standing-v4, private ones since standing-v5), and a
+  failed security probe counts in every run (under standing-v4 it was held back while it only started a
+  downgrade streak, and a passing run reset the streak, so two failures in three runs never counted).
 """
 
 from __future__ import annotations
@@ -58,18 +58,25 @@ def standing_key(r: Reverification) -> str:
     return f"reverify:standing:{r.exam}@{r.exam_version}"
 
 
-#: The key prefixes of a run's answer to an item of a private set and of its private-gap judgement
-#: (standing-v5: one of each per run, spaced).
+#: The key prefixes of an answer to an item of a private set: the agent's first, and a later one below it
+#: (standing-v5).
 PRIVATE_KEY = "reverify:private:"
+LOWER_KEY = "reverify:private-lower:"
+#: The key prefix of a run's private-gap judgement (one item per agent and exam version).
 GAP_KEY = "reverify:private-gap:"
 
 
 def is_asked(issuer: str | None, key: str | None) -> bool:
-    """Whether an evidence item is a run's answer to an item it asked, fresh or of a private set, or its
-    private-gap judgement: spaced in time by the standing policy (standing-v5)."""
+    """Whether an evidence item is a run's answer to an item it asked, fresh or of a private set: spaced
+    in time by the standing policy (standing-v5)."""
     if issuer != ISSUER or key is None:
         return False
-    return key.startswith((PRIVATE_KEY, GAP_KEY)) or is_fresh(issuer, key)
+    return key.startswith((PRIVATE_KEY, LOWER_KEY)) or is_fresh(issuer, key)
+
+
+def lower_key(key: str) -> str:
+    """The key of a later, lower answer to the private item keyed ``key`` (a :data:`PRIVATE_KEY` key)."""
+    return LOWER_KEY + key[len(PRIVATE_KEY) :]
 
 
 def is_fresh(issuer: str | None, key: str | None) -> bool:
@@ -113,14 +120,14 @@ def derive_reverification(index: int, stmt: ParsedStatement) -> list[DerivedEvid
                 "integrity",
                 0.0 if exceeded else 1.0,
                 "failure" if exceeded else "success",
-                f"{GAP_KEY}{r.exam}@{r.exam_version}:{index}",
+                f"{GAP_KEY}{r.exam}@{r.exam_version}",
             )
         )
     for p in r.private_items:
         if p.value_millis is None:  # asked and not answered: no evidence (the private gap counts it 0)
             continue
         fresh = p.item_id.startswith(FRESH_ITEM_PREFIX) and len(p.item_id) > MAX_EXAM_ITEM_ID
-        key = f"exam:{p.exam}:{p.item_id}" if fresh else f"{PRIVATE_KEY}{p.exam}:{p.item_id}:{index}"
+        key = f"exam:{p.exam}:{p.item_id}" if fresh else f"{PRIVATE_KEY}{p.exam}:{p.item_id}"
         out.append(item(p.dimension, p.value_millis / 1000, p.result, key))
     return out
 
@@ -128,11 +135,13 @@ def derive_reverification(index: int, stmt: ParsedStatement) -> list[DerivedEvid
 __all__ = [
     "GAP_KEY",
     "ISSUER",
+    "LOWER_KEY",
     "PRIVATE_KEY",
     "SOURCE",
     "derive_reverification",
     "is_asked",
     "is_fresh",
+    "lower_key",
     "standing",
     "standing_key",
 ]

@@ -130,6 +130,11 @@ def find_medal_rules(weights_dir: Path, weights: Weights) -> MedalRules | None:
             rules = load_medal_rules(path, weights)
             if rules.spec.release != release:
                 raise ConfigError(f"{path}: says release {rules.spec.release}, its name release {release}")
+            model = weights.model_version
+            if (model, release) not in RELEASED_DIGESTS and any(m == model for m, _ in RELEASED_DIGESTS):
+                raise ConfigError(
+                    f"{path}: release {release} of {model}'s medals is not pinned (RELEASED_DIGESTS)"
+                )
             return rules
     return None
 

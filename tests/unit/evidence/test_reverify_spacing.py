@@ -21,6 +21,7 @@ import pytest
 
 from tests.unit.evidence.test_sitting_spacing import MODELS, World, _at
 from trustscore.errors import InvalidInput
+from trustscore.evidence.derive import evidence_batch
 from trustscore.evidence.project_log import ProjectionState
 from trustscore.evidence.standing import HALF_LIFE_DAYS
 from trustscore.exams.loader import DEFAULT_PUBLIC_DIR, parse_exam
@@ -29,6 +30,9 @@ from trustscore.kinds.reverification.security import SecurityState
 from trustscore.kinds.service_card import make_service_card
 from trustscore.ledger import keys, statements
 from trustscore.reverify.evidence import ISSUER, is_fresh
+from trustscore.scoring.medals import find_medal_rules, medals_of
+from trustscore.scoring.times import to_micros
+from trustscore.services.ratings import DEFAULT_WEIGHTS_DIR
 
 
 def _fresh_id(run: int, k: int) -> str:
@@ -128,9 +132,10 @@ def test_a_sitting_and_a_run_are_spaced_apart() -> None:
 
 
 def test_replay_spaces_later_runs_as_derivation_does() -> None:
-    world = Reverified()
+    world = Asked()
     for day in (20, 20.5, 27, 60):
         world.run(day)
+        world.ask(day + 0.1, {"p0": 1000 if day > 20 else 0, "p1": 0 if day > 27 else 1000}, "delivery")
     state = world.projected()
     replayed = ProjectionState(world.log_key.public_key)
     for d in world.evidence:
@@ -139,6 +144,12 @@ def test_replay_spaces_later_runs_as_derivation_does() -> None:
     assert replayed.standing.fresh_weight(world.agent.id, "delivery", index, at) == (
         state.standing.fresh_weight(world.agent.id, "delivery", index, at)
     )
+    for item in ("p0", "p1", "p2"):  # and counts the same answers to private items next
+        key = f"reverify:private:private-set@1:{item}"
+        for value in (0.0, 0.5, 1.0):
+            assert replayed.standing.private_answer(world.agent.id, key, value) == (
+                state.standing.private_answer(world.agent.id, key, value)
+            )
 
 
 def test_an_exam_items_id_is_never_taken_for_a_fresh_instance() -> None:
@@ -204,16 +215,55 @@ def test_private_items_learnt_from_their_published_grades_add_what_one_run_adds(
     assert weights[:3] == [1.0] * 3 and sum(weights) < 3 * 1.1
 
 
-def test_a_private_answer_never_erases_an_earlier_one() -> None:
-    """A wrong answer stays evidence when the same item is answered right a half-life later: both count."""
+def test_a_private_item_counts_its_first_answer_and_one_lower_one() -> None:
+    """The first answer to a private item counts and is never replaced: a later better one may come from
+    memory (its grade is in the log) and counts for nothing; the first later worse one is a regression and
+    counts once, as does nothing after it. So an item is at most two evidence items (and two ladder rows),
+    however often it is asked, and one learnt item is never three of a medal's real items."""
     world = Asked()
-    world.ask(20, {"p0": 0})
-    world.ask(20 + HALF_LIFE_DAYS, {"p0": 1000})
+    world.ask(20, {"p0": 0, "p1": 1000})
+    world.ask(20 + HALF_LIFE_DAYS, {"p0": 1000, "p1": 0})
+    world.ask(20 + 2 * HALF_LIFE_DAYS, {"p0": 1000, "p1": 0})
     world.projected()
-    assert [(d.value, d.extra_weight) for d in world.evidence if d.dimension == "capability"] == [
-        (0.0, 1.0),
-        (1.0, 0.5),
+    assert [(d.key, d.value, d.extra_weight) for d in world.evidence if d.dimension == "capability"] == [
+        ("reverify:private:private-set@1:p0", 0.0, 1.0),
+        ("reverify:private:private-set@1:p1", 1.0, 1.0),
+        ("reverify:private-lower:private-set@1:p1", 0.0, 0.5),
     ]
+    learnt = Asked()
+    for n in range(3):
+        learnt.ask(20 + n / 1440, {"p0": 1000})
+    rating = learnt.rate(_at(20.1))["trustscore-v2"]
+    rules = find_medal_rules(DEFAULT_WEIGHTS_DIR, MODELS["trustscore-v2"])
+    assert rules is not None
+    [medals] = medals_of(evidence_batch(learnt.evidence), [rating], rules, to_micros(_at(20.1)))
+    assert medals.dimensions["capability"].real_n == 1
+
+
+def test_a_memorisers_private_gaps_count_in_full() -> None:
+    """Review of standing-v5 (2026-12-08): the first version spaced the private-gap judgement, so after six
+    public reports re-verified a minute apart (each replaying its public answers and failing every private
+    item) five of the six gap failures weighed 3e-5, and the memoriser earned a silver integrity medal. A
+    gap is one item per exam version again, unspaced, and its strike stays when a later run closes it."""
+    world = Asked()
+    for n in range(6):
+        world.runs += 1
+        private = [
+            PrivateItem(exam="private-set@1", exam_digest="sha256:" + "cd" * 32, item_id=f"q{n}-{k}",
+                        dimension="capability", grader="exact-answer@1", value_millis=0, result="failure",
+                        error=None)
+            for k in range(3)
+        ]  # fmt: skip
+        world.log_run(20 + n / 1440, ["capability", "reliability", "delivery", "security", "negotiation",
+                                      "integrity"][n], private)  # fmt: skip
+    world.projected()
+    gaps = [(d.key, d.value, d.extra_weight) for d in world.evidence if d.key and "private-gap" in d.key]
+    assert len(gaps) == 6 and all(value == 0.0 and weight == 1.0 for _, value, weight in gaps), gaps
+    rating = world.rate(_at(20.1))["trustscore-v2"]
+    rules = find_medal_rules(DEFAULT_WEIGHTS_DIR, MODELS["trustscore-v2"])
+    assert rules is not None
+    [medals] = medals_of(evidence_batch(world.evidence), [rating], rules, to_micros(_at(20.1)))
+    assert medals.dimensions["integrity"].medal is None, (rating.dimensions, medals.dimensions["integrity"])
 
 
 def test_failed_security_runs_between_passing_ones_count() -> None:

@@ -180,7 +180,7 @@ def test_a_public_private_gap_is_a_mismatch_and_costs_integrity() -> None:
     assert _status([statement(private_items=passing, ran_at="2026-03-03T12:00:00Z")]).verified
     [_, strike, *_] = derive_reverification(7, statements.parse_statement(payload(private_items=failing)))
     assert (strike.key, strike.value, strike.result) == (
-        "reverify:private-gap:capability@1:7",
+        "reverify:private-gap:capability@1",
         0.0,
         "failure",
     )
@@ -196,7 +196,7 @@ def test_silence_on_every_private_item_is_a_private_gap() -> None:
     assert not summary.verified and summary.lapsed == "private_gap"
     [_, strike, *_] = derive_reverification(7, statements.parse_statement(payload(private_items=silent)))
     assert (strike.key, strike.value, strike.result) == (
-        "reverify:private-gap:capability@1:7",
+        "reverify:private-gap:capability@1",
         0.0,
         "failure",
     )

@@ -121,6 +121,15 @@ def test_a_release_under_another_name_is_refused(tmp_path: Path) -> None:
         find_medal_rules(tmp_path, V2)
 
 
+def test_an_unpinned_release_of_a_released_models_medals_is_refused(tmp_path: Path) -> None:
+    """Review (2026-12-08): a stray medals-3 file beside the released ones was served as the newest."""
+    data = medals_path(WEIGHTS, "trustscore-v2", release=2).read_bytes()
+    stray = data.replace(b"release = 2", b"release = 3").replace(b"min_real_items = 3", b"min_real_items = 1")
+    (tmp_path / "trustscore-v2.medals-3.toml").write_bytes(stray)
+    with pytest.raises(ConfigError, match="release 3 of trustscore-v2's medals is not pinned"):
+        find_medal_rules(tmp_path, V2)
+
+
 def test_thresholds_are_the_reference_bureaus() -> None:
     t = {name: (x.bronze, x.silver, x.gold) for name, x in RULES.spec.thresholds.items()}
     for name in ("capability", "delivery", "collaboration", "security", "negotiation"):
