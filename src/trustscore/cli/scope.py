@@ -83,6 +83,8 @@ def run_show(args: argparse.Namespace) -> int:
         _component("RTS", data["rts"]),
         f"status: {data['status']}" + (f" ({'; '.join(data['status_reasons'])})" if data["status_reasons"] else "")
         + (" - human review required" if data["human_review_required"] else ""),
+        "pact validity (SHS >= 80): "
+        + {True: "met", False: "not met", None: "unknown (no weekly SHS)"}[data.get("pact_valid")],
         f"trend: {data['trend']}",
         *(f"capability {c['id']}: {c['cases_passed']}/{c['cases_run']} {'pass' if c['passes'] else 'FAIL'}, "
           f"last validated {c['last_validated']} (entry {c['last_validated_index']})" for c in data["capabilities"]),

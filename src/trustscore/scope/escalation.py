@@ -6,28 +6,42 @@ Read after each weekly run (the latest run of each ISO-aligned week), in order:
 - ``cancelled``: every weekly SHS has been below 60 for at least 30 days (since the first run of the
   unbroken streak), judged after each weekly run, and by time alone on the weekly series as it stood
   between one run and the next (:func:`cancelled_between`) and at ``now``; terminal.
-- ``suspended``: the last two weekly runs are both critical (SHS < 60 or FT < 50):
-  ``consecutiveWeeksForSuspension: 2``.
-- ``warning``: SHS < 70, or DA < 75, FT < 60, BA < 65, or a single critical run.
-- ``soft_alert``: SHS fell by 5 or more points, or any of DA/FT/BA by 8 or more, since the previous week.
+- ``suspended``: SHS < 60 in this weekly run (the document's pact terms: "below 60 in any single
+  evaluation: suspended immediately"; its chain: "Suspension (SHS drops below 60)"), or the last two weekly
+  runs both critical (SHS < 60 or FT < 50: the alert configuration's ``consecutiveWeeksForSuspension: 2``,
+  which so reads on FT).
+- ``review``: SHS < 70 in the last two weekly runs (the pact terms: "below 70 for two consecutive weekly
+  evaluations: pact enters review status").
+- ``warning``: SHS < 70, or DA < 75, FT < 60, BA < 65, or FT < 50 in a single run.
+- ``soft_alert``: SHS fell by 5 or more points, or by more than 10 % (a scope drift alert), or any of
+  DA/FT/BA by 8 or more, since the previous week; or SHS fell in each of the last three weeks (the drift
+  engine's "3-week declining trend", an escalated alert).
 - ``ok`` otherwise. ``human_review`` is set whenever SHS < 65.
+
+Changed 2026-12-08 (a conformance review against the source document): one weekly SHS below 60 was a
+warning, two were needed to suspend; ``review``, the 10 % drift alert and the declining trend were not read.
 """
 
 from __future__ import annotations
 
 import bisect
 import datetime as dt
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-Status = Literal["ok", "soft_alert", "warning", "suspended", "cancelled"]
+Status = Literal["ok", "soft_alert", "warning", "review", "suspended", "cancelled"]
 
 WEEK_OVER_WEEK_SHS_DROP = 5.0
 ANY_DIMENSION_DROP = 8.0
 SHS_WARNING, DA_WARNING, FT_WARNING, BA_WARNING = 70.0, 75.0, 60.0, 65.0
 SHS_CRITICAL, FT_CRITICAL = 60.0, 50.0
 CONSECUTIVE_WEEKS_FOR_SUSPENSION = 2
+CONSECUTIVE_WEEKS_FOR_REVIEW = 2
+DRIFT_SHARE = 0.10  # a weekly SHS drop of more than this share of the week before: scope drift
+DECLINING_WEEKS = 3  # weekly SHS falling in each of this many weeks: an escalated alert
+PACT_MINIMUM = 80.0  # "SHS minimum: 80 for continued pact validity"
 CANCEL_AFTER = dt.timedelta(days=30)
 HUMAN_REVIEW_BELOW = 65.0
 CANCEL_REASON = "SHS below 60 for 30 days"
@@ -58,14 +72,19 @@ def _critical(w: WeeklyScore) -> bool:
 def _status_after(weeks: list[WeeklyScore]) -> tuple[Status, list[str]]:
     w = weeks[-1]
     prev = weeks[-2] if len(weeks) > 1 else None
+    if w.shs < SHS_CRITICAL:
+        return "suspended", [f"SHS {w.shs:g} < {SHS_CRITICAL:g} in a single evaluation"]
     tail = weeks[-CONSECUTIVE_WEEKS_FOR_SUSPENSION:]
     if len(tail) == CONSECUTIVE_WEEKS_FOR_SUSPENSION and all(_critical(x) for x in tail):
         return "suspended", [f"critical (SHS < {SHS_CRITICAL:g} or FT < {FT_CRITICAL:g}) for "
                              f"{CONSECUTIVE_WEEKS_FOR_SUSPENSION} consecutive weeks"]  # fmt: skip
+    tail = weeks[-CONSECUTIVE_WEEKS_FOR_REVIEW:]
+    if len(tail) == CONSECUTIVE_WEEKS_FOR_REVIEW and all(x.shs < SHS_WARNING for x in tail):
+        return "review", [f"SHS < {SHS_WARNING:g} for {CONSECUTIVE_WEEKS_FOR_REVIEW} consecutive weeks"]
     reasons = [
         text
         for cond, text in (
-            (_critical(w), "critical this week (SHS < 60 or FT < 50)"),
+            (_critical(w), f"critical this week (FT < {FT_CRITICAL:g})"),
             (w.shs < SHS_WARNING, f"SHS {w.shs:g} < {SHS_WARNING:g}"),
             (w.da < DA_WARNING, f"DA {w.da:g} < {DA_WARNING:g}"),
             (w.ft < FT_WARNING, f"FT {w.ft:g} < {FT_WARNING:g}"),
@@ -80,11 +99,22 @@ def _status_after(weeks: list[WeeklyScore]) -> tuple[Status, list[str]]:
             (n, a - b) for n, a, b in (("DA", prev.da, w.da), ("FT", prev.ft, w.ft), ("BA", prev.ba, w.ba))
         ]
         soft = [f"{n} fell {d:g} points in a week" for n, d in drops if d >= ANY_DIMENSION_DROP]
+        if prev.shs - w.shs > DRIFT_SHARE * prev.shs:
+            soft.insert(0, f"scope drift: SHS fell {(prev.shs - w.shs) / prev.shs:.1%} in a week")
         if prev.shs - w.shs >= WEEK_OVER_WEEK_SHS_DROP:
             soft.insert(0, f"SHS fell {prev.shs - w.shs:.2f} points in a week")
+        last = weeks[-DECLINING_WEEKS - 1 :]
+        if len(last) > DECLINING_WEEKS and all(a.shs > b.shs for a, b in itertools.pairwise(last)):
+            soft.append(f"SHS fell in each of the last {DECLINING_WEEKS} weeks (escalated alert)")
         if soft:
             return "soft_alert", soft
     return "ok", []
+
+
+def pact_valid(weeks: list[WeeklyScore]) -> bool | None:
+    """Whether the latest weekly SHS meets the document's minimum for continued pact validity (80);
+    None without a weekly score."""
+    return weeks[-1].shs >= PACT_MINIMUM if weeks else None
 
 
 def _cancelled(weeks: list[WeeklyScore], at: dt.datetime) -> bool:

@@ -103,6 +103,7 @@ class ScopeHonesty(msgspec.Struct, frozen=True, kw_only=True):
     status: str
     status_reasons: list[str]
     human_review_required: bool
+    pact_valid: bool | None  # the latest weekly SHS >= 80 ("SHS minimum: 80 for continued pact validity")
     status_history: list[StatusOut]
     evaluation_due: bool
     runs: list[RunOut]
@@ -154,6 +155,7 @@ class Prepared:
             status=status,
             status_reasons=reasons,
             human_review_required=review,
+            pact_valid=escalation.pact_valid(self.weeks),
             status_history=[
                 StatusOut(index=c.index, at=_fmt(c.at), status=c.status, reasons=c.reasons) for c in history
             ],

@@ -200,7 +200,7 @@ def scope_status_changed(
     scores: Mapping[str, float] | None,
 ) -> list[WebhookEvent]:
     """``scope.status_changed`` when the scope run closed at ``index`` moves the agent's escalation status
-    (``ok``, ``soft_alert``, ``warning``, ``suspended``, ``cancelled``) from ``before`` to ``after``;
+    (``ok``, ``soft_alert``, ``warning``, ``review``, ``suspended``, ``cancelled``) from ``before`` to ``after``;
     ``reasons`` are the new status's and ``scores`` (shs, da, ft, ba in points) the weekly run it read."""
     if before == after:
         return []

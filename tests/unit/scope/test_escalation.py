@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from trustscore.scope.escalation import WeeklyScore, cancelled_between, history, status
+from trustscore.scope.escalation import WeeklyScore, cancelled_between, history, pact_valid, status
 from trustscore.scope.report import week_of
 
 T0 = dt.datetime(2026, 1, 5, 12, tzinfo=dt.UTC)  # a Monday
@@ -39,14 +39,43 @@ def test_warning_below_70_or_a_dimension_threshold() -> None:
     assert status([week(0, 70, da=75, ft=60, ba=65)], T0)[0] == "ok"  # every threshold is strict
 
 
-def test_one_critical_week_warns_two_consecutive_suspend() -> None:
+def test_shs_below_60_once_suspends_ft_below_50_twice() -> None:
+    """The document's pact terms: "If SHS drops below 60 in any single evaluation: Pact suspended
+    immediately" (and its chain: "Suspension (SHS drops below 60)"); its alert configuration's
+    ``consecutiveWeeksForSuspension: 2`` then reads on FT < 50, its other critical threshold."""
     weeks = [week(0, 90), week(1, 59)]
     s, reasons, review = status(weeks, T0 + dt.timedelta(weeks=1))
-    assert s == "warning" and reasons[0].startswith("critical") and review
-    weeks.append(week(2, 58))
-    assert status(weeks, T0 + dt.timedelta(weeks=2))[0] == "suspended"
-    # FT below 50 is critical on its own
+    assert s == "suspended" and reasons == ["SHS 59 < 60 in a single evaluation"] and review
+    assert status([week(0, 60)], T0)[0] == "warning"  # 60 is not below 60
+    one = status([week(0, 75, ft=49)], T0)
+    assert one[0] == "warning" and one[1][0] == "critical this week (FT < 50)"
     assert status([week(0, 75, ft=49), week(1, 75, ft=40)], T0 + dt.timedelta(weeks=1))[0] == "suspended"
+
+
+def test_two_weeks_below_70_is_review() -> None:
+    """The pact terms: "If SHS drops below 70 for two consecutive weekly evaluations: Pact enters review
+    status" (one week below 70 is a warning, as the chain says)."""
+    assert status([week(0, 69)], T0)[0] == "warning"
+    s, reasons, _ = status([week(0, 69), week(1, 68)], T0 + dt.timedelta(weeks=1))
+    assert (s, reasons) == ("review", ["SHS < 70 for 2 consecutive weeks"])
+    assert status([week(0, 69), week(1, 70)], T0 + dt.timedelta(weeks=1))[0] == "ok"
+
+
+def test_drift_and_a_declining_trend_alert() -> None:
+    """A weekly drop of more than 10 % is a scope drift alert; SHS falling in each of the last three
+    weeks is an escalated alert (the drift engine's "3-week declining trend")."""
+    s, reasons, _ = status([week(0, 100), week(1, 89.9)], T0 + dt.timedelta(weeks=1))
+    assert s == "soft_alert" and "scope drift: SHS fell 10.1% in a week" in reasons
+    assert "scope drift" not in " ".join(status([week(0, 100), week(1, 90)], T0 + dt.timedelta(weeks=1))[1])
+    falling = [week(0, 99), week(1, 98), week(2, 97), week(3, 96)]
+    s, reasons, _ = status(falling, T0 + dt.timedelta(weeks=3))
+    assert (s, reasons) == ("soft_alert", ["SHS fell in each of the last 3 weeks (escalated alert)"])
+    assert status(falling[1:], T0 + dt.timedelta(weeks=3))[0] == "ok"  # two weekly falls are not three
+
+
+def test_pact_validity_needs_80() -> None:
+    assert pact_valid([week(0, 80)]) is True and pact_valid([week(0, 79.99)]) is False
+    assert pact_valid([]) is None
 
 
 def test_cancelled_after_30_days_below_60_by_the_clock_alone() -> None:
@@ -56,7 +85,7 @@ def test_cancelled_after_30_days_below_60_by_the_clock_alone() -> None:
     s, _, review = status(weeks, start + dt.timedelta(days=30))
     assert s == "cancelled" and review
     changes = history(weeks, start + dt.timedelta(days=31))
-    assert [c.status for c in changes] == ["warning", "suspended", "cancelled"]
+    assert [c.status for c in changes] == ["suspended", "suspended", "cancelled"]  # each week names its SHS
     assert changes[-1].index is None and changes[-1].at == start + dt.timedelta(days=30)
 
 

@@ -106,8 +106,10 @@ def test_status_history_follows_the_runs_and_the_clock() -> None:
         run(T0 + dt.timedelta(weeks=2), 0, 0, 0),
     ]
     v = build("agent", [CARD], runs, T0 + dt.timedelta(weeks=1, days=30))
-    assert [h.status for h in v.status_history] == ["warning", "suspended", "cancelled"]
-    assert v.status == "cancelled" and v.human_review_required
+    assert [h.status for h in v.status_history] == ["suspended", "suspended", "cancelled"]  # SHS 10, 1.82
+    assert v.status == "cancelled" and v.human_review_required and v.pact_valid is False
+    assert build("agent", [CARD], runs[:1], T0).pact_valid is True  # 10/10, 4/4, 5/5: SHS 100
+    assert build("agent", [CARD], [], T0).pact_valid is None
 
 
 def test_a_prepared_view_read_at_any_time_is_the_view_built_then() -> None:
@@ -253,7 +255,7 @@ def test_a_cancellation_reached_by_time_alone_stays_after_a_later_good_run() -> 
         v = build("agent", [CARD], runs, T0 + dt.timedelta(weeks=12))
         assert v.status == "cancelled", (later, v.status_history)
         assert v.status_history[-1].index is None and v.status_history[-1].at == _fmt(cancelled_at)
-        assert [h.status for h in v.status_history] == ["warning", "suspended", "cancelled"]
+        assert [h.status for h in v.status_history] == ["suspended", "suspended", "cancelled"]
         assert prepare("agent", [CARD], runs).at(T0 + dt.timedelta(weeks=12)) == v
     # read before the cancellation (the good runs not logged yet), it is suspended
     assert build("agent", [CARD], bad, cancelled_at - dt.timedelta(hours=1)).status == "suspended"

@@ -73,19 +73,21 @@ def scope_events(index: int, runs: list[Run]) -> list[WebhookEvent]:
     return events.scope_status_changed(index, A, AT, before, after, reasons, scores)
 
 
-def test_a_critical_week_warns_then_two_suspend() -> None:
+def test_shs_below_60_suspends_at_once_and_ft_below_50_warns_then_suspends() -> None:
     good = run(T0, 10, 4, 5)
-    bad1 = run(T0 + dt.timedelta(weeks=1), 0, 0, 0)
-    bad2 = run(T0 + dt.timedelta(weeks=2), 0, 0, 0)
-    [w] = scope_events(1, [good, bad1])
-    assert w.type == "scope.status_changed"
+    bad1 = run(T0 + dt.timedelta(weeks=1), 0, 0, 0)  # SHS 10: suspended in a single evaluation
+    [s] = scope_events(1, [good, bad1])
+    assert s.type == "scope.status_changed"
+    assert (s.data["from"], s.data["to"]) == ("ok", "suspended")
+    assert s.data["reasons"] and s.data["scores_hundredths"]["da"] == 0
+    assert isinstance(s.data["scores_hundredths"]["shs"], int)
+    silent = [run(T0 + dt.timedelta(weeks=k), 10, 0, 5) for k in (1, 2)]  # FT 0, SHS over 60
+    [w] = scope_events(1, [good, silent[0]])
     assert (w.data["from"], w.data["to"]) == ("ok", "warning")
-    assert w.data["reasons"] and w.data["scores_hundredths"]["da"] == 0
-    assert isinstance(w.data["scores_hundredths"]["shs"], int)
-    [s] = scope_events(2, [good, bad1, bad2])
-    assert (s.data["from"], s.data["to"]) == ("warning", "suspended")
-    assert s.id != w.id and scope_events(2, [good, bad1, bad2])[0].id == s.id
-    assert b'"to":"suspended"' in s.body and b'"to":"warning"' in w.body  # canonical JSON: no float
+    [t] = scope_events(2, [good, *silent])
+    assert (t.data["from"], t.data["to"]) == ("warning", "suspended")
+    assert t.id != w.id and scope_events(2, [good, *silent])[0].id == t.id
+    assert b'"to":"suspended"' in t.body and b'"to":"warning"' in w.body  # canonical JSON: no float
 
 
 def test_an_unchanged_status_emits_nothing() -> None:
