@@ -40,7 +40,7 @@ class LadderController(Controller):
         self,
         ladder: Ladder,
         group_by: Annotated[
-            Literal["model", "adapter", "exam", "marketplace"],
+            Literal["model", "adapter", "exam", "marketplace", "repo"],
             QueryParameter(description="the field rows are grouped by"),
         ],
         floor: Annotated[

@@ -66,6 +66,7 @@ class LadderRow(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     adapter: str | None = None
     exam: str | None = None
     marketplace: str | None = None
+    repo: str | None = None  # a work record's repository: its first commit's (docs/evidence-ladder.md)
 
 
 def _row(
@@ -148,6 +149,7 @@ def _work(index: int, w: WorkRecord, items: Sequence[DerivedEvidence], rule: str
         kind="work-record",
         model=w.model,
         adapter=w.adapter,
+        repo=w.commits[0].repository if w.commits else None,
     )
 
 

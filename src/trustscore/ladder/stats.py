@@ -26,8 +26,8 @@ from trustscore.errors import InvalidInput
 from trustscore.ladder.rows import LadderRow
 from trustscore.ladder.rule import RUNG_NAMES, VERIFIED_RUNG
 
-GroupBy = Literal["model", "adapter", "exam", "marketplace"]
-GROUP_BY: Final = ("model", "adapter", "exam", "marketplace")
+GroupBy = Literal["model", "adapter", "exam", "marketplace", "repo"]
+GROUP_BY: Final = ("model", "adapter", "exam", "marketplace", "repo")
 DEFAULT_FLOOR: Final = 20
 MAX_FLOOR: Final = 1_000_000
 #: Groups in one answer at most (and by default): model and adapter names are free text, so the groups

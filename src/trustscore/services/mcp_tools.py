@@ -54,7 +54,7 @@ Model = Annotated[
     str | None, Field(default=None, max_length=64, description="model version; default the server's")
 ]
 Dimension = Annotated[str | None, Field(default=None, max_length=64, description="rank by one dimension")]
-GroupBy = Literal["model", "adapter", "exam", "marketplace"]
+GroupBy = Literal["model", "adapter", "exam", "marketplace", "repo"]
 
 
 class Bureau(Protocol):
@@ -276,11 +276,19 @@ def build_server(bureau: Bureau, verifications: Verifications | None = None) -> 
             Field(default=None, ge=0, le=MAX_INDEX, description="with after: the first answer's log_size"),
         ] = None,
     ) -> dict[str, Any]:
-        """The verified share of work records (rung >= 3) per model, adapter, exam or marketplace, with
+        """The verified share of work records (rung >= 3) per model, adapter, exam, marketplace or repo, with
         n beside every row; small groups are suppressed with the reason. At most 1,000 groups in name
         order; when ``next`` is set, ask again with ``after`` = next and the first answer's
         ``log_size``."""
         return await _call(bureau.outcome_stats(group_by, floor, after, log_size))
+
+    # The evidence ladder's source document names the tool ``stats_outcomes``: the same tool under that name.
+    server.add_tool(
+        outcome_stats,
+        name="stats_outcomes",
+        title="Outcome statistics",
+        description="The same tool as outcome_stats, under the name the evidence ladder's source document uses.",
+    )
 
     @server.tool(title="Verify a rating attestation offline")
     async def verify_attestation(

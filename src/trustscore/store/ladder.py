@@ -26,6 +26,7 @@ _FIELDS = [
     "adapter",
     "exam",
     "marketplace",
+    "repo",
 ]
 _SELECT = "SELECT " + ", ".join(_FIELDS) + " FROM ladder "  # noqa: S608 - constant column names
 
@@ -57,6 +58,7 @@ async def insert(
                 r.adapter,
                 r.exam,
                 r.marketplace,
+                r.repo,
             )
         )
     await conn.copy_records_to_table("ladder", columns=["idx", "pos", *_FIELDS[1:]], records=records)
@@ -84,6 +86,7 @@ def _row(r: asyncpg.Record) -> LadderRow:
         adapter=r["adapter"],
         exam=r["exam"],
         marketplace=r["marketplace"],
+        repo=r["repo"],
     )
 
 

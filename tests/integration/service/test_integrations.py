@@ -223,6 +223,7 @@ async def _exercise(client: Client, agent: str, name: str, bundle: dict[str, Any
         "get_rating",
         "leaderboard",
         "outcome_stats",
+        "stats_outcomes",  # the same tool under the evidence ladder's source document's name
         "verify_attestation",
     }
 
@@ -256,6 +257,8 @@ async def _exercise(client: Client, agent: str, name: str, bundle: dict[str, Any
     board = await ok("leaderboard", {"limit": 5})
     assert agent in [r["agent"] for r in board["ranked"]] + [u["agent"] for u in board["unranked"]]
     stats = await ok("outcome_stats", {"group_by": "exam"})
+    assert await ok("stats_outcomes", {"group_by": "exam"}) == stats
+    assert (await ok("stats_outcomes", {"group_by": "repo"}))["group_by"] == "repo"
     assert stats["group_by"] == "exam" and stats["next"] is None
     # A later page: after a name, from the first answer's tally.
     later = await ok("outcome_stats", {"group_by": "exam", "after": "~", "log_size": stats["log_size"]})

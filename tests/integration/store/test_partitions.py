@@ -167,6 +167,11 @@ async def migrated(dsn: str) -> AsyncIterator[Migrated]:
     for at in range(0, len(signed.entries), 9):  # several checkpoints along the way
         await append_as_0016(pool, signed.entries[at : at + 9])
         await LogStore(pool).integrate(sign, max_batch=1000)
+    conn = await owner(dsn)
+    try:  # this release's projector writes the ladder's repo column (migration 0030, which keeps it)
+        await conn.execute("ALTER TABLE ladder ADD COLUMN repo text")
+    finally:
+        await conn.close()
     await project_all(pool)
     await pool.close()
     conn = await owner(dsn)

@@ -9,10 +9,11 @@ from trustscore.errors import InvalidInput, UnknownSigner
 from trustscore.evidence import Context, derive
 from trustscore.evidence.standing import Standing
 from trustscore.kinds.admission import Registration, admit
-from trustscore.kinds.work_records import Confirmation, Run, WorkRecord, make_work_record
+from trustscore.kinds.work_records import Commit, Confirmation, Run, WorkRecord, make_work_record
 from trustscore.ladder import work_evidence
 from trustscore.ladder.rows import ladder_rows
 from trustscore.ladder.rule import CI_VERIFIED, RULE_0, RULE_1, SELF_ATTESTED_WEIGHT
+from trustscore.ladder.stats import outcome_stats
 from trustscore.ledger import keys, statements
 from trustscore.scoring.inputs import DerivedEvidence
 
@@ -140,3 +141,19 @@ def test_an_unflown_record_has_a_row_but_no_evidence_and_rows_name_their_rule() 
     nothing = signed(work(agent, agent, claimed_outcome="unknown"), agent)
     assert weighed(1, nothing) == []
     assert [(r.rung, r.seq) for r in ladder_rows(1, nothing, [])] == [(0, None)]
+
+
+def test_a_work_records_row_names_its_repository_and_the_stats_group_by_it() -> None:
+    """The source document: the stats tool "groups that share by model, adapter or repo". A record's row
+    names its first commit's repository; one without commits is in no repo group (not an empty one)."""
+    agent = keys.SigningKey.generate()
+    commits = [Commit(repository="github.com/acme/widgets", commit="abcdef1"),
+               Commit(repository="github.com/acme/other", commit="abcdef2")]  # fmt: skip
+    stmt = signed(work(agent, agent, commits=commits), agent)
+    [row] = ladder_rows(0, stmt, weighed(0, stmt))
+    assert row.repo == "github.com/acme/widgets"
+    bare = signed(work(agent, agent, task_ref="T-2"), agent)
+    [none] = ladder_rows(1, bare, weighed(1, bare))
+    assert none.repo is None
+    stats = outcome_stats([row, none], "repo", 1, log_size=2)
+    assert [(g.group, g.stats.n) for g in stats.groups] == [("github.com/acme/widgets", 1)]
