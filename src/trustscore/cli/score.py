@@ -47,7 +47,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--medals",
         type=Path,
-        help="a medals file of the weights file's model (default: the newest release beside the weights file)",
+        help="a medals file of the weights file's model (default: the newest release beside it)",
     )
     parser.add_argument(
         "--threads",

@@ -98,8 +98,9 @@ class ProjectionState:
     def feed_evidence(self, item: EvidenceItem, index: int) -> None:
         """Replay evidence derived before, logged at ``index`` (in log order), into the standing
         policy's state, as derivation does: an approved marketplace's report vouches, a sitting's item
-        spaces the agent's later sittings and a run's asked item (fresh or private) its later runs. The evidence is the
-        current derivation's (an earlier release's is derived again at start-up:
+        spaces the agent's later sittings, a run's asked item (fresh or private) its later runs, a
+        private answer and a gap failure are remembered. The evidence is the current derivation's (an
+        earlier release's is derived again at start-up:
         :func:`~trustscore.services.projector.rederive`)."""
         if item.issuer is None and item.key is not None and item.key.startswith(SITTING_KEY):
             opened = int(item.key[len(SITTING_KEY) :].split(":", 1)[0])  # sitting:<open index>:<item>

@@ -70,11 +70,12 @@ from trustscore.scoring.times import to_micros
 #: log where no agent had two runs with fresh items in a dimension.
 #: standing-v5 (2026-12-08) is standing-v4 with a re-verification run's answers to items of the private
 #: sets spaced on the same track as its fresh items, counting only the agent's first answer to an item and
-#: at most one later, lower one (:meth:`Standing.private_answer`), a private gap's failure kept when a later
-#: run finds none (:meth:`Standing.gap`), and a failed security probe counted in every run (under v4 the log's per-item grades let an
-#: endpoint learn the fixed private items and a newer answer replaced the older at full weight: capability
-#: 0 -> 100; and a failed probe was held back while a passing run reset the streak). The two derive the
-#: same evidence from a log without re-verification runs that asked private items.
+#: at most one later, lower one (:meth:`Standing.private_answer`), a private gap's failure kept when a
+#: later run finds none (:meth:`Standing.gap`), and a failed security probe counted in every run (under
+#: v4 the log's per-item grades let an endpoint learn the fixed private items and a newer answer replaced
+#: the older at full weight: capability 0 -> 100; and a failed probe was held back while a passing run
+#: reset the streak). The two derive the same evidence from a log without re-verification runs that asked
+#: private items.
 POLICY_VERSION = "standing-v5"
 #: The pool's items weigh together at most this share of a dimension's standing evidence.
 POOL_SHARE = 0.04

@@ -2,9 +2,9 @@
 
 The rules are a versioned file beside the weights file they belong to, naming that file by model version
 and sha256: release 1 is ``weights/<model>.medals.toml``, release N > 1 ``weights/<model>.medals-N.toml``
-(schema version 2, which says its ``release``). Released files never change (:data:`RELEASED_DIGESTS`); a
-fix of the rules is a new release, and the newest release present is the one served (:func:`find_medal_rules`).
-Every medal names the rules file it was awarded under by sha256. A dimension earns the highest medal whose
+(schema version 2, which says its ``release``). Released files never change (:data:`RELEASED_DIGESTS`);
+a fix of the rules is a new release, and the newest release present is the one served
+(:func:`find_medal_rules`). Every medal names the rules file it was awarded under by sha256. A dimension earns the highest medal whose
 threshold its published score reaches, and only when
 
 - at least ``min_real_items`` *real* items are counted in it: counted as the engine counts them (at or

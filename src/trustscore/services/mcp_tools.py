@@ -287,7 +287,7 @@ def build_server(bureau: Bureau, verifications: Verifications | None = None) -> 
         outcome_stats,
         name="stats_outcomes",
         title="Outcome statistics",
-        description="The same tool as outcome_stats, under the name the evidence ladder's source document uses.",
+        description="outcome_stats under the name the evidence ladder's source document uses.",
     )
 
     @server.tool(title="Verify a rating attestation offline")
