@@ -83,8 +83,9 @@ def run_show(args: argparse.Namespace) -> int:
         _component("RTS", data["rts"]),
         f"status: {data['status']}" + (f" ({'; '.join(data['status_reasons'])})" if data["status_reasons"] else "")
         + (" - human review required" if data["human_review_required"] else ""),
-        "pact validity (SHS >= 80): "
-        + {True: "met", False: "not met", None: "unknown (no weekly SHS)"}[data.get("pact_valid")],
+        "pact validity (SHS >= 80, not under review, suspended or cancelled): "
+        + ("not reported by this server" if "pact_valid" not in data
+           else {True: "met", False: "not met", None: "unknown (no weekly SHS)"}[data["pact_valid"]]),
         f"trend: {data['trend']}",
         *(f"capability {c['id']}: {c['cases_passed']}/{c['cases_run']} {'pass' if c['passes'] else 'FAIL'}, "
           f"last validated {c['last_validated']} (entry {c['last_validated_index']})" for c in data["capabilities"]),

@@ -27,6 +27,7 @@ from trustscore.kinds.admission import Registration, admit, registration_of
 from trustscore.kinds.approvals import MarketplaceApproval
 from trustscore.kinds.snapshots import RatingSnapshot
 from trustscore.ladder import work_evidence as work
+from trustscore.ladder.rows import VERSION as LADDER_ROWS_VERSION
 from trustscore.ladder.rows import LadderRow, ladder_rows
 from trustscore.ladder.rule import CURRENT_RULE
 from trustscore.ledger import audit, keys
@@ -42,6 +43,9 @@ assert catalog.ALL_KINDS  # every kind registered before any entry is parsed
 #: again from the log (``store.projection_tables.rederive``), so that what it serves is what anyone
 #: derives offline.
 DERIVATION: Final = {"standing": POLICY_VERSION, "work_evidence": work.VERSION}
+#: What a database records its projection was derived under: the evidence's versions (:data:`DERIVATION`,
+#: which rating attestations name) and the ladder rows' (which no rating depends on).
+RECORDED: Final = {**DERIVATION, "ladder_rows": LADDER_ROWS_VERSION}
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,15 @@ has a rung"):
 * work records: the rung of :func:`trustscore.ladder.rule.rung_of` under the index's rule; one row per
   record even when it carries no scoring evidence (``seq`` null).
 
-Rows never change the evidence: released models score exactly what they scored before.
+Rows never change the evidence: released models score exactly what they scored before. How rows are
+derived is versioned (:data:`VERSION`), recorded with the evidence's derivation versions, so a release
+deriving them otherwise derives the rows of every projected entry again at start-up.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import msgspec
 
@@ -44,6 +46,11 @@ if TYPE_CHECKING:
     from trustscore.scoring.inputs import DerivedEvidence
 
 _CONFIRMING_EVENTS = frozenset({"delivered", "confirmed"})
+
+
+#: How rows are derived: ``ladder-rows@2`` (2026-12-08) names a work record's repository; ``@1`` (until then,
+#: unrecorded) did not.
+VERSION: Final = "ladder-rows@2"
 
 
 class LadderRow(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -111,10 +111,17 @@ def _status_after(weeks: list[WeeklyScore]) -> tuple[Status, list[str]]:
     return "ok", []
 
 
-def pact_valid(weeks: list[WeeklyScore]) -> bool | None:
-    """Whether the latest weekly SHS meets the document's minimum for continued pact validity (80);
-    None without a weekly score."""
-    return weeks[-1].shs >= PACT_MINIMUM if weeks else None
+#: Statuses under which no pact is valid, whatever the latest SHS.
+NOT_VALID: tuple[Status, ...] = ("review", "suspended", "cancelled")
+
+
+def pact_valid(weeks: list[WeeklyScore], current: Status) -> bool | None:
+    """Whether the latest weekly SHS meets the document's minimum for continued pact validity (80) and
+    the status ``current`` leaves a pact standing (not review, suspended or cancelled: a cancelled pact
+    stays cancelled whatever a later run scores); None without a weekly score."""
+    if not weeks:
+        return None
+    return weeks[-1].shs >= PACT_MINIMUM and current not in NOT_VALID
 
 
 def _cancelled(weeks: list[WeeklyScore], at: dt.datetime) -> bool:

@@ -155,7 +155,7 @@ class Prepared:
             status=status,
             status_reasons=reasons,
             human_review_required=review,
-            pact_valid=escalation.pact_valid(self.weeks),
+            pact_valid=escalation.pact_valid(self.weeks, status),
             status_history=[
                 StatusOut(index=c.index, at=_fmt(c.at), status=c.status, reasons=c.reasons) for c in history
             ],

@@ -7,7 +7,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from trustscore.evidence.project_log import DERIVATION, Projected, ProjectionState, project
+from trustscore.evidence.project_log import RECORDED, Projected, ProjectionState, project
 from trustscore.kinds.approvals import MARKETPLACE_APPROVAL
 from trustscore.kinds.snapshots import RATING_SNAPSHOT
 from trustscore.ladder.rule import CURRENT_RULE
@@ -136,9 +136,9 @@ class Projector:
 async def rederive(dsn: str, log_public_key: bytes, ladder_rule: str = CURRENT_RULE) -> int | None:
     """At start-up, before a projector loads: derive the evidence (and ladder rows, each under its rule) of
     every projected entry again when the database holds evidence derived under other versions than
-    :data:`DERIVATION` (a release changed the reporter-standing policy or the work-record derivation;
-    :func:`projection_tables.rederive`). Returns how many entries were derived again (0 on an empty
-    database), None if the evidence was current."""
+    :data:`RECORDED` (a release changed the reporter-standing policy, the work-record derivation or how
+    ladder rows are derived; :func:`projection_tables.rederive`). Returns how many entries were derived
+    again (0 on an empty database), None if the evidence was current."""
     state = ProjectionState(log_public_key, ladder_rule=ladder_rule)
     started = time.monotonic()
     size = await projection_tables.rederive(
@@ -150,7 +150,7 @@ async def rederive(dsn: str, log_public_key: bytes, ladder_rule: str = CURRENT_R
             "evidence derived under other versions, or under unrecorded ones); ratings follow at the "
             "next refresh",
             size,
-            ", ".join(f"{part} {version}" for part, version in sorted(DERIVATION.items())),
+            ", ".join(f"{part} {version}" for part, version in sorted(RECORDED.items())),
             time.monotonic() - started,
         )
     return size

@@ -12,7 +12,7 @@ import asyncpg
 import msgspec
 
 from trustscore.errors import StorageError
-from trustscore.evidence.project_log import DERIVATION, Projected
+from trustscore.evidence.project_log import RECORDED, Projected
 from trustscore.kinds.admission import registration_of
 from trustscore.kinds.cards import AGENT_CARD, AGENT_CARD_V2, CARD_PREDICATE_TYPES, AgentCard
 from trustscore.kinds.parties import PARTY_CARD, PartyCard
@@ -127,7 +127,7 @@ async def _write_evidence(
 
 
 #: This release's derivation versions as migration 0029's trigger compares them ("part version, ...").
-DERIVED_UNDER: Final = ", ".join(f"{part} {version}" for part, version in sorted(DERIVATION.items()))
+DERIVED_UNDER: Final = ", ".join(f"{part} {version}" for part, version in sorted(RECORDED.items()))
 
 
 async def name_derivation(conn: asyncpg.Connection | asyncpg.pool.PoolConnectionProxy) -> None:
@@ -142,7 +142,7 @@ async def rederive(
     batch: int = 5000,
 ) -> int | None:
     """Derive the evidence and ladder rows of every projected entry again when the evidence was derived
-    under other versions than this release's (:data:`~trustscore.evidence.project_log.DERIVATION`; none
+    under other versions than this release's (:data:`~trustscore.evidence.project_log.RECORDED`; none
     recorded counts as other), in one transaction under the projector's lock, and record this release's;
     return how many entries were derived again (None if the versions were current).
 
@@ -173,7 +173,7 @@ async def rederive(
             )
             await conn.execute("DELETE FROM projection_versions")
             await conn.executemany(
-                "INSERT INTO projection_versions (part, version) VALUES ($1, $2)", sorted(DERIVATION.items())
+                "INSERT INTO projection_versions (part, version) VALUES ($1, $2)", sorted(RECORDED.items())
             )
             if size:
                 await _rederive(conn, size, project, batch)
@@ -197,7 +197,7 @@ async def project_leaves(conn: Conn, start: int, limit: int) -> list[tuple[int, 
 
 async def _current(conn: asyncpg.Connection) -> bool:
     recorded = await conn.fetch("SELECT part, version FROM projection_versions")
-    return {r["part"]: r["version"] for r in recorded} == DERIVATION
+    return {r["part"]: r["version"] for r in recorded} == RECORDED
 
 
 async def _rederive(

@@ -19,7 +19,7 @@ import pytest
 
 from tests.unit.evidence.test_work_failures import GREEN_CI, RED_CI, World
 from trustscore.evidence.derive import evidence_batch
-from trustscore.evidence.project_log import DERIVATION
+from trustscore.evidence.project_log import RECORDED
 from trustscore.ledger.submission import check, prepare
 from trustscore.scoring import score_agents
 from trustscore.services.metrics import Metrics
@@ -116,7 +116,7 @@ async def test_evidence_an_older_derivation_stored_is_derived_again_at_start(
     ]
     assert await _served_equals_offline(store, projections, world)  # a restarted server's ratings
     versions = {r["part"]: r["version"] for r in await pool.fetch("SELECT * FROM projection_versions")}
-    assert versions == DERIVATION
+    assert versions == RECORDED
     assert await rederive(dsn, world.log_key.public_key) is None
 
     # A database from before the versions were recorded is derived again too, with the rows of entries the

@@ -73,9 +73,13 @@ def test_drift_and_a_declining_trend_alert() -> None:
     assert status(falling[1:], T0 + dt.timedelta(weeks=3))[0] == "ok"  # two weekly falls are not three
 
 
-def test_pact_validity_needs_80() -> None:
-    assert pact_valid([week(0, 80)]) is True and pact_valid([week(0, 79.99)]) is False
-    assert pact_valid([]) is None
+def test_pact_validity_needs_80_and_a_standing_status() -> None:
+    assert pact_valid([week(0, 80)], "ok") is True and pact_valid([week(0, 79.99)], "warning") is False
+    assert pact_valid([], "ok") is None
+    # review: a cancelled pact stays cancelled whatever a later run scores (review of 2026-12-08)
+    weeks = [week(0, 90), *(week(n, 50) for n in range(1, 7)), week(7, 95)]
+    assert status(weeks, weeks[-1].at)[0] == "cancelled"
+    assert pact_valid(weeks, "cancelled") is False and pact_valid(weeks[:1], "suspended") is False
 
 
 def test_cancelled_after_30_days_below_60_by_the_clock_alone() -> None:
