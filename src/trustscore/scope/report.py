@@ -103,7 +103,7 @@ class ScopeHonesty(msgspec.Struct, frozen=True, kw_only=True):
     status: str
     status_reasons: list[str]
     human_review_required: bool
-    pact_valid: bool | None  # the latest weekly SHS >= 80 ("SHS minimum: 80 for continued pact validity")
+    pact_valid: bool | None  # latest weekly SHS >= 80 and not under review, suspended or cancelled
     status_history: list[StatusOut]
     evaluation_due: bool
     runs: list[RunOut]

@@ -401,7 +401,7 @@ SCOPE_PROBE_V2 = register(
         DIMENSION,
         _make_v2,
         "scope-probe@1's items, graded by scope-outcome@2 and scope-redteam@2 (more of the document's "
-        "explicit signals and declines; an incremental red-team probe is resisted by a decline at any step)",
+        "explicit signals and declines in free-text replies)",
         make_with=make_with_v2,
         check_params=check_params,
     )
