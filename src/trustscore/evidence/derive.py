@@ -32,8 +32,7 @@ from trustscore.kinds.snapshots import RATING_SNAPSHOT, RatingSnapshot
 from trustscore.kinds.work_records import WorkRecord
 from trustscore.ladder import work_evidence as work
 from trustscore.ledger.statements import PREDICATE_PREFIX, ParsedStatement, parse_time
-from trustscore.reverify.evidence import GAP_KEY, PRIVATE_KEY, derive_reverification, is_asked, lower_key
-from trustscore.reverify.evidence import ISSUER as REVERIFY_ISSUER
+from trustscore.reverify.evidence import PRIVATE_KEY, derive_reverification, is_asked, is_gap, lower_key
 from trustscore.scoring.inputs import DerivedEvidence, EvidenceBatch, Result, Snapshot
 
 #: Kinds that carry no evidence items (cards register keys; snapshots feed ``derive_snapshots``; an exam
@@ -142,7 +141,8 @@ def _asked_spaced(index: int, items: list[DerivedEvidence], context: Context) ->
     out = []
     for d in items:
         which = None
-        if d.issuer == REVERIFY_ISSUER and d.key is not None and d.key.startswith(GAP_KEY):
+        if is_gap(d.issuer, d.key):
+            assert d.key is not None
             if not context.standing.gap(d.agent, d.key, d.result == "failure"):
                 continue
         elif is_asked(d.issuer, d.key):

@@ -32,8 +32,8 @@ from trustscore.ladder.rows import LadderRow, ladder_rows
 from trustscore.ladder.rule import CURRENT_RULE
 from trustscore.ledger import audit, keys
 from trustscore.ledger.submission import check
-from trustscore.reverify.evidence import GAP_KEY, LOWER_KEY, PRIVATE_KEY, is_asked
 from trustscore.reverify.evidence import ISSUER as REVERIFY_ISSUER
+from trustscore.reverify.evidence import LOWER_KEY, PRIVATE_KEY, first_key, is_asked, is_gap
 from trustscore.scoring.inputs import DerivedEvidence, EvidenceItem, Snapshot
 
 assert catalog.ALL_KINDS  # every kind registered before any entry is parsed
@@ -109,7 +109,8 @@ class ProjectionState:
         if item.issuer is None and item.key is not None and item.key.startswith(SITTING_KEY):
             opened = int(item.key[len(SITTING_KEY) :].split(":", 1)[0])  # sitting:<open index>:<item>
             self.standing.sitting_weight(item.agent, item.dimension, index, opened, item.at)
-        elif item.issuer == REVERIFY_ISSUER and item.key is not None and item.key.startswith(GAP_KEY):
+        elif is_gap(item.issuer, item.key):
+            assert item.key is not None
             self.standing.gap(item.agent, item.key, item.result == "failure")
         elif is_asked(item.issuer, item.key):  # a run's asked item spaces the agent's later runs
             self.standing.fresh_weight(item.agent, item.dimension, index, item.at)
@@ -117,9 +118,7 @@ class ProjectionState:
             if item.key.startswith(PRIVATE_KEY):  # and a private answer is the first or a lower one
                 self.standing.answered(item.agent, item.key, item.value, "first")
             elif item.key.startswith(LOWER_KEY):
-                self.standing.answered(
-                    item.agent, PRIVATE_KEY + item.key[len(LOWER_KEY) :], item.value, "lower"
-                )
+                self.standing.answered(item.agent, first_key(item.key), item.value, "lower")
         elif item.issuer == POOL_ISSUER:
             self.standing.count_pooled(item.agent, item.dimension, item.source, item.extra_weight, item.at)
             return

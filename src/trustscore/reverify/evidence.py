@@ -74,9 +74,19 @@ def is_asked(issuer: str | None, key: str | None) -> bool:
     return key.startswith((PRIVATE_KEY, LOWER_KEY)) or is_fresh(issuer, key)
 
 
+def is_gap(issuer: str | None, key: str | None) -> bool:
+    """Whether an evidence item is a run's private-gap judgement."""
+    return issuer == ISSUER and key is not None and key.startswith(GAP_KEY)
+
+
 def lower_key(key: str) -> str:
     """The key of a later, lower answer to the private item keyed ``key`` (a :data:`PRIVATE_KEY` key)."""
     return LOWER_KEY + key[len(PRIVATE_KEY) :]
+
+
+def first_key(key: str) -> str:
+    """The key of the first answer to the private item whose lower answer is keyed ``key``."""
+    return PRIVATE_KEY + key[len(LOWER_KEY) :]
 
 
 def is_fresh(issuer: str | None, key: str | None) -> bool:
@@ -139,8 +149,10 @@ __all__ = [
     "PRIVATE_KEY",
     "SOURCE",
     "derive_reverification",
+    "first_key",
     "is_asked",
     "is_fresh",
+    "is_gap",
     "lower_key",
     "standing",
     "standing_key",

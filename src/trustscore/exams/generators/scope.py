@@ -383,15 +383,17 @@ SCOPE_PROBE = register(
 )
 
 
+def _graded_by_v2(made: Item) -> Item:
+    return msgspec.structs.replace(made, grader=GRADERS_V2[made.grader])
+
+
 def make_with_v2(seed: bytes, params: dict[str, Any], n: int) -> Item:
     """``scope-probe@2``: :func:`make_with`'s item (the same seed stream) graded by the @2 graders."""
-    made = make_with(seed, params, n)
-    return msgspec.structs.replace(made, grader=GRADERS_V2[made.grader])
+    return _graded_by_v2(make_with(seed, params, n))
 
 
 def _make_v2(seed: bytes) -> Item:
-    made = _make(seed)
-    return msgspec.structs.replace(made, grader=GRADERS_V2[made.grader])
+    return _graded_by_v2(_make(seed))
 
 
 SCOPE_PROBE_V2 = register(
