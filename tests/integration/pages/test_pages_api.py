@@ -317,10 +317,12 @@ def medals_section(html: str) -> str:
 
 
 async def test_medals_on_the_profile_leaderboard_and_badge(client: Client, world: dict[str, Any]) -> None:
-    """A good capability sitting earns a medal (many real items, fresh, score over a threshold); a
-    careless one is scored but below bronze; an agent without evidence has no score, not a low one."""
+    """A good capability sitting earns a medal (many real items, fresh, score over a threshold); one
+    whose every answer fails is scored but below bronze; an agent without evidence has no score, not a low one."""
     good = await sat(client, "medalled", "good")
-    careless = await sat(client, "careless", "careless")
+    # Every reply unusable, so every item fails whatever the sitting's seed (the careless persona's fresh
+    # sittings scored bronze now and then: a fresh sitting's items vary by seed).
+    careless = await sat(client, "careless", "garbage")
     rating = (await client.get(f"/v1/agents/{good.id}/rating")).json()
     held = rating["medals"]["dimensions"]["capability"]
     assert held["medal"] in ("bronze", "silver", "gold") and held["real_n"] >= 3  # the fixture earns one
